@@ -1,0 +1,25 @@
+# Decides whether the CUDA backend is built (DUET_CUDA = AUTO | ON | OFF) and sets DUET_HAS_CUDA.
+# AUTO builds it whenever nvcc is found, so CI compiles every CUDA source even without a GPU.
+include(CheckLanguage)
+
+set(DUET_HAS_CUDA OFF)
+if(NOT DUET_CUDA STREQUAL "OFF")
+  if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    # Real sm_90 code for H100/H200 by default; -DCMAKE_CUDA_ARCHITECTURES=80 etc. overrides.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES 90)
+    endif()
+    enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    find_package(CUDAToolkit REQUIRED)
+    set(DUET_HAS_CUDA ON)
+  elseif(DUET_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "DUET_CUDA=ON but no CUDA compiler (nvcc) was found")
+  endif()
+endif()
+message(STATUS "duet: CUDA backend ${DUET_HAS_CUDA}")

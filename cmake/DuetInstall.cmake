@@ -1,0 +1,20 @@
+# `cmake --install` puts libduet, its headers (as duet/LAYER/*.h) and duetConfig.cmake in place,
+# so outside projects use find_package(duet) and link duet::duet.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS duet EXPORT duetTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+foreach(layer IN LISTS DUET_LAYERS)
+  install(DIRECTORY ${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duet/${layer}
+          FILES_MATCHING PATTERN "*.h")
+endforeach()
+install(FILES duet.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duet)
+install(EXPORT duetTargets NAMESPACE duet:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/duet)
+configure_package_config_file(cmake/duetConfig.cmake.in ${PROJECT_BINARY_DIR}/duetConfig.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/duet)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/duetConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/duetConfig.cmake ${PROJECT_BINARY_DIR}/duetConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/duet)

@@ -1,0 +1,31 @@
+// Catch2 main with one extra flag: --requires-gpus N exits 77 (ctest: Skipped) when fewer
+// than N CUDA devices are usable. Listing (--list-*) never checks, so discovery sees every test.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "duet/kernels/cuda/runtime.h"
+
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  int required_gpus = 0;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--requires-gpus" && i + 1 < argc) {
+      required_gpus = std::atoi(argv[++i]);
+      continue;
+    }
+    args.push_back(argv[i]);
+  }
+  if (required_gpus > 0) {
+    int available = duet::cuda::device_count();
+    if (available < required_gpus) {
+      std::printf("skipped: needs %d CUDA device(s), found %d\n", required_gpus, available);
+      return 77;
+    }
+  }
+  return Catch::Session().run(static_cast<int>(args.size()), args.data());
+}
