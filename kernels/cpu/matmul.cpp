@@ -1,0 +1,159 @@
+// matmul: single-threaded OpenBLAS GEMMs (gemm.h), split over batch items and row blocks by our pool.
+//
+// A transposed or otherwise strided operand goes to BLAS as it is when one of its last two
+// strides is 1 (row- or column-major with a leading dimension); only other layouts are copied.
+// A column-major output is handled by computing out^T = b^T a^T.
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <optional>
+
+#include "duet/kernels/cpu/cpu_backend.h"
+#include "duet/kernels/cpu/gemm.h"
+#include "duet/kernels/cpu/thread_pool.h"
+
+namespace duet::kernels::cpu {
+namespace {
+
+// About 1 MFLOP per task: smaller GEMMs are not worth a thread hand-off.
+constexpr int64_t kGemmGrainFlops = int64_t{1} << 20;
+// Row blocks are at least this tall, so each keeps BLAS's micro-kernel busy.
+constexpr int64_t kMinBlockRows = 16;
+
+// One matrix of a batch as BLAS sees it: logical rows x cols with element strides.
+struct Matrix {
+  char* data;
+  int64_t rows, cols, row_stride, col_stride;
+
+  Matrix transposed() const { return {data, cols, rows, col_stride, row_stride}; }
+  // {transposed, leading dimension} as BLAS reads it, or nothing for layouts it cannot read.
+  // The element strides of a size-1 dim are meaningless: pick the ones BLAS accepts.
+  std::optional<std::pair<bool, int64_t>> blas_layout() const {
+    int64_t rs = rows == 1 ? std::max<int64_t>(cols, 1) : row_stride;
+    int64_t cs = cols == 1 ? 1 : col_stride;
+    if (cs == 1 && rs >= std::max<int64_t>(cols, 1)) return std::pair{false, rs};
+    rs = rows == 1 ? 1 : row_stride;
+    cs = cols == 1 ? std::max<int64_t>(rows, 1) : col_stride;
+    if (rs == 1 && cs >= std::max<int64_t>(rows, 1)) return std::pair{true, cs};
+    return std::nullopt;
+  }
+};
+
+// A contiguous tensor shaped like `t` on its device, for layouts BLAS cannot use.
+Tensor contiguous_like(const Tensor& t) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(t.numel()) * t.element_size(), t.device());
+  impl->sizes = t.sizes();
+  impl->strides = contiguous_strides(t.sizes());
+  impl->dtype = t.dtype();
+  return Tensor(std::move(impl));
+}
+
+Tensor contiguous_copy(const Tensor& t) {
+  Tensor result = contiguous_like(t);
+  copy(t, result);
+  return result;
+}
+
+bool blas_usable(const Tensor& t) {
+  const size_t d = t.sizes().size();
+  Matrix m{nullptr, t.sizes()[d - 2], t.sizes()[d - 1], t.strides()[d - 2], t.strides()[d - 1]};
+  return m.blas_layout().has_value();
+}
+
+// Batch item `index` of a rank-2 or rank-3 tensor, as a Matrix.
+Matrix matrix_of(const Tensor& t, int64_t index) {
+  const size_t d = t.sizes().size();
+  const auto elem = static_cast<int64_t>(t.element_size());
+  int64_t batch_offset = d == 3 ? index * t.strides()[0] : 0;
+  return {static_cast<char*>(t.data_ptr()) + batch_offset * elem, t.sizes()[d - 2], t.sizes()[d - 1],
+          t.strides()[d - 2], t.strides()[d - 1]};
+}
+
+// c = a @ b for one batch item, rows [r0, r1) of c. c must have a BLAS layout.
+template <class T>
+void gemm_rows(Matrix a, Matrix b, Matrix c, int64_t r0, int64_t r1) {
+  if (!c.blas_layout() || c.blas_layout()->first) {  // column-major c
+    std::swap(a, b);
+    a = a.transposed();
+    b = b.transposed();
+    c = c.transposed();
+  }
+  // Rows of c (after the swap, possibly columns of the original) [r0, r1).
+  auto [tc, ldc] = *c.blas_layout();
+  (void)tc;
+  const int64_t rows = r1 - r0;
+  Matrix a_rows{a.data + r0 * a.row_stride * static_cast<int64_t>(sizeof(T)), rows, a.cols,
+                a.row_stride, a.col_stride};
+  auto [ta, lda] = *a_rows.blas_layout();
+  auto [tb, ldb] = *b.blas_layout();
+  gemm<T>(ta, tb, rows, c.cols, a.cols, T(1), reinterpret_cast<const T*>(a_rows.data), lda,
+          reinterpret_cast<const T*>(b.data), ldb, T(0),
+          reinterpret_cast<T*>(c.data + r0 * c.row_stride * static_cast<int64_t>(sizeof(T))), ldc);
+}
+
+void check_operands(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const size_t rank = out.sizes().size();
+  DUET_CHECK((rank == 2 || rank == 3) && a.sizes().size() == rank && b.sizes().size() == rank,
+             "matmul: expected rank-2 or rank-3 operands, got ", a.describe(), " @ ", b.describe(),
+             " -> ", out.describe());
+  const Shape &as = a.sizes(), &bs = b.sizes(), &os = out.sizes();
+  bool batch_ok = rank == 2 || (as[0] == os[0] && bs[0] == os[0]);
+  DUET_CHECK(batch_ok && as[rank - 1] == bs[rank - 2] && os[rank - 2] == as[rank - 2] &&
+                 os[rank - 1] == bs[rank - 1],
+             "matmul: shapes do not match: ", a.describe(), " @ ", b.describe(), " -> ", out.describe());
+  DUET_CHECK(a.dtype() == b.dtype() && a.dtype() == out.dtype(), "matmul: dtypes differ: ",
+             a.describe(), " @ ", b.describe(), " -> ", out.describe());
+  for (int64_t v : {as[rank - 2], as[rank - 1], bs[rank - 1]})
+    DUET_CHECK(v <= std::numeric_limits<int>::max(), "matmul: dim ", v, " too large for BLAS in ",
+               a.describe(), " @ ", b.describe());
+}
+
+template <class T>
+void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
+  const size_t rank = out.sizes().size();
+  const int64_t batch = rank == 3 ? out.sizes()[0] : 1;
+  const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
+  if (batch == 0 || m == 0 || n == 0) return;
+  if (k == 0) {  // an empty sum: BLAS is not asked to handle lda = 0
+    fill(out, 0.0);
+    return;
+  }
+  // Rows of c are split, or its columns when c is column-major (gemm_rows' transpose).
+  Matrix c0 = matrix_of(out, 0);
+  const bool column_major = !c0.blas_layout() || c0.blas_layout()->first;
+  const int64_t split_rows = column_major ? n : m;
+  const int64_t flops = 2 * m * n * k;
+  const int64_t threads = pool_size();
+  int64_t parts = 1;
+  if (batch < threads) {
+    int64_t want = (threads + batch - 1) / batch;
+    int64_t by_work = std::max<int64_t>(1, flops / kGemmGrainFlops);
+    int64_t by_rows = std::max<int64_t>(1, split_rows / kMinBlockRows);
+    parts = std::min({want, by_work, by_rows});
+  }
+  const int64_t tasks = batch * parts;
+  const int64_t grain = parts > 1 ? 1 : std::max<int64_t>(1, kGemmGrainFlops / std::max<int64_t>(flops, 1));
+  parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t task = begin; task < end; ++task) {
+      int64_t item = task / parts, part = task % parts;
+      gemm_rows<T>(matrix_of(a, item), matrix_of(b, item), matrix_of(out, item),
+                   split_rows * part / parts, split_rows * (part + 1) / parts);
+    }
+  });
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  check_operands(a, b, out);
+  // Copy only what BLAS cannot read as it is.
+  Tensor a_usable = blas_usable(a) ? a : contiguous_copy(a);
+  Tensor b_usable = blas_usable(b) ? b : contiguous_copy(b);
+  Tensor out_usable = blas_usable(out) ? out : contiguous_like(out);
+  dispatch_floating(out.dtype(), "matmul",
+                    [&]<class T>() { matmul_typed<T>(a_usable, b_usable, out_usable); });
+  if (!out_usable.is_same(out)) copy(out_usable, out);
+}
+
+}  // namespace duet::kernels::cpu

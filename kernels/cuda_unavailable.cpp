@@ -1,0 +1,16 @@
+// The CUDA runtime's entry points in a build without CUDA. kernels/cuda/*.cpp is compiled only
+// when CUDA is found, but tests/main.cpp and the parallel layer call device_count() in every
+// build, so this always-compiled file supplies the CPU-only answers.
+#ifndef DUET_HAS_CUDA
+
+#include "duet/kernels/cuda/runtime.h"
+
+namespace duet::cuda {
+
+int device_count() noexcept { return 0; }
+bool is_built() noexcept { return false; }
+void empty_cache() {}  // nothing is ever cached without CUDA
+
+}  // namespace duet::cuda
+
+#endif  // DUET_HAS_CUDA

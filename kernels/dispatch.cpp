@@ -1,0 +1,150 @@
+// The one place each kernel dispatches on the device type: the backend of `out`'s device.
+#include <array>
+#include <atomic>
+
+#include "duet/core/error.h"
+#include "duet/kernels/backend.h"
+#include "duet/kernels/cpu/thread_pool.h"
+
+namespace duet::kernels {
+namespace {
+
+constexpr size_t kDeviceTypes = 2;
+
+std::array<std::atomic<Backend*>, kDeviceTypes>& backends() {
+  static std::array<std::atomic<Backend*>, kDeviceTypes> table{&cpu_backend(), nullptr};
+  return table;
+}
+
+std::atomic<CrossDeviceCopy>& cross_device_copy() {
+  static std::atomic<CrossDeviceCopy> fn{nullptr};
+  return fn;
+}
+
+}  // namespace
+
+const char* name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::neg: return "neg";
+    case UnaryOp::exp: return "exp";
+    case UnaryOp::log: return "log";
+    case UnaryOp::sqrt: return "sqrt";
+    case UnaryOp::abs: return "abs";
+    case UnaryOp::relu: return "relu";
+    case UnaryOp::sigmoid: return "sigmoid";
+    case UnaryOp::tanh: return "tanh";
+  }
+  return "unknown unary op";
+}
+
+const char* name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::add: return "add";
+    case BinaryOp::sub: return "sub";
+    case BinaryOp::mul: return "mul";
+    case BinaryOp::div: return "div";
+    case BinaryOp::pow: return "pow";
+    case BinaryOp::maximum: return "maximum";
+    case BinaryOp::minimum: return "minimum";
+    case BinaryOp::eq: return "eq";
+    case BinaryOp::ne: return "ne";
+    case BinaryOp::lt: return "lt";
+    case BinaryOp::le: return "le";
+    case BinaryOp::gt: return "gt";
+    case BinaryOp::ge: return "ge";
+  }
+  return "unknown binary op";
+}
+
+const char* name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "sum";
+    case ReduceOp::mean: return "mean";
+    case ReduceOp::max: return "max";
+    case ReduceOp::min: return "min";
+    case ReduceOp::argmax: return "argmax";
+    case ReduceOp::logsumexp: return "logsumexp";
+  }
+  return "unknown reduce op";
+}
+
+void register_backend(DeviceType type, Backend* backend) {
+  backends()[static_cast<size_t>(type)].store(backend);
+}
+
+Backend& backend_for(DeviceType type) {
+  Backend* backend = backends()[static_cast<size_t>(type)].load();
+  if (backend) return *backend;
+  DUET_CHECK(type == DeviceType::CUDA, "no kernel backend registered for device type ",
+             static_cast<int>(type));
+#ifdef DUET_HAS_CUDA
+  DUET_FAIL("cannot run a kernel on a CUDA device: CUDA backend not initialised (no CUDA device was set up)");
+#else
+  DUET_FAIL("cannot run a kernel on a CUDA device: duet was built without CUDA");
+#endif
+}
+
+void register_cross_device_copy(CrossDeviceCopy fn) { cross_device_copy().store(fn); }
+
+void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
+  backend_for(out.device().type).unary(op, in, out);
+}
+
+void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
+                    const Tensor& grad_in) {
+  backend_for(grad_in.device().type).unary_backward(op, grad, in, out, grad_in);
+}
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  backend_for(out.device().type).binary(op, a, b, out);
+}
+
+void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
+                     const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) {
+  if (!grad_a.defined() && !grad_b.defined()) return;
+  backend_for(grad.device().type).binary_backward(op, grad, a, b, out, grad_a, grad_b);
+}
+
+void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out) {
+  backend_for(out.device().type).reduce(op, in, dims, out);
+}
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  backend_for(out.device().type).matmul(a, b, out);
+}
+
+void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  backend_for(out.device().type).where(cond, a, b, out);
+}
+
+void copy(const Tensor& src, const Tensor& dst) {
+  if (src.device().type == dst.device().type) {
+    // Two logical CPU devices share host memory: a plain copy.
+    backend_for(dst.device().type).copy(src, dst);
+    return;
+  }
+  CrossDeviceCopy fn = cross_device_copy().load();
+  DUET_CHECK(fn != nullptr, "copy from ", src.device(), " to ", dst.device(),
+             ": no cross-device copy registered (duet built without CUDA?)");
+  fn(src, dst);
+}
+
+void fill(const Tensor& out, double value) { backend_for(out.device().type).fill(out, value); }
+
+void arange(const Tensor& out, double start, double step) {
+  backend_for(out.device().type).arange(out, start, step);
+}
+
+void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) {
+  backend_for(out.device().type).uniform(out, seed, offset, low, high);
+}
+
+void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) {
+  backend_for(out.device().type).normal(out, seed, offset, mean, stddev);
+}
+
+void set_num_threads(int threads) { cpu::set_pool_size(threads); }
+
+int num_threads() { return cpu::pool_size(); }
+
+}  // namespace duet::kernels
