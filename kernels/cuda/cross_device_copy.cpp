@@ -1,0 +1,81 @@
+// Cross-device copies move one dense block of bytes with cudaMemcpyAsync. Everything else
+// (strides, broadcasting, dtype conversion) is done by a same-device copy: on the source side
+// before the transfer when src is not already dense in dst's dtype and shape, and on the
+// destination side after it when dst is not dense.
+#include "duet/kernels/cuda/cross_device_copy.h"
+
+#include <memory>
+
+#include "duet/kernels/backend.h"
+#include "duet/kernels/cuda/check.h"
+#include "duet/kernels/cuda/device.h"
+
+namespace duet::cuda {
+namespace {
+
+Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(sizes)) * element_size(dtype), device);
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
+void same_device_copy(const Tensor& src, const Tensor& dst) {
+  kernels::backend_for(dst.device().type).copy(src, dst);
+}
+
+// src's elements as a dense tensor of dst's dtype and shape, on src's device.
+Tensor dense_like(const Tensor& src, const Tensor& dst) {
+  if (src.dtype() == dst.dtype() && src.sizes() == dst.sizes() && src.is_contiguous()) return src;
+  Tensor dense = empty_contiguous(dst.sizes(), dst.dtype(), src.device());
+  same_device_copy(src, dense);
+  return dense;
+}
+
+// Both dense with the same byte size. The copy is queued on the CUDA side's stream, so it runs
+// after the kernels already queued there, then waited for.
+void copy_bytes(const Tensor& src, const Tensor& dst) {
+  size_t bytes = static_cast<size_t>(dst.numel()) * dst.element_size();
+  if (src.device().is_cuda() && dst.device().is_cuda() && src.device() != dst.device()) {
+    // The source's pending writes are on its own stream: finish them before dst's stream reads.
+    DeviceGuard guard(src.device());
+    DUET_CUDA_CHECK(cudaStreamSynchronize(stream(src.device())));
+  }
+  Device gpu = dst.device().is_cuda() ? dst.device() : src.device();
+  DeviceGuard guard(gpu);
+  cudaStream_t s = stream(gpu);
+  // cudaMemcpyDefault: unified addressing tells host from device memory, and copies between
+  // two GPUs go peer-to-peer or through the host as the driver sees fit.
+  DUET_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDefault, s));
+  DUET_CUDA_CHECK(cudaStreamSynchronize(s));
+}
+
+}  // namespace
+
+void copy_across_devices(const Tensor& src, const Tensor& dst) {
+  if (dst.numel() == 0) return;
+  if (src.device() == dst.device()) {
+    same_device_copy(src, dst);
+    return;
+  }
+  Tensor dense_src = dense_like(src, dst);
+  if (dst.is_contiguous()) {
+    copy_bytes(dense_src, dst);
+    return;
+  }
+  Tensor staged = empty_contiguous(dst.sizes(), dst.dtype(), dst.device());
+  copy_bytes(dense_src, staged);
+  same_device_copy(staged, dst);
+}
+
+namespace {
+// Registered at load time; no CUDA call happens until a copy runs.
+[[maybe_unused]] const bool registered = [] {
+  kernels::register_cross_device_copy(&copy_across_devices);
+  return true;
+}();
+}  // namespace
+
+}  // namespace duet::cuda

@@ -1,0 +1,118 @@
+// The CUDA backend: checks that every operand is on the output's device, makes that device
+// current and runs the launcher on its stream. Registered at load time (no CUDA call there).
+//
+// reduce and matmul are deferred to the CUDA backend issue (own reduction kernels; cuBLAS for
+// GEMM); until then they throw, so nothing silently falls back to a wrong or slow path.
+#include <initializer_list>
+
+#include "duet/kernels/backend.h"
+#include "duet/kernels/cuda/cross_device_copy.h"
+#include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/launchers.h"
+
+namespace duet::cuda {
+namespace {
+
+using kernels::BinaryOp;
+using kernels::ReduceOp;
+using kernels::UnaryOp;
+
+// The device every kernel argument must be on; undefined (optional) tensors are skipped.
+// Catching a mix here beats an illegal-address fault, which would poison the whole context.
+Device common_device(const char* op, const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* t : inputs)
+    DUET_CHECK(!t->defined() || t->device() == out.device(), op, " on CUDA: ", t->describe(), " and ",
+               out.describe(), " are on different devices");
+  return out.device();
+}
+
+// The output's device made current, and its stream, for one launch.
+class OnDevice {
+ public:
+  OnDevice(const char* op, const Tensor& out, std::initializer_list<const Tensor*> inputs)
+      : device_(common_device(op, out, inputs)), guard_(device_), stream_(cuda::stream(device_)) {}
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  Device device_;
+  DeviceGuard guard_;
+  cudaStream_t stream_;
+};
+
+class CudaBackend final : public kernels::Backend {
+ public:
+  void unary(UnaryOp op, const Tensor& in, const Tensor& out) override {
+    OnDevice on(kernels::name(op), out, {&in});
+    launch_unary(op, in, out, on.stream());
+  }
+
+  void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
+                      const Tensor& grad_in) override {
+    OnDevice on(kernels::name(op), grad_in, {&grad, &in, &out});
+    launch_unary_backward(op, grad, in, out, grad_in, on.stream());
+  }
+
+  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    OnDevice on(kernels::name(op), out, {&a, &b});
+    launch_binary(op, a, b, out, on.stream());
+  }
+
+  void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
+                       const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) override {
+    OnDevice on(kernels::name(op), grad, {&a, &b, &out, &grad_a, &grad_b});
+    if (grad_a.defined()) launch_binary_backward(op, /*wrt_a=*/true, grad, a, b, out, grad_a, on.stream());
+    if (grad_b.defined()) launch_binary_backward(op, /*wrt_a=*/false, grad, a, b, out, grad_b, on.stream());
+  }
+
+  void reduce(ReduceOp op, const Tensor&, const std::vector<int64_t>&, const Tensor&) override {
+    DUET_FAIL("reduce (", kernels::name(op), ") on CUDA: not implemented yet (CUDA backend issue)");
+  }
+
+  void matmul(const Tensor&, const Tensor&, const Tensor&) override {
+    DUET_FAIL("matmul on CUDA: not implemented yet (CUDA backend issue)");
+  }
+
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override {
+    OnDevice on("where", out, {&cond, &a, &b});
+    launch_where(cond, a, b, out, on.stream());
+  }
+
+  void copy(const Tensor& src, const Tensor& dst) override {
+    // dispatch.cpp sends every CUDA -> CUDA copy here, also between two logical devices.
+    if (src.device() != dst.device()) {
+      copy_across_devices(src, dst);
+      return;
+    }
+    OnDevice on("copy", dst, {&src});
+    launch_copy(src, dst, on.stream());
+  }
+
+  void fill(const Tensor& out, double value) override {
+    OnDevice on("fill", out, {});
+    launch_fill(out, value, on.stream());
+  }
+
+  void arange(const Tensor& out, double start, double step) override {
+    OnDevice on("arange", out, {});
+    launch_arange(out, start, step, on.stream());
+  }
+
+  void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) override {
+    OnDevice on("uniform", out, {});
+    launch_uniform(out, seed, offset, low, high, on.stream());
+  }
+
+  void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) override {
+    OnDevice on("normal", out, {});
+    launch_normal(out, seed, offset, mean, stddev, on.stream());
+  }
+};
+
+[[maybe_unused]] const bool registered = [] {
+  // Leaked on purpose: kernels may run from static destructors after this file's statics die.
+  kernels::register_backend(DeviceType::CUDA, new CudaBackend());
+  return true;
+}();
+
+}  // namespace
+}  // namespace duet::cuda

@@ -1,0 +1,37 @@
+// CUDA-side internals of the runtime (kernels/cuda only): the logical-to-physical device
+// mapping, the per-device streams and a device guard.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "duet/core/device.h"
+
+namespace duet::cuda {
+
+// Throws duet::Error unless `device` is cuda:i with i < device_count(), saying why not
+// (no driver, no GPU, index out of range).
+void check_device(Device device);
+
+// The physical GPU that logical device cuda:`index` runs on: 0 under
+// DUET_CUDA_VIRTUAL_DEVICES, else `index` itself.
+int physical_device(int index);
+
+// The one stream of a logical device, created on first use. It is non-blocking, so work on it
+// never serialises with the legacy default stream. Every launcher and copy runs on it.
+cudaStream_t stream(Device device);
+
+// Makes a logical device's physical GPU current for the enclosing scope and restores the
+// previously current GPU on exit (CUDA's current device is per host thread).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(Device device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int previous_ = 0;
+  bool changed_ = false;
+};
+
+}  // namespace duet::cuda

@@ -1,0 +1,42 @@
+// Host entry points of the CUDA kernels (.cu files). Each enqueues its kernel on `stream` and
+// returns; the caller (cuda_backend.cpp) has checked devices and made the device current.
+// Dtypes follow the CPU backend's rules, per launcher below.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "duet/core/tensor.h"
+#include "duet/kernels/kernels.h"
+
+namespace duet::cuda {
+
+// elementwise_unary.cu: floating dtypes, plus every dtype for neg and abs.
+void launch_unary(kernels::UnaryOp op, const Tensor& in, const Tensor& out, cudaStream_t stream);
+void launch_unary_backward(kernels::UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
+                           const Tensor& grad_in, cudaStream_t stream);
+
+// elementwise_binary.cu: arithmetic on every dtype but pow (floating), comparisons on every
+// dtype (writing u8), derivatives on floating dtypes.
+void launch_binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out,
+                   cudaStream_t stream);
+// Writes one partial derivative: d out / d a into grad_x when `wrt_a`, else d out / d b.
+void launch_binary_backward(kernels::BinaryOp op, bool wrt_a, const Tensor& grad, const Tensor& a,
+                            const Tensor& b, const Tensor& out, const Tensor& grad_x, cudaStream_t stream);
+
+// copy_where.cu: every dtype (and every dtype pair for copy).
+void launch_copy(const Tensor& src, const Tensor& dst, cudaStream_t stream);
+void launch_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
+                  cudaStream_t stream);
+
+// fill_random.cu: fill and arange on every dtype; the draws on floating dtypes into a
+// contiguous `out`.
+void launch_fill(const Tensor& out, double value, cudaStream_t stream);
+void launch_arange(const Tensor& out, double start, double step, cudaStream_t stream);
+void launch_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high,
+                    cudaStream_t stream);
+void launch_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev,
+                   cudaStream_t stream);
+
+}  // namespace duet::cuda

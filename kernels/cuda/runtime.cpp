@@ -1,0 +1,130 @@
+// Device discovery, the DUET_CUDA_VIRTUAL_DEVICES mapping, per-device streams and DeviceGuard.
+#include "duet/kernels/cuda/runtime.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "duet/core/error.h"
+#include "duet/kernels/cuda/check.h"
+#include "duet/kernels/cuda/device.h"
+
+namespace duet::cuda {
+namespace {
+
+constexpr const char* kVirtualDevicesEnv = "DUET_CUDA_VIRTUAL_DEVICES";
+
+struct Topology {
+  int physical = 0;           // GPUs the driver reports
+  int logical = 0;            // what device_count() returns
+  bool virtual_devices = false;
+  std::string unavailable;    // why there is no device at all, for error messages
+};
+
+// 0 when unset; -1 when set to something other than an integer in 1..kMaxDevicesPerType.
+int virtual_devices_requested() {
+  const char* text = std::getenv(kVirtualDevicesEnv);
+  if (!text || !*text) return 0;
+  char* end = nullptr;
+  long n = std::strtol(text, &end, 10);
+  if (*end != '\0' || n < 1 || n > kMaxDevicesPerType) return -1;
+  return static_cast<int>(n);
+}
+
+Topology discover() {
+  Topology t;
+  cudaError_t status = cudaGetDeviceCount(&t.physical);
+  if (status != cudaSuccess) {
+    cudaGetLastError();  // no driver or no GPU: not an error for a CPU-only run
+    t.physical = 0;
+    t.unavailable = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(status);
+    return t;
+  }
+  if (t.physical == 0) {
+    t.unavailable = "the driver reports no GPU";
+    return t;
+  }
+  t.logical = std::min(t.physical, kMaxDevicesPerType);
+  int requested = virtual_devices_requested();
+  if (requested < 0) {
+    // device_count() cannot throw, so a bad value is reported once and ignored.
+    std::fprintf(stderr, "duet: ignoring %s=%s (expected an integer from 1 to %d)\n",
+                 kVirtualDevicesEnv, std::getenv(kVirtualDevicesEnv), kMaxDevicesPerType);
+  } else if (requested > 0) {
+    t.logical = requested;
+    t.virtual_devices = true;
+  }
+  return t;
+}
+
+// Discovered once: the driver's answer does not change while the process runs.
+const Topology& topology() {
+  static const Topology t = discover();
+  return t;
+}
+
+struct Streams {
+  std::array<std::once_flag, kMaxDevicesPerType> created;
+  std::array<cudaStream_t, kMaxDevicesPerType> stream{};
+};
+
+// Streams live as long as the process: destroying them at exit would race the driver's teardown.
+Streams& streams() {
+  static Streams* s = new Streams();
+  return *s;
+}
+
+}  // namespace
+
+int device_count() noexcept {
+  try {
+    return topology().logical;
+  } catch (...) {
+    return 0;  // only std::bad_alloc could get here
+  }
+}
+
+bool is_built() noexcept { return true; }
+
+void check_device(Device device) {
+  DUET_CHECK(device.is_cuda(), "expected a CUDA device, got ", device);
+  const Topology& t = topology();
+  if (t.logical == 0) DUET_FAIL("cannot use ", device, ": no CUDA device is available (", t.unavailable, ")");
+  if (device.index < 0 || device.index >= t.logical) {
+    DUET_FAIL("cannot use ", device, ": only ", t.logical, " CUDA device(s) exist",
+              t.virtual_devices ? " (virtual, from " : "", t.virtual_devices ? kVirtualDevicesEnv : "",
+              t.virtual_devices ? ")" : "");
+  }
+}
+
+int physical_device(int index) { return topology().virtual_devices ? 0 : index; }
+
+cudaStream_t stream(Device device) {
+  check_device(device);
+  Streams& s = streams();
+  auto i = static_cast<size_t>(device.index);
+  std::call_once(s.created[i], [&] {
+    DeviceGuard guard(device);
+    DUET_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream[i], cudaStreamNonBlocking));
+  });
+  return s.stream[i];
+}
+
+DeviceGuard::DeviceGuard(Device device) {
+  check_device(device);
+  int target = physical_device(device.index);
+  DUET_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != target) {
+    DUET_CUDA_CHECK(cudaSetDevice(target));
+    changed_ = true;
+  }
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (changed_) cudaSetDevice(previous_);  // a destructor cannot throw; the switch back cannot fail for a valid id
+}
+
+}  // namespace duet::cuda

@@ -1,0 +1,24 @@
+// The CUDA runtime as the rest of duet sees it: plain C++, no CUDA headers, so it can be
+// included everywhere. In a build without CUDA, device_count() is 0, is_built() is false and
+// using a CUDA device throws "built without CUDA" (from the allocator and the kernels).
+#pragma once
+
+#include <cstddef>
+
+namespace duet::cuda {
+
+// Usable CUDA devices (after DUET_CUDA_VIRTUAL_DEVICES mapping). Returns 0 when there is no
+// driver, no GPU, or no CUDA in this build. Never throws.
+//
+// DUET_CUDA_VIRTUAL_DEVICES=N (1..64) maps cuda:0..N-1 onto physical GPU 0, each logical
+// device with its own stream and memory accounting. It exists to test the parallel
+// strategies' mechanics on one GPU; results measured this way must say so.
+int device_count() noexcept;
+// True when this build has the CUDA backend compiled in.
+bool is_built() noexcept;
+
+// Returns the caching allocator's unused blocks on every CUDA device to the driver (reserved
+// bytes drop to those held by live tensors). A no-op without CUDA: nothing is ever cached.
+void empty_cache();
+
+}  // namespace duet::cuda

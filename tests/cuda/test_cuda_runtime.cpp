@@ -1,0 +1,120 @@
+// The CUDA runtime scaffolding: device discovery, the caching allocator's accounting and reuse,
+// its out-of-memory error, and virtual devices' separate accounting.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "duet/core/allocator.h"
+#include "duet/kernels/cuda/runtime.h"
+#include "duet/kernels/kernels.h"
+
+using namespace duet;
+using Catch::Matchers::Contains;
+
+TEST_CASE("the CUDA runtime reports a built backend and a usable device", "[cuda]") {
+  CHECK(cuda::is_built());
+  REQUIRE(cuda::device_count() >= 1);
+  Storage s(64, cuda_device(0));
+  CHECK(s.data() != nullptr);
+}
+
+TEST_CASE("the caching allocator accounts current, peak and reserved bytes and reuses blocks", "[cuda]") {
+  const Device dev = cuda_device(0);
+  cuda::empty_cache();  // no cached block of any size, so the first request must reach cudaMalloc
+  reset_peak_memory(dev);
+  const MemoryStats before = memory_stats(dev);
+  // An odd size in the large pool, rounded up to a 2 MiB multiple (3 MiB + 1000 -> 4 MiB).
+  const size_t bytes = (size_t(3) << 20) + 1000, rounded = size_t(4) << 20;
+
+  void* first_ptr = nullptr;
+  {
+    Storage s(bytes, dev);
+    first_ptr = s.data();
+    MemoryStats during = memory_stats(dev);
+    CHECK(during.current == before.current + static_cast<int64_t>(bytes));
+    CHECK(during.reserved == before.reserved + static_cast<int64_t>(rounded));
+    CHECK(during.peak >= during.current);
+    CHECK(during.allocations == before.allocations + 1);
+  }
+  MemoryStats freed = memory_stats(dev);
+  CHECK(freed.current == before.current);
+  CHECK(freed.reserved == before.reserved + static_cast<int64_t>(rounded));  // kept in the cache
+  CHECK(freed.peak == before.current + static_cast<int64_t>(bytes));
+
+  SECTION("a request in the same bin reuses the cached block without new reservation") {
+    Storage again(bytes - 500, dev);
+    CHECK(again.data() == first_ptr);
+    CHECK(memory_stats(dev).reserved == freed.reserved);
+    CHECK(memory_stats(dev).current == before.current + static_cast<int64_t>(bytes - 500));
+  }
+  SECTION("a request in another bin gets a fresh block") {
+    Storage other(bytes + rounded, dev);
+    CHECK(other.data() != first_ptr);
+    CHECK(memory_stats(dev).reserved == freed.reserved + static_cast<int64_t>(2 * rounded));
+  }
+  SECTION("small requests round to 512 bytes and share a bin") {
+    void* small_ptr = nullptr;
+    { Storage a(1000, dev); small_ptr = a.data(); }
+    Storage b(1024, dev);  // 1000 and 1024 both round to 1024
+    CHECK(b.data() == small_ptr);
+  }
+  SECTION("empty_cache returns cached blocks to the driver") {
+    cuda::empty_cache();
+    CHECK(memory_stats(dev).reserved == before.reserved);
+    CHECK(memory_stats(dev).current == before.current);
+  }
+}
+
+TEST_CASE("a tensor's storage on CUDA round-trips through the host", "[cuda]") {
+  test::TensorPair p = test::random_pair({1000}, DType::f32, -1, 1, 7);
+  Tensor back = test::copy_to(p.cuda, cpu());
+  test::require_identical(back, p.cpu, "host -> cuda -> host");
+}
+
+TEST_CASE("CUDA out of memory is a duet::Error naming the request, and the device stays usable", "[cuda]") {
+  const size_t huge = size_t(1) << 50;  // 1 PiB: more than any GPU
+  REQUIRE_THROWS_WITH(Storage(huge, cuda_device(0)),
+                      Contains("out of memory") && Contains(std::to_string(huge)) && Contains("reserved"));
+  // The failure is not sticky: later allocations and kernels work.
+  test::GuardedOutput out({257}, DType::f32, cuda_device(0));
+  kernels::fill(out.view(), 2.5);
+  Tensor host = out.check_and_fetch();
+  CHECK(host.data<float>()[0] == 2.5f);
+  CHECK(host.data<float>()[256] == 2.5f);
+}
+
+TEST_CASE("an index beyond the CUDA devices is a clear error", "[cuda]") {
+  REQUIRE_THROWS_WITH(Storage(16, cuda_device(cuda::device_count())), Contains("cannot use"));
+}
+
+TEST_CASE("reduce and matmul on CUDA are not implemented yet and say so", "[cuda]") {
+  Tensor a = test::empty_tensor({2, 2}, DType::f32, cuda_device(0));
+  Tensor out = test::empty_tensor({2, 2}, DType::f32, cuda_device(0));
+  CHECK_THROWS_WITH(kernels::matmul(a, a, out), Contains("not implemented yet"));
+  CHECK_THROWS_WITH(kernels::reduce(kernels::ReduceOp::sum, a, {0}, out), Contains("not implemented yet"));
+}
+
+// Runs with two GPUs, or on one with DUET_CUDA_VIRTUAL_DEVICES=2 (or more).
+TEST_CASE("each CUDA device keeps its own memory accounting and copies reach the other", "[cuda][multigpu]") {
+  REQUIRE(cuda::device_count() >= 2);
+  const Device d0 = cuda_device(0), d1 = cuda_device(1);
+  const MemoryStats before0 = memory_stats(d0), before1 = memory_stats(d1);
+  {
+    Storage on1(12345, d1);
+    CHECK(memory_stats(d1).current == before1.current + 12345);
+    CHECK(memory_stats(d0).current == before0.current);
+    CHECK(memory_stats(d0).reserved == before0.reserved);
+  }
+  CHECK(memory_stats(d1).current == before1.current);
+
+  test::TensorPair p = test::random_pair({3, 257}, DType::f64, -5, 5, 11);
+  Tensor on1 = test::copy_to(p.cuda, d1);  // cuda:0 -> cuda:1
+  test::GuardedOutput out({3, 257}, DType::f32, d0);
+  kernels::copy(on1.as_strided({3, 257}, {257, 1}, 0), out.view());  // cuda:1 -> cuda:0 with a cast
+  Tensor expected = test::empty_tensor({3, 257}, DType::f32, cpu());
+  kernels::copy(p.cpu, expected);
+  test::require_identical(out.check_and_fetch(), expected, "cuda:0 -> cuda:1 -> cuda:0 (f64 -> f32)");
+}
