@@ -1,0 +1,80 @@
+// The public differentiable ops, in namespace duet (like torch.*). Each checks its inputs
+// (devices, dtypes, shapes; the error names the op and what clashed), computes through
+// kernels::, and records a backward node when an input requires grad.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "duet/core/tensor.h"
+
+namespace duet {
+
+// ---- elementwise unary ----
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor tanh(const Tensor& x);
+
+// ---- elementwise binary, NumPy broadcasting; a scalar is a 0-d tensor of the other's dtype ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, const Tensor& b);
+Tensor pow(const Tensor& a, double exponent);
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+// Comparisons return u8 0/1 and are not differentiable.
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+
+// A 0-d tensor holding `value`, with the dtype and device of `like`.
+Tensor scalar_like(double value, const Tensor& like);
+
+Tensor operator-(const Tensor& x);
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, double b);
+Tensor operator-(const Tensor& a, double b);
+Tensor operator*(const Tensor& a, double b);
+Tensor operator/(const Tensor& a, double b);
+Tensor operator+(double a, const Tensor& b);
+Tensor operator-(double a, const Tensor& b);
+Tensor operator*(double a, const Tensor& b);
+Tensor operator/(double a, const Tensor& b);
+
+// ---- reductions over `dims` (empty = all dims) ----
+Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+// Max values; on ties the gradient is split evenly among the maxima (like torch.amax).
+Tensor max(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // i64, not differentiable
+Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false);
+
+// ---- linear algebra ----
+// [m,k]@[k,n]; batched [...,m,k]@[...,k,n] with broadcast batch dims; 1-D operands as NumPy.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- joining and splitting ----
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim = 0);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// Views of consecutive pieces of `split_size` along dim (the last may be smaller).
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
+std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
+// `chunks` pieces as in torch.chunk (ceil-sized; fewer when the dim is small).
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+// cond (u8) ? a : b, broadcast; differentiable in a and b.
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+}  // namespace duet

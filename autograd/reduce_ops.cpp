@@ -1,0 +1,141 @@
+// Reductions over dims with keepdim: sum, mean, max (amax), argmax, logsumexp.
+//
+// The kernels always write the keepdim layout; without keepdim the result is a view of it
+// with the reduced dims dropped. One ReduceBackward node serves every differentiable
+// reduction: it brings the gradient back to the keepdim layout and expands it over the input.
+#include <algorithm>
+
+#include "duet/autograd/checks.h"
+#include "duet/autograd/factory.h"
+#include "duet/autograd/function.h"
+#include "duet/autograd/op_helpers.h"
+#include "duet/autograd/ops.h"
+#include "duet/kernels/kernels.h"
+
+namespace duet {
+namespace {
+
+using autograd::Node;
+using autograd::SavedTensor;
+using autograd::TensorList;
+using kernels::ReduceOp;
+
+// The reduction's geometry: normalised dims (ascending, unique; all dims when none given) and
+// the output shapes with and without the reduced dims.
+struct Reduction {
+  std::vector<int64_t> dims;
+  Shape keepdim_shape;
+  Shape out_shape;
+};
+
+Reduction plan_reduction(const char* op, const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  const int64_t ndim = x.dim();
+  if (dims.empty()) {
+    for (int64_t d = 0; d < ndim; ++d) dims.push_back(d);
+  } else {
+    for (int64_t& d : dims) d = normalize_dim(d, ndim, op);
+    std::sort(dims.begin(), dims.end());
+    DUET_CHECK(std::adjacent_find(dims.begin(), dims.end()) == dims.end(), op, ": a dim appears twice in ",
+               shape_str(dims), " for ", x.describe());
+    if (ndim == 0) dims.clear();  // dim 0 or -1 of a 0-d tensor: the tensor itself
+  }
+  Reduction r{dims, x.sizes(), {}};
+  for (int64_t d : dims) r.keepdim_shape[static_cast<size_t>(d)] = 1;
+  for (int64_t d = 0; d < ndim; ++d) {
+    bool reduced = std::binary_search(dims.begin(), dims.end(), d);
+    if (!reduced || keepdim) r.out_shape.push_back(r.keepdim_shape[static_cast<size_t>(d)]);
+  }
+  return r;
+}
+
+// Runs the kernel into a fresh keepdim-layout tensor and views it as the output shape.
+Tensor reduce_raw(ReduceOp op, const Tensor& x, const Reduction& r, DType dtype) {
+  Tensor out = empty(r.keepdim_shape, autograd::options_of(x, dtype));
+  kernels::reduce(op, x, r.dims, out);
+  return out.as_strided(r.out_shape, contiguous_strides(r.out_shape), 0);
+}
+
+class ReduceBackward final : public Node {
+ public:
+  ReduceBackward(ReduceOp op, const Tensor& x, const Tensor& out, Reduction r)
+      : op_(op), input_shape_(x.sizes()), reduction_(std::move(r)) {
+    if (op == ReduceOp::max || op == ReduceOp::logsumexp) {
+      input_ = SavedTensor(x);
+      output_ = SavedTensor(out);
+    }
+  }
+
+  TensorList apply(TensorList&& grads) override {
+    if (!grads.at(0).defined()) return {Tensor()};
+    // The gradient over the input: each output element's gradient, copied to its inputs.
+    Tensor grad = keepdim(grads[0]).expand(input_shape_);
+    switch (op_) {
+      case ReduceOp::sum: return {grad};
+      case ReduceOp::mean: {
+        int64_t count = numel(input_shape_) / std::max<int64_t>(numel(reduction_.keepdim_shape), 1);
+        return {grad * (1.0 / static_cast<double>(std::max<int64_t>(count, 1)))};
+      }
+      case ReduceOp::max: {
+        // amax: the gradient is shared evenly among the elements equal to the maximum.
+        Tensor x = input_.unpack(*this), out = keepdim(output_.unpack(*this));
+        Tensor is_max = eq(x, out).to(x.dtype());
+        Tensor ties = sum(is_max, reduction_.dims, /*keepdim=*/true);
+        return {grad * is_max / ties};
+      }
+      case ReduceOp::logsumexp: {
+        // d/dx log(sum(exp x)) = softmax(x) = exp(x - logsumexp(x)).
+        Tensor x = input_.unpack(*this), out = keepdim(output_.unpack(*this));
+        return {grad * exp(x - out)};
+      }
+      default: DUET_FAIL(name(), ": not differentiable");
+    }
+  }
+  std::string name() const override { return autograd::backward_name(kernels::name(op_)); }
+  void release_saved() override {
+    input_.reset();
+    output_.reset();
+  }
+
+ private:
+  Tensor keepdim(const Tensor& t) const { return t.reshape(reduction_.keepdim_shape); }
+
+  ReduceOp op_;
+  Shape input_shape_;
+  Reduction reduction_;
+  SavedTensor input_, output_;
+};
+
+Tensor differentiable_reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  const char* op_name = kernels::name(op);
+  autograd::check_defined(op_name, x);
+  if (op != ReduceOp::sum && op != ReduceOp::max) autograd::check_floating(op_name, x);
+  Reduction r = plan_reduction(op_name, x, std::move(dims), keepdim);
+  Tensor out = reduce_raw(op, x, r, x.dtype());
+  if (autograd::needs_grad({x})) {
+    autograd::record(std::make_shared<ReduceBackward>(op, x, out, std::move(r)), {x}, {out});
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  return differentiable_reduce(ReduceOp::sum, x, std::move(dims), keepdim);
+}
+Tensor mean(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  return differentiable_reduce(ReduceOp::mean, x, std::move(dims), keepdim);
+}
+Tensor max(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  return differentiable_reduce(ReduceOp::max, x, std::move(dims), keepdim);
+}
+Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
+  return differentiable_reduce(ReduceOp::logsumexp, x, std::move(dims), keepdim);
+}
+
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
+  autograd::check_defined("argmax", x);
+  Reduction r = plan_reduction("argmax", x, {dim}, keepdim);
+  return reduce_raw(ReduceOp::argmax, x, r, DType::i64);
+}
+
+}  // namespace duet
