@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  cmake ninja-build g++ make pkg-config
+  cmake ninja-build g++ make pkg-config clang
   libopenblas-dev zlib1g-dev
   catch2 libcli11-dev nlohmann-json3-dev
   dataset-fashion-mnist gnuplot-nox

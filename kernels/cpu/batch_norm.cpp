@@ -1,0 +1,193 @@
+// Batch norm on the CPU: direct loops, one channel per task on the pool. Sums run in short
+// blocks of T and are totalled in double, so f32 statistics over large batches keep their digits.
+//
+// x is seen as [N, C, S] (S = H * W, or 1 for [N, C]); channel c reads N runs of S elements.
+#include <algorithm>
+#include <cmath>
+
+#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/nn_common.h"
+#include "duet/kernels/cpu/thread_pool.h"
+
+namespace duet::kernels::cpu {
+namespace {
+
+struct ChannelLayout {
+  int64_t batch, channels, spatial;
+
+  int64_t count() const { return batch * spatial; }  // values per channel
+  // Calls fn(offset) for each of channel c's N contiguous runs of `spatial` elements.
+  template <class Fn>
+  void for_each_run(int64_t c, Fn&& fn) const {
+    for (int64_t n = 0; n < batch; ++n) fn((n * channels + c) * spatial);
+  }
+};
+
+// sum of term(i) over i in [0, n), with kLanes independent accumulators of T: a single one would
+// stall every add on the previous one, and the compiler may not reorder floating-point sums by
+// itself. Each block of kBlock terms is then added in double, so the T sums stay short.
+template <class T, class Term>
+double run_sum(int64_t n, Term&& term) {
+  constexpr int64_t kLanes = 8, kBlock = 512;
+  double total = 0;
+  int64_t i = 0;
+  for (; i + kLanes <= n;) {
+    T lanes[kLanes] = {};
+    for (const int64_t block_end = std::min(n, i + kBlock); i + kLanes <= block_end; i += kLanes)
+      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
+    for (T lane : lanes) total += lane;
+  }
+  for (; i < n; ++i) total += term(i);
+  return total;
+}
+
+ChannelLayout layout_of(const char* op, const Tensor& x) {
+  DUET_CHECK(x.dim() == 2 || x.dim() == 4, op, ": expected x of shape [N, C] or [N, C, H, W], got ", x.describe());
+  return {x.size(0), x.size(1), x.dim() == 4 ? x.size(2) * x.size(3) : 1};
+}
+
+void check_channel_vector(const char* op, const Tensor& t, int64_t channels) {
+  if (!t.defined()) return;
+  DUET_CHECK(t.dim() == 1 && t.size(0) == channels, op, ": expected a per-channel tensor of shape [", channels,
+             "], got ", t.describe());
+}
+
+// Runs fn(c) for every channel, in parallel.
+template <class Fn>
+void for_each_channel(const ChannelLayout& l, Fn&& fn) {
+  parallel_for(l.channels, grain_for(l.count()), [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) fn(c);
+  });
+}
+
+template <class T>
+void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                   const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                   const Tensor& save_mean, const Tensor& save_invstd, const ChannelLayout& l) {
+  const T* xd = x.data<T>();
+  const T* wd = data_or_null<T>(weight);
+  const T* bd = data_or_null<T>(bias);
+  T* rm = data_or_null<T>(running_mean);
+  T* rv = data_or_null<T>(running_var);
+  T* od = out.data<T>();
+  T* mean_out = save_mean.data<T>();
+  T* invstd_out = save_invstd.data<T>();
+  const double count = static_cast<double>(l.count());
+  const int64_t s = l.spatial;
+  for_each_channel(l, [&](int64_t c) {
+    double mean, var;
+    if (training) {
+      double sum = 0;
+      l.for_each_run(c, [&](int64_t at) { sum += run_sum<T>(s, [&](int64_t i) { return xd[at + i]; }); });
+      mean = sum / count;
+      // Two passes: no cancellation as in E[x^2] - E[x]^2.
+      const T m = static_cast<T>(mean);
+      double squares = 0;
+      l.for_each_run(c, [&](int64_t at) {
+        squares += run_sum<T>(s, [&](int64_t i) { return (xd[at + i] - m) * (xd[at + i] - m); });
+      });
+      var = squares / count;
+      if (rm && rv) {
+        rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * mean);
+        rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * var * count / (count - 1));
+      }
+    } else {
+      mean = rm[c];
+      var = rv[c];
+    }
+    const double invstd = 1 / std::sqrt(var + eps);
+    mean_out[c] = static_cast<T>(mean);
+    invstd_out[c] = static_cast<T>(invstd);
+    // out = (x - mean) * invstd * w + b = x * scale + shift
+    const double scale = invstd * (wd ? wd[c] : 1.0);
+    const T shift = static_cast<T>((bd ? bd[c] : 0.0) - mean * scale);
+    const T scale_t = static_cast<T>(scale);
+    l.for_each_run(c, [&](int64_t at) {
+      for (int64_t i = 0; i < s; ++i) od[at + i] = xd[at + i] * scale_t + shift;
+    });
+  });
+}
+
+template <class T>
+void backward_typed(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
+                    const Tensor& save_invstd, bool training, const Tensor& grad_x, const Tensor& grad_weight,
+                    const Tensor& grad_bias, const ChannelLayout& l) {
+  const T* gd = grad_out.data<T>();
+  const T* xd = x.data<T>();
+  const T* wd = data_or_null<T>(weight);
+  const T* mean_in = save_mean.data<T>();
+  const T* invstd_in = save_invstd.data<T>();
+  T* gxd = data_or_null<T>(grad_x);
+  T* gwd = data_or_null<T>(grad_weight);
+  T* gbd = data_or_null<T>(grad_bias);
+  const double count = static_cast<double>(l.count());
+  const int64_t s = l.spatial;
+  for_each_channel(l, [&](int64_t c) {
+    const double mean = mean_in[c], invstd = invstd_in[c];
+    const T m = static_cast<T>(mean);
+    double sum_g = 0, sum_g_centered = 0;  // sum(g) and sum(g * (x - mean))
+    l.for_each_run(c, [&](int64_t at) {
+      sum_g += run_sum<T>(s, [&](int64_t i) { return gd[at + i]; });
+      sum_g_centered += run_sum<T>(s, [&](int64_t i) { return gd[at + i] * (xd[at + i] - m); });
+    });
+    const double sum_g_xhat = sum_g_centered * invstd;
+    if (gbd) gbd[c] = static_cast<T>(sum_g);
+    if (gwd) gwd[c] = static_cast<T>(sum_g_xhat);
+    if (!gxd) return;
+    const double scale = invstd * (wd ? wd[c] : 1.0);
+    // grad_x = a * g + b * x + k. With the statistics constant (inference) out is affine in x;
+    // in training the parts that flow through the batch mean and variance are subtracted:
+    // scale * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * invstd.
+    double a = scale, b = 0, k = 0;
+    if (training) {
+      const double mean_g = sum_g / count, mean_g_xhat = sum_g_xhat / count;
+      b = -scale * invstd * mean_g_xhat;
+      k = -scale * mean_g - b * mean;
+    }
+    const T a_t = static_cast<T>(a), b_t = static_cast<T>(b), k_t = static_cast<T>(k);
+    l.for_each_run(c, [&](int64_t at) {
+      for (int64_t i = 0; i < s; ++i) gxd[at + i] = a_t * gd[at + i] + b_t * xd[at + i] + k_t;
+    });
+  });
+}
+
+}  // namespace
+
+void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                        const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                        const Tensor& save_mean, const Tensor& save_invstd) {
+  const char* op = "batch_norm_forward";
+  DType dtype = check_nn_operands(op, {x, weight, bias, running_mean, running_var, out, save_mean, save_invstd});
+  ChannelLayout l = layout_of(op, x);
+  DUET_CHECK(out.sizes() == x.sizes(), op, ": output ", out.describe(), " does not match input ", x.describe());
+  for (const Tensor* t : {&weight, &bias, &running_mean, &running_var, &save_mean, &save_invstd})
+    check_channel_vector(op, *t, l.channels);
+  DUET_CHECK(save_mean.defined() && save_invstd.defined(), op, ": save_mean and save_invstd are required");
+  DUET_CHECK(training || (running_mean.defined() && running_var.defined()), op,
+             ": inference needs running_mean and running_var");
+  DUET_CHECK(!training || l.count() > 1, op, ": expected more than 1 value per channel when training, got input ",
+             x.describe());
+  dispatch_floating(dtype, op, [&]<class T>() {
+    forward_typed<T>(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean,
+                     save_invstd, l);
+  });
+}
+
+void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
+                         const Tensor& save_invstd, bool training, const Tensor& grad_x, const Tensor& grad_weight,
+                         const Tensor& grad_bias) {
+  const char* op = "batch_norm_backward";
+  DType dtype =
+      check_nn_operands(op, {grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias});
+  ChannelLayout l = layout_of(op, x);
+  DUET_CHECK(grad_out.sizes() == x.sizes() && (!grad_x.defined() || grad_x.sizes() == x.sizes()), op,
+             ": gradients ", grad_out.describe(), " and ", grad_x.defined() ? grad_x.describe() : "(none)",
+             " do not match input ", x.describe());
+  for (const Tensor* t : {&weight, &save_mean, &save_invstd, &grad_weight, &grad_bias})
+    check_channel_vector(op, *t, l.channels);
+  dispatch_floating(dtype, op, [&]<class T>() {
+    backward_typed<T>(grad_out, x, weight, save_mean, save_invstd, training, grad_x, grad_weight, grad_bias, l);
+  });
+}
+
+}  // namespace duet::kernels::cpu

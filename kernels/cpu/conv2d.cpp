@@ -1,0 +1,148 @@
+// conv2d on the CPU: im2col + one single-threaded GEMM per image, images split over the pool.
+//
+// Per image n (col_n = im2col(x_n), kernels/cpu/im2col.h):
+//   forward        out_n    = W [K, C*kh*kw] @ col_n (+ bias per row)
+//   input grad     grad_x_n = col2im(W^T @ grad_out_n)
+//   weight grad    grad_W   = sum_n grad_out_n @ col_n^T
+// The weight gradient is a sum over images: each pool thread accumulates a fixed, contiguous
+// group of images into its own partial sum, and the partials are added in group order, so the
+// result is the same run after run (for a given thread count).
+#include <algorithm>
+#include <vector>
+
+#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/gemm.h"
+#include "duet/kernels/cpu/im2col.h"
+#include "duet/kernels/cpu/nn_common.h"
+#include "duet/kernels/cpu/thread_pool.h"
+
+namespace duet::kernels::cpu {
+namespace {
+
+// The geometry of x (*) weight -> out; throws naming `op` when the shapes do not agree.
+ConvGeometry checked_geometry(const char* op, const Tensor& x, const Tensor& weight, const Tensor& out,
+                              int64_t stride, int64_t padding) {
+  DUET_CHECK(x.dim() == 4 && weight.dim() == 4 && out.dim() == 4 && x.size(0) == out.size(0) &&
+                 x.size(1) == weight.size(1) && out.size(1) == weight.size(0) && stride >= 1 && padding >= 0 &&
+                 out.size(2) == window_output_size(x.size(2), weight.size(2), stride, padding) &&
+                 out.size(3) == window_output_size(x.size(3), weight.size(3), stride, padding),
+             op, ": shapes do not match: input ", x.describe(), ", weight ", weight.describe(), ", output ",
+             out.describe(), ", stride ", stride, ", padding ", padding);
+  return {x.size(1), x.size(2), x.size(3), weight.size(2), weight.size(3), stride, padding, out.size(2), out.size(3)};
+}
+
+// The column matrix of image x_n: the image itself for a pointwise conv, else im2col into
+// `buffer` (sized on first use, reused for the thread's next images).
+template <class T>
+const T* columns_of(const ConvGeometry& g, const T* image, std::vector<T>& buffer) {
+  if (g.is_pointwise()) return image;
+  buffer.resize(static_cast<size_t>(g.patch_size() * g.out_pixels()));
+  im2col(g, image, buffer.data());
+  return buffer.data();
+}
+
+template <class T>
+void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& g,
+                   const Tensor& out) {
+  const int64_t batch = x.size(0), filters = weight.size(0);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels();
+  const T* xd = x.data<T>();
+  const T* wd = weight.data<T>();
+  const T* bd = data_or_null<T>(bias);
+  T* od = out.data<T>();
+  parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> buffer;
+    for (int64_t n = begin; n < end; ++n) {
+      const T* col = columns_of(g, xd + n * g.image_size(), buffer);
+      T* on = od + n * filters * pixels;
+      if (bd) {
+        for (int64_t k = 0; k < filters; ++k) std::fill(on + k * pixels, on + (k + 1) * pixels, bd[k]);
+      }
+      gemm<T>(false, false, filters, pixels, patch, T(1), wd, patch, col, pixels, bd ? T(1) : T(0), on, pixels);
+    }
+  });
+}
+
+template <class T>
+void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const ConvGeometry& g,
+                          const Tensor& grad_x) {
+  const int64_t batch = grad_x.size(0), filters = weight.size(0);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels();
+  const T* gd = grad_out.data<T>();
+  const T* wd = weight.data<T>();
+  T* gxd = grad_x.data<T>();
+  parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> col;
+    if (!g.is_pointwise()) col.resize(static_cast<size_t>(patch * pixels));
+    for (int64_t n = begin; n < end; ++n) {
+      const T* gn = gd + n * filters * pixels;
+      T* gxn = gxd + n * g.image_size();
+      // Pointwise: the column gradient is the image gradient, written in place.
+      T* dcol = g.is_pointwise() ? gxn : col.data();
+      gemm<T>(true, false, patch, pixels, filters, T(1), wd, patch, gn, pixels, T(0), dcol, pixels);
+      if (!g.is_pointwise()) col2im(g, col.data(), gxn);
+    }
+  });
+}
+
+template <class T>
+void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvGeometry& g,
+                           const Tensor& grad_weight) {
+  const int64_t batch = x.size(0), filters = grad_weight.size(0);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels(), weights = filters * patch;
+  const T* gd = grad_out.data<T>();
+  const T* xd = x.data<T>();
+  T* gwd = grad_weight.data<T>();
+  const int64_t groups = std::max<int64_t>(1, std::min<int64_t>(batch, pool_size()));
+  // Group 0 accumulates straight into grad_weight; groups 1.. into their own partial sums.
+  std::vector<T> partials(static_cast<size_t>((groups - 1) * weights));
+  parallel_for(groups, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> buffer;
+    for (int64_t group = begin; group < end; ++group) {
+      T* acc = group == 0 ? gwd : partials.data() + (group - 1) * weights;
+      std::fill(acc, acc + weights, T(0));
+      for (int64_t n = batch * group / groups; n < batch * (group + 1) / groups; ++n) {
+        const T* col = columns_of(g, xd + n * g.image_size(), buffer);
+        gemm<T>(false, true, filters, patch, pixels, T(1), gd + n * filters * pixels, pixels, col, pixels, T(1),
+                acc, patch);
+      }
+    }
+  });
+  // Each element sums the groups in order: the split over threads cannot change the result.
+  parallel_for(weights, kNnGrainWork, [&](int64_t begin, int64_t end) {
+    for (int64_t group = 1; group < groups; ++group) {
+      const T* part = partials.data() + (group - 1) * weights;
+      for (int64_t i = begin; i < end; ++i) gwd[i] += part[i];
+    }
+  });
+}
+
+}  // namespace
+
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
+                    const Tensor& out) {
+  DType dtype = check_nn_operands("conv2d_forward", {x, weight, bias, out});
+  const ConvGeometry g = checked_geometry("conv2d_forward", x, weight, out, stride, padding);
+  if (out.numel() == 0) return;
+  dispatch_floating(dtype, "conv2d_forward", [&]<class T>() { forward_typed<T>(x, weight, bias, g, out); });
+}
+
+void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+                           const Tensor& grad_x) {
+  DType dtype = check_nn_operands("conv2d_backward_input", {grad_out, weight, grad_x});
+  const ConvGeometry g = checked_geometry("conv2d_backward_input", grad_x, weight, grad_out, stride, padding);
+  if (grad_x.numel() == 0) return;
+  dispatch_floating(dtype, "conv2d_backward_input",
+                    [&]<class T>() { backward_input_typed<T>(grad_out, weight, g, grad_x); });
+}
+
+void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+                            const Tensor& grad_weight) {
+  DType dtype = check_nn_operands("conv2d_backward_weight", {grad_out, x, grad_weight});
+  const ConvGeometry g = checked_geometry("conv2d_backward_weight", x, grad_weight, grad_out, stride, padding);
+  if (grad_weight.numel() == 0) return;
+  dispatch_floating(dtype, "conv2d_backward_weight",
+                    [&]<class T>() { backward_weight_typed<T>(grad_out, x, g, grad_weight); });
+}
+
+}  // namespace duet::kernels::cpu

@@ -1,0 +1,96 @@
+// im2col and col2im: the index math that turns a convolution into a GEMM, written once.
+//
+// For one image x [C, H, W] the column matrix has one row per weight element (c, ki, kj) and
+// one column per output pixel (oh, ow):  col[(c * kh + ki) * kw + kj][oh * Wo + ow] =
+// x[c][oh * stride - padding + ki][ow * stride - padding + kj], or 0 where that falls in the
+// padding. Then out [K, Ho*Wo] = weight [K, C*kh*kw] @ col. col2im is its adjoint: it adds each
+// column entry back onto the input pixel it came from.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace duet::kernels::cpu {
+
+struct ConvGeometry {
+  int64_t channels, height, width;  // of one input image
+  int64_t kernel_h, kernel_w, stride, padding;
+  int64_t out_h, out_w;
+
+  int64_t patch_size() const { return channels * kernel_h * kernel_w; }  // rows of col
+  int64_t out_pixels() const { return out_h * out_w; }                   // columns of col
+  int64_t image_size() const { return channels * height * width; }
+  // A 1x1 kernel with stride 1 and no padding: col is the image itself, no copy needed.
+  bool is_pointwise() const { return kernel_h == 1 && kernel_w == 1 && stride == 1 && padding == 0; }
+};
+
+// The output positions o in [0, out) whose input position o * stride + offset lies in [0, in),
+// as [first, last): a contiguous range, since the input position grows with o.
+struct OutputRange {
+  int64_t first, last;
+};
+inline OutputRange valid_outputs(int64_t out, int64_t in, int64_t offset, int64_t stride) {
+  const int64_t first = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t last = in - 1 - offset < 0 ? 0 : (in - 1 - offset) / stride + 1;
+  const int64_t lo = std::min(first, out), hi = std::min(last, out);
+  return {lo, std::max(lo, hi)};
+}
+
+// Visits every row segment of the column matrix: span(col_offset, cols, input_offset) for the
+// output row oh of col row r, where col_offset = r * Ho*Wo + oh * Wo. Output columns
+// [cols.first, cols.last) read the input at input_offset + (ow - cols.first) * stride; the
+// others lie in the padding. A whole output row in the padding comes with an empty range.
+template <class Span>
+void for_each_patch_span(const ConvGeometry& g, Span&& span) {
+  const int64_t pixels = g.out_pixels();
+  for (int64_t c = 0; c < g.channels; ++c) {
+    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+      const OutputRange rows = valid_outputs(g.out_h, g.height, ki - g.padding, g.stride);
+      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+        const int64_t r = (c * g.kernel_h + ki) * g.kernel_w + kj;
+        const OutputRange cols = valid_outputs(g.out_w, g.width, kj - g.padding, g.stride);
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          const int64_t col_offset = r * pixels + oh * g.out_w;
+          if (oh < rows.first || oh >= rows.last) {
+            span(col_offset, OutputRange{0, 0}, int64_t{0});
+            continue;
+          }
+          const int64_t ih = oh * g.stride - g.padding + ki;
+          const int64_t iw = cols.first * g.stride - g.padding + kj;
+          span(col_offset, cols, (c * g.height + ih) * g.width + iw);
+        }
+      }
+    }
+  }
+}
+
+// col [patch_size, out_pixels] from one image x [C, H, W].
+template <class T>
+void im2col(const ConvGeometry& g, const T* x, T* col) {
+  for_each_patch_span(g, [&](int64_t col_offset, OutputRange cols, int64_t in_offset) {
+    T* dst = col + col_offset;
+    std::fill(dst, dst + cols.first, T(0));
+    const T* src = x + in_offset;
+    const int64_t n = cols.last - cols.first;
+    if (g.stride == 1) {
+      std::copy(src, src + n, dst + cols.first);
+    } else {
+      for (int64_t i = 0; i < n; ++i) dst[cols.first + i] = src[i * g.stride];
+    }
+    std::fill(dst + cols.last, dst + g.out_w, T(0));
+  });
+}
+
+// x [C, H, W] = the sum of col's entries onto the pixels they were read from (padding dropped).
+template <class T>
+void col2im(const ConvGeometry& g, const T* col, T* x) {
+  std::fill(x, x + g.image_size(), T(0));
+  for_each_patch_span(g, [&](int64_t col_offset, OutputRange cols, int64_t in_offset) {
+    const T* src = col + col_offset + cols.first;
+    T* dst = x + in_offset;
+    const int64_t n = cols.last - cols.first;
+    for (int64_t i = 0; i < n; ++i) dst[i * g.stride] += src[i];
+  });
+}
+
+}  // namespace duet::kernels::cpu

@@ -1,0 +1,72 @@
+// softmax and log_softmax over any dim of a contiguous tensor, rows split over the pool.
+#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/softmax_rows.h"
+
+namespace duet::kernels::cpu {
+namespace {
+
+enum class Kind { softmax, log_softmax };
+
+RowLayout checked_layout(const char* op, const Tensor& a, const Tensor& b, int64_t dim) {
+  DUET_CHECK(a.sizes() == b.sizes(), op, ": shapes differ: ", a.describe(), " and ", b.describe());
+  DUET_CHECK(dim >= 0 && (dim < a.dim() || (a.dim() == 0 && dim == 0)), op, ": dim ", dim, " out of range for ",
+             a.describe());
+  return RowLayout::of(a, dim);
+}
+
+void forward(Kind kind, const char* op, const Tensor& x, int64_t dim, const Tensor& out) {
+  DType dtype = check_nn_operands(op, {x, out});
+  RowLayout l = checked_layout(op, x, out, dim);
+  if (x.numel() == 0) return;
+  dispatch_floating(dtype, op, [&]<class T>() {
+    const T* xd = x.data<T>();
+    T* od = out.data<T>();
+    for_each_row(l, [&](int64_t at) {
+      if (kind == Kind::softmax) softmax_row(xd + at, od + at, l.size, l.inner);
+      else log_softmax_row(xd + at, od + at, l.size, l.inner);
+    });
+  });
+}
+
+// softmax:     grad_x = y * (g - sum(g * y))
+// log_softmax: grad_x = g - exp(y) * sum(g)
+void backward(Kind kind, const char* op, const Tensor& grad_out, const Tensor& out, int64_t dim,
+              const Tensor& grad_x) {
+  DType dtype = check_nn_operands(op, {grad_out, out, grad_x});
+  RowLayout l = checked_layout(op, out, grad_out, dim);
+  checked_layout(op, out, grad_x, dim);
+  if (out.numel() == 0) return;
+  dispatch_floating(dtype, op, [&]<class T>() {
+    const T* gd = grad_out.data<T>();
+    const T* yd = out.data<T>();
+    T* gxd = grad_x.data<T>();
+    const int64_t n = l.size, s = l.inner;
+    for_each_row(l, [&](int64_t at) {
+      const T *g = gd + at, *y = yd + at;
+      T* gx = gxd + at;
+      double dot = 0;
+      for (int64_t j = 0; j < n; ++j) dot += kind == Kind::softmax ? g[j * s] * y[j * s] : g[j * s];
+      const T total = static_cast<T>(dot);
+      for (int64_t j = 0; j < n; ++j) {
+        gx[j * s] = kind == Kind::softmax ? y[j * s] * (g[j * s] - total) : g[j * s] - std::exp(y[j * s]) * total;
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
+  forward(Kind::softmax, "softmax_forward", x, dim, out);
+}
+void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x) {
+  backward(Kind::softmax, "softmax_backward", grad_out, out, dim, grad_x);
+}
+void log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
+  forward(Kind::log_softmax, "log_softmax_forward", x, dim, out);
+}
+void log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x) {
+  backward(Kind::log_softmax, "log_softmax_backward", grad_out, out, dim, grad_x);
+}
+
+}  // namespace duet::kernels::cpu

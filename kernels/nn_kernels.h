@@ -1,0 +1,101 @@
+// The neural-network kernels: convolution, pooling, batch norm, softmax and cross-entropy.
+// Kept apart from the tensor kernels (kernels.h) because their backends differ: on the GPU these
+// go to cuDNN, the tensor kernels to duet's own CUDA code. Each function dispatches once on the
+// device of its output (kernels/nn_dispatch.cpp) to the backend of kernels/nn_backend.h.
+//
+// Conventions, shared by every function below:
+//   - Every tensor is contiguous, and all floating tensors of one call share a dtype (f32 or
+//     f64). Index tensors are i64. The caller (nn/functional*.cpp) checks shapes, dtypes and
+//     devices, makes its operands contiguous and allocates every output; the CPU kernels
+//     re-check contiguity, dtypes and the shapes they index by, so a caller's mistake throws
+//     instead of reading or writing out of bounds.
+//   - Images are NCHW. A square window (kernel x kernel, one stride, one zero padding on every
+//     side) is used everywhere except for conv2d's weight, whose kh x kw comes from its shape.
+//   - Outputs are overwritten, never accumulated into.
+#pragma once
+
+#include <cstdint>
+
+#include "duet/core/tensor.h"
+
+namespace duet::kernels {
+
+// The spatial output size of a convolution or pooling window sliding over `in` elements:
+// floor((in + 2 * padding - kernel) / stride) + 1 (PyTorch's floor mode), or 0 when the window
+// does not fit (callers reject that). The guard matters: C++ division truncates toward zero.
+constexpr int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding) {
+  return in + 2 * padding < kernel ? 0 : (in + 2 * padding - kernel) / stride + 1;
+}
+
+// ---- conv2d ----
+// out [N, K, Ho, Wo] = x [N, C, H, W] (*) weight [K, C, kh, kw] (+ bias [K]; undefined: none).
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                    int64_t padding, const Tensor& out);
+// grad_x [N, C, H, W] from grad_out [N, K, Ho, Wo]; grad_x's shape gives H and W.
+void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride,
+                           int64_t padding, const Tensor& grad_x);
+// grad_weight [K, C, kh, kw] from grad_out and the forward input x. The bias gradient is the
+// plain sum of grad_out over N, H, W, which the op layer computes.
+void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride,
+                            int64_t padding, const Tensor& grad_weight);
+
+// ---- pooling ----
+// out and indices [N, C, Ho, Wo]. indices (i64) holds the position of each maximum within its
+// input plane, h * W + w (PyTorch's convention). Padding never wins: it acts as -infinity.
+// On ties the first maximum in row-major window order wins.
+void max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding,
+                        const Tensor& out, const Tensor& indices);
+// grad_x [N, C, H, W] = grad_out scattered (summed) to the positions in indices.
+void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x);
+// Average over each window; the padding counts as zeros in it (count_include_pad=True), so
+// every window divides by kernel * kernel.
+void avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding,
+                        const Tensor& out);
+void avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
+                         const Tensor& grad_x);
+// Adaptive average pooling to out's Ho x Wo: output row o averages input rows
+// [floor(o * H / Ho), ceil((o + 1) * H / Ho)), and likewise for columns.
+void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out);
+void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x);
+
+// ---- batch norm ----
+// x and out are [N, C] or [N, C, H, W]; weight, bias, running_mean, running_var, save_mean and
+// save_invstd are [C]. weight and bias may be undefined (taken as 1 and 0).
+// training: normalises with the batch mean and biased variance, writes them to save_mean and
+//   save_invstd = 1 / sqrt(var + eps), and, when running_mean and running_var are defined,
+//   updates them in place: r = (1 - momentum) * r + momentum * batch_stat, using the unbiased
+//   variance (PyTorch's and cuDNN's semantics). Needs more than one value per channel.
+// inference: normalises with running_mean and running_var (both required) and writes them,
+//   as mean and 1 / sqrt(var + eps), to save_mean and save_invstd for the backward pass.
+void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                        const Tensor& running_mean, const Tensor& running_var, bool training,
+                        double momentum, double eps, const Tensor& out, const Tensor& save_mean,
+                        const Tensor& save_invstd);
+// Gradients for x, weight and bias; any of the three may be undefined to skip it. `training`
+// must match the forward call: only then do the statistics depend on x.
+void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                         const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                         const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias);
+
+// ---- softmax ----
+// Over dimension `dim` (already normalised) of a contiguous tensor, with the row maximum
+// subtracted first so exp never overflows. out has x's shape.
+void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out);
+// grad_x = out * (grad_out - sum(grad_out * out)), from the forward output.
+void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x);
+void log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out);
+// grad_x = grad_out - exp(out) * sum(grad_out), from the forward output.
+void log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim,
+                          const Tensor& grad_x);
+
+// ---- cross-entropy (fused log-softmax + negative log-likelihood) ----
+// logits [N, C], target i64 [N] -> losses [N] (losses[i] = -log_softmax(logits[i])[target[i]])
+// and log_probs [N, C], kept for the backward pass. Throws naming the first target outside
+// [0, C) and its index (the kernel checks, since only it reads the target's memory).
+void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
+                           const Tensor& log_probs);
+// grad_logits [N, C] = grad_losses[i] * (softmax(logits[i]) - one_hot(target[i])).
+void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
+                            const Tensor& grad_logits);
+
+}  // namespace duet::kernels

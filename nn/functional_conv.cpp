@@ -1,0 +1,92 @@
+// conv2d: input checks, the kernel call, and its backward node.
+#include "duet/autograd/checks.h"
+#include "duet/autograd/factory.h"
+#include "duet/autograd/function.h"
+#include "duet/autograd/op_helpers.h"
+#include "duet/autograd/ops.h"
+#include "duet/kernels/nn_kernels.h"
+#include "duet/nn/functional.h"
+#include "duet/nn/functional_detail.h"
+
+namespace duet::nn::functional {
+namespace {
+
+using autograd::Node;
+using autograd::SavedTensor;
+using autograd::TensorList;
+
+// Saves x only when the weight needs a gradient and the weight only when x does: each
+// gradient reads the other operand.
+class Conv2dBackward final : public Node {
+ public:
+  Conv2dBackward(const Tensor& x, const Tensor& weight, bool x_needs, bool weight_needs, Conv2dParams params)
+      : params_(params), x_shape_(x.sizes()), weight_shape_(weight.sizes()) {
+    if (weight_needs) x_ = SavedTensor(x);
+    if (x_needs) weight_ = SavedTensor(weight);
+  }
+
+  TensorList apply(TensorList&& grads) override {
+    if (!grads.at(0).defined()) return {Tensor(), Tensor(), Tensor()};
+    const Tensor grad = detail::dense(grads[0]);
+    Tensor grad_x, grad_weight, grad_bias;
+    if (autograd::input_needs_grad(*this, 0)) {
+      grad_x = empty(x_shape_, autograd::options_of(grad));
+      kernels::conv2d_backward_input(grad, weight_.unpack(*this), params_.stride, params_.padding, grad_x);
+    }
+    if (autograd::input_needs_grad(*this, 1)) {
+      grad_weight = empty(weight_shape_, autograd::options_of(grad));
+      kernels::conv2d_backward_weight(grad, x_.unpack(*this), params_.stride, params_.padding, grad_weight);
+    }
+    if (autograd::input_needs_grad(*this, 2)) grad_bias = sum(grad, {0, 2, 3});
+    return {grad_x, grad_weight, grad_bias};
+  }
+  std::string name() const override { return "Conv2dBackward"; }
+  void release_saved() override {
+    x_.reset();
+    weight_.reset();
+  }
+
+ private:
+  Conv2dParams params_;
+  Shape x_shape_, weight_shape_;
+  SavedTensor x_, weight_;
+};
+
+void check_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dParams params) {
+  const char* op = "conv2d";
+  autograd::check_floating(op, x);
+  autograd::check_compatible(op, x, weight);
+  if (bias.defined()) autograd::check_compatible(op, x, bias);
+  detail::check_rank(op, "input", x, 4, "[N, C, H, W]");
+  detail::check_rank(op, "weight", weight, 4, "[out_channels, in_channels, kh, kw]");
+  DUET_CHECK(x.size(1) == weight.size(1), op, ": input ", x.describe(), " has ", x.size(1),
+             " channels but weight ", weight.describe(), " expects ", weight.size(1));
+  DUET_CHECK(weight.numel() > 0, op, ": weight ", weight.describe(), " is empty");
+  DUET_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), op, ": bias ",
+             bias.describe(), " does not match the ", weight.size(0), " output channels of weight ",
+             weight.describe());
+  DUET_CHECK(params.stride >= 1 && params.padding >= 0, op, ": expected stride >= 1 and padding >= 0, got stride ",
+             params.stride, " and padding ", params.padding);
+  DUET_CHECK(x.size(2) + 2 * params.padding >= weight.size(2) && x.size(3) + 2 * params.padding >= weight.size(3),
+             op, ": kernel ", weight.size(2), "x", weight.size(3), " is larger than input ", x.describe(),
+             " with padding ", params.padding);
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dParams params) {
+  check_conv2d(x, weight, bias, params);
+  const int64_t out_h = kernels::window_output_size(x.size(2), weight.size(2), params.stride, params.padding);
+  const int64_t out_w = kernels::window_output_size(x.size(3), weight.size(3), params.stride, params.padding);
+  Tensor out = empty({x.size(0), weight.size(0), out_h, out_w}, autograd::options_of(x));
+  const Tensor x_data = detail::dense(x), weight_data = detail::dense(weight);
+  kernels::conv2d_forward(x_data, weight_data, detail::dense(bias), params.stride, params.padding, out);
+  if (autograd::needs_grad({x, weight, bias})) {
+    auto node = std::make_shared<Conv2dBackward>(x_data, weight_data, x.requires_grad(), weight.requires_grad(),
+                                                 params);
+    autograd::record(node, {x, weight, bias}, {out});
+  }
+  return out;
+}
+
+}  // namespace duet::nn::functional

@@ -1,0 +1,127 @@
+// Pooling ops: max_pool2d, avg_pool2d, adaptive_avg_pool2d and their backward nodes.
+#include <optional>
+
+#include "duet/autograd/checks.h"
+#include "duet/autograd/factory.h"
+#include "duet/autograd/function.h"
+#include "duet/autograd/op_helpers.h"
+#include "duet/kernels/nn_kernels.h"
+#include "duet/nn/functional.h"
+#include "duet/nn/functional_detail.h"
+
+namespace duet::nn::functional {
+namespace {
+
+using autograd::Node;
+using autograd::SavedTensor;
+using autograd::TensorList;
+
+// Max pooling's gradient goes to the saved position of each maximum.
+class MaxPool2dBackward final : public Node {
+ public:
+  MaxPool2dBackward(const Tensor& indices, Shape input_shape)
+      : indices_(indices), input_shape_(std::move(input_shape)) {}
+
+  TensorList apply(TensorList&& grads) override {
+    if (!grads.at(0).defined()) return {Tensor()};
+    const Tensor grad = detail::dense(grads[0]);
+    Tensor grad_x = empty(input_shape_, autograd::options_of(grad));
+    kernels::max_pool2d_backward(grad, indices_.unpack(*this), grad_x);
+    return {grad_x};
+  }
+  std::string name() const override { return "MaxPool2dBackward"; }
+  void release_saved() override { indices_.reset(); }
+
+ private:
+  SavedTensor indices_;
+  Shape input_shape_;
+};
+
+// Average pooling (sliding or adaptive) needs only the geometry: each input pixel gets its
+// windows' gradients over their divisors.
+class AvgPool2dBackward final : public Node {
+ public:
+  // params: the sliding window, or none for adaptive pooling.
+  AvgPool2dBackward(std::optional<Pool2dParams> params, Shape input_shape)
+      : params_(params), input_shape_(std::move(input_shape)) {}
+
+  TensorList apply(TensorList&& grads) override {
+    if (!grads.at(0).defined()) return {Tensor()};
+    const Tensor grad = detail::dense(grads[0]);
+    Tensor grad_x = empty(input_shape_, autograd::options_of(grad));
+    if (params_) {
+      kernels::avg_pool2d_backward(grad, params_->kernel, params_->stride, params_->padding, grad_x);
+    } else {
+      kernels::adaptive_avg_pool2d_backward(grad, grad_x);
+    }
+    return {grad_x};
+  }
+  std::string name() const override { return params_ ? "AvgPool2dBackward" : "AdaptiveAvgPool2dBackward"; }
+
+ private:
+  std::optional<Pool2dParams> params_;
+  Shape input_shape_;
+};
+
+void check_pool_input(const char* op, const Tensor& x) {
+  autograd::check_floating(op, x);
+  detail::check_rank(op, "input", x, 4, "[N, C, H, W]");
+  // An empty plane would leave every window empty, with no value (or position) to pool.
+  DUET_CHECK(x.size(2) >= 1 && x.size(3) >= 1, op, ": input ", x.describe(), " has empty planes");
+}
+
+// The params with stride 0 resolved to the kernel, checked against the input; and the output shape.
+struct PoolPlan {
+  Pool2dParams params;
+  Shape out_shape;
+};
+
+PoolPlan plan_pool(const char* op, const Tensor& x, Pool2dParams params) {
+  check_pool_input(op, x);
+  if (params.stride == 0) params.stride = params.kernel;
+  DUET_CHECK(params.kernel >= 1 && params.stride >= 1, op, ": expected kernel >= 1 and stride >= 0, got kernel ",
+             params.kernel, " and stride ", params.stride);
+  // Wider padding would give windows that lie wholly in the padding (PyTorch's rule too).
+  DUET_CHECK(params.padding >= 0 && 2 * params.padding <= params.kernel, op, ": padding ", params.padding,
+             " must be between 0 and half the kernel (", params.kernel, ")");
+  const int64_t out_h = kernels::window_output_size(x.size(2), params.kernel, params.stride, params.padding);
+  const int64_t out_w = kernels::window_output_size(x.size(3), params.kernel, params.stride, params.padding);
+  DUET_CHECK(out_h >= 1 && out_w >= 1, op, ": kernel ", params.kernel, " with padding ", params.padding,
+             " is larger than input ", x.describe());
+  return {params, {x.size(0), x.size(1), out_h, out_w}};
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Tensor& x, Pool2dParams params) {
+  const PoolPlan plan = plan_pool("max_pool2d", x, params);
+  const Pool2dParams& p = plan.params;
+  Tensor out = empty(plan.out_shape, autograd::options_of(x));
+  Tensor indices = empty(plan.out_shape, autograd::options_of(x, DType::i64));
+  kernels::max_pool2d_forward(detail::dense(x), p.kernel, p.stride, p.padding, out, indices);
+  if (autograd::needs_grad({x})) autograd::record(std::make_shared<MaxPool2dBackward>(indices, x.sizes()), {x}, {out});
+  return out;
+}
+
+Tensor avg_pool2d(const Tensor& x, Pool2dParams params) {
+  const PoolPlan plan = plan_pool("avg_pool2d", x, params);
+  const Pool2dParams& p = plan.params;
+  Tensor out = empty(plan.out_shape, autograd::options_of(x));
+  kernels::avg_pool2d_forward(detail::dense(x), p.kernel, p.stride, p.padding, out);
+  if (autograd::needs_grad({x})) autograd::record(std::make_shared<AvgPool2dBackward>(p, x.sizes()), {x}, {out});
+  return out;
+}
+
+Tensor adaptive_avg_pool2d(const Tensor& x, int64_t output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  check_pool_input(op, x);
+  DUET_CHECK(output_size >= 1, op, ": expected output_size >= 1, got ", output_size);
+  Tensor out = empty({x.size(0), x.size(1), output_size, output_size}, autograd::options_of(x));
+  kernels::adaptive_avg_pool2d_forward(detail::dense(x), out);
+  if (autograd::needs_grad({x})) {
+    autograd::record(std::make_shared<AvgPool2dBackward>(std::nullopt, x.sizes()), {x}, {out});
+  }
+  return out;
+}
+
+}  // namespace duet::nn::functional
