@@ -1,0 +1,98 @@
+// DataLoader: batches of (x, y) from a TensorDataset, assembled by a background thread so
+// that loading overlaps compute.
+//
+//   data::DataLoader train(data::FashionMNIST::train(), {.batch_size = 256, .shuffle = true});
+//   for (auto& [x, y] : train) { ... }   // x: f32 [B, 1, 28, 28] in [0, 1], y: i64 [B]
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "duet/data/dataset.h"
+#include "duet/data/sampler.h"
+
+namespace duet::data {
+
+struct Batch {
+  Tensor x;
+  Tensor y;
+};
+
+struct DataLoaderOptions {
+  int64_t batch_size = 256;
+  bool shuffle = false;
+  uint64_t seed = 0;
+  bool drop_last = false;
+  // u8 images become f32 / 255; with these set, then (x - mean) / std.
+  std::optional<double> normalize_mean;
+  std::optional<double> normalize_std;
+  int prefetch = 2;  // batches made ahead by the background thread; 0 = made on demand
+};
+
+class DataLoader {
+ public:
+  // `sampler` overrides shuffle/seed (e.g. a DistributedSampler).
+  DataLoader(TensorDataset dataset, DataLoaderOptions options = {},
+             std::shared_ptr<const Sampler> sampler = nullptr);
+  ~DataLoader();
+  DataLoader(const DataLoader&) = delete;
+  DataLoader& operator=(const DataLoader&) = delete;
+
+  // The epoch the next iteration runs (it advances by one after each begin()).
+  void set_epoch(int64_t epoch) { next_epoch_ = epoch; }
+  int64_t next_epoch() const { return next_epoch_; }
+  int64_t num_batches() const;
+  int64_t num_examples() const;  // per epoch, after the sampler and drop_last
+  const TensorDataset& dataset() const { return dataset_; }
+  const DataLoaderOptions& options() const { return options_; }
+
+  // Builds batch `b` of the given order (what the background thread runs).
+  Batch make_batch(const std::vector<int64_t>& order, int64_t b) const;
+
+  class Iterator {
+   public:
+    Iterator() = default;
+    explicit Iterator(DataLoader* loader) : loader_(loader) { ++*this; }
+    Batch& operator*() { return current_; }
+    Batch* operator->() { return &current_; }
+    Iterator& operator++();
+    bool operator==(const Iterator& other) const { return done() == other.done(); }
+
+   private:
+    bool done() const { return loader_ == nullptr; }
+    DataLoader* loader_ = nullptr;
+    Batch current_;
+  };
+  Iterator begin();
+  Iterator end() { return Iterator(); }
+
+ private:
+  void start_epoch();
+  void stop_producer();
+  std::optional<Batch> next_batch();
+
+  TensorDataset dataset_;
+  DataLoaderOptions options_;
+  std::shared_ptr<const Sampler> sampler_;
+  int64_t next_epoch_ = 0;
+
+  // The running epoch.
+  std::vector<int64_t> order_;
+  int64_t consumed_ = 0;
+  std::thread producer_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Batch> ready_;
+  int64_t produced_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
+}  // namespace duet::data
