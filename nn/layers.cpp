@@ -1,0 +1,129 @@
+#include "duet/nn/layers.h"
+
+#include <cmath>
+
+#include "duet/autograd/factory.h"
+#include "duet/autograd/grad_mode.h"
+#include "duet/nn/init.h"
+
+namespace duet::nn {
+namespace {
+
+std::string pool_name(const char* kind, const functional::Pool2dParams& p) {
+  return detail::concat(kind, "(kernel=", p.kernel, ", stride=", p.stride ? p.stride : p.kernel,
+                        ", padding=", p.padding, ")");
+}
+
+// PyTorch's default for Linear and Conv2d: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
+Tensor default_init(Shape sizes, int64_t fan_in) {
+  Tensor t = empty(std::move(sizes));
+  double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  init::uniform_(t, -bound, bound);
+  return t;
+}
+
+}  // namespace
+
+// ---- Linear ----
+LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool bias)
+    : in_(in_features), out_(out_features), has_bias_(bias) {
+  DUET_CHECK(in_features > 0 && out_features > 0, "Linear: features must be positive, got in=", in_features,
+             ", out=", out_features);
+  weight_ = register_parameter("weight", default_init({out_features, in_features}, in_features));
+  if (bias) bias_ = register_parameter("bias", default_init({out_features}, in_features));
+}
+
+Tensor LinearImpl::forward(const Tensor& x) { return functional::linear(x, weight(), bias()); }
+
+std::string LinearImpl::name() const {
+  return detail::concat("Linear(in=", in_, ", out=", out_, ", bias=", has_bias_ ? "true" : "false", ")");
+}
+
+// ---- Conv2d ----
+Conv2dImpl::Conv2dImpl(const Conv2dOptions& options) : options_(options) {
+  const auto& o = options;
+  DUET_CHECK(o.in_channels_ > 0 && o.out_channels_ > 0 && o.kernel_size_ > 0 && o.stride_ > 0 && o.padding_ >= 0,
+             "Conv2d: channels, kernel size and stride must be positive and padding >= 0");
+  int64_t fan_in = o.in_channels_ * o.kernel_size_ * o.kernel_size_;
+  weight_ = register_parameter("weight", default_init({o.out_channels_, o.in_channels_, o.kernel_size_, o.kernel_size_}, fan_in));
+  if (o.bias_) bias_ = register_parameter("bias", default_init({o.out_channels_}, fan_in));
+}
+
+Tensor Conv2dImpl::forward(const Tensor& x) {
+  return functional::conv2d(x, weight(), bias(), {.stride = options_.stride_, .padding = options_.padding_});
+}
+
+std::string Conv2dImpl::name() const {
+  const auto& o = options_;
+  return detail::concat("Conv2d(", o.in_channels_, ", ", o.out_channels_, ", kernel=", o.kernel_size_,
+                        ", stride=", o.stride_, ", padding=", o.padding_, o.bias_ ? "" : ", bias=false", ")");
+}
+
+// ---- pooling ----
+std::string MaxPool2dImpl::name() const { return pool_name("MaxPool2d", params_); }
+std::string AvgPool2dImpl::name() const { return pool_name("AvgPool2d", params_); }
+std::string AdaptiveAvgPool2dImpl::name() const { return detail::concat("AdaptiveAvgPool2d(", output_size_, ")"); }
+
+// ---- BatchNorm2d ----
+BatchNorm2dImpl::BatchNorm2dImpl(int64_t channels, BatchNormOptions options) : channels_(channels), options_(options) {
+  DUET_CHECK(channels > 0, "BatchNorm2d: channels must be positive, got ", channels);
+  weight_ = register_parameter("weight", ones({channels}));
+  bias_ = register_parameter("bias", zeros({channels}));
+  mean_ = register_buffer("running_mean", zeros({channels}));
+  var_ = register_buffer("running_var", ones({channels}));
+  batches_ = register_buffer("num_batches_tracked", zeros({1}, {.dtype = DType::i64}));
+}
+
+Tensor BatchNorm2dImpl::forward(const Tensor& x) {
+  if (is_training()) {
+    NoGradGuard no_grad;
+    buffer(batches_).add_(ones_like(buffer(batches_)));
+  }
+  return functional::batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_), is_training(),
+                                options_.momentum, options_.eps);
+}
+
+std::string BatchNorm2dImpl::name() const {
+  return detail::concat("BatchNorm2d(", channels_, ", momentum=", options_.momentum, ", eps=", options_.eps, ")");
+}
+
+// ---- Dropout ----
+DropoutImpl::DropoutImpl(double p) : p_(p) {
+  DUET_CHECK(p >= 0 && p < 1, "Dropout: p must be in [0, 1), got ", p);
+}
+
+Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p_, is_training()); }
+
+std::string DropoutImpl::name() const { return detail::concat("Dropout(p=", p_, ")"); }
+
+// ---- Sequential ----
+void SequentialImpl::push_back(std::shared_ptr<Module> module) {
+  register_module(std::to_string(num_children()), std::move(module));
+}
+
+Tensor SequentialImpl::forward(const Tensor& x) {
+  Tensor out = x;
+  for (size_t i = 0; i < num_children(); ++i) out = child<Module>(i).forward(out);
+  return out;
+}
+
+// ---- Residual ----
+ResidualImpl::ResidualImpl(int64_t in_channels, int64_t out_channels, bool use_1x1_conv, int64_t stride)
+    : shortcut_conv_(use_1x1_conv) {
+  conv1_ = register_module("conv1", Conv2d(Conv2dOptions(in_channels, out_channels, 3).padding(1).stride(stride)).ptr());
+  bn1_ = register_module("bn1", BatchNorm2d(out_channels).ptr());
+  conv2_ = register_module("conv2", Conv2d(Conv2dOptions(out_channels, out_channels, 3).padding(1)).ptr());
+  bn2_ = register_module("bn2", BatchNorm2d(out_channels).ptr());
+  if (use_1x1_conv) {
+    conv3_ = register_module("conv3", Conv2d(Conv2dOptions(in_channels, out_channels, 1).stride(stride)).ptr());
+  }
+}
+
+Tensor ResidualImpl::forward(const Tensor& x) {
+  Tensor y = relu(child<Module>(bn1_).forward(child<Module>(conv1_).forward(x)));
+  y = child<Module>(bn2_).forward(child<Module>(conv2_).forward(y));
+  Tensor shortcut = shortcut_conv_ ? child<Module>(conv3_).forward(x) : x;
+  return relu(y + shortcut);
+}
+
+}  // namespace duet::nn

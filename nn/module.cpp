@@ -1,0 +1,179 @@
+#include "duet/nn/module.h"
+
+#include <set>
+#include <sstream>
+
+#include "duet/autograd/grad_mode.h"
+
+namespace duet::nn {
+namespace {
+
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+// A copy on `device` that shares nothing with `t`, keeping requires_grad.
+Tensor deep_copy(const Tensor& t, Device device) {
+  Tensor copy = t.detach().to(device);
+  if (copy.storage() == t.storage()) copy = copy.clone();
+  copy = copy.contiguous();
+  if (t.requires_grad()) copy.requires_grad_();
+  return copy;
+}
+
+}  // namespace
+
+size_t Module::register_parameter(std::string name, Tensor value) {
+  DUET_CHECK(value.defined(), this->name(), ": parameter '", name, "' is undefined");
+  if (!value.requires_grad()) value.requires_grad_();
+  parameters_.emplace_back(std::move(name), std::move(value));
+  return parameters_.size() - 1;
+}
+
+size_t Module::register_buffer(std::string name, Tensor value) {
+  buffers_.emplace_back(std::move(name), std::move(value));
+  return buffers_.size() - 1;
+}
+
+size_t Module::register_module(std::string name, std::shared_ptr<Module> child) {
+  DUET_CHECK(child != nullptr, this->name(), ": child module '", name, "' is null");
+  children_.emplace_back(std::move(name), std::move(child));
+  return children_.size() - 1;
+}
+
+NamedTensors Module::named_parameters() const {
+  NamedTensors out = parameters_;
+  for (const auto& [child_name, child] : children_) {
+    for (auto& [name, t] : child->named_parameters()) out.emplace_back(join(child_name, name), t);
+  }
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+NamedTensors Module::named_buffers() const {
+  NamedTensors out = buffers_;
+  for (const auto& [child_name, child] : children_) {
+    for (auto& [name, t] : child->named_buffers()) out.emplace_back(join(child_name, name), t);
+  }
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::to(Device device) {
+  for (auto& [name, p] : parameters_) {
+    if (p.device() == device) continue;
+    bool trainable = p.requires_grad();
+    p = p.detach().to(device);
+    if (trainable) p.requires_grad_();
+  }
+  for (auto& [name, b] : buffers_) {
+    if (b.defined()) b = b.to(device);
+  }
+  for (auto& [name, child] : children_) child->to(device);
+}
+
+std::shared_ptr<Module> Module::clone(Device device) const {
+  std::shared_ptr<Module> copy = shallow_copy();
+  for (auto& [name, p] : copy->parameters_) p = deep_copy(p, device);
+  for (auto& [name, b] : copy->buffers_) {
+    if (b.defined()) b = deep_copy(b, device);
+  }
+  for (auto& [name, child] : copy->children_) child = child->clone(device);
+  return copy;
+}
+
+std::shared_ptr<Module> Module::replicate(const std::vector<Tensor>& parameters,
+                                          const std::vector<Tensor>& buffers) const {
+  size_t next_parameter = 0, next_buffer = 0;
+  std::shared_ptr<Module> copy = replicate_from(parameters, next_parameter, buffers, next_buffer);
+  DUET_CHECK(next_parameter == parameters.size() && next_buffer == buffers.size(), "replicate: ", name(), " has ",
+             next_parameter, " parameters and ", next_buffer, " buffers, but ", parameters.size(), " and ",
+             buffers.size(), " were given");
+  return copy;
+}
+
+std::shared_ptr<Module> Module::replicate_from(const std::vector<Tensor>& parameters, size_t& next_parameter,
+                                               const std::vector<Tensor>& buffers, size_t& next_buffer) const {
+  std::shared_ptr<Module> copy = shallow_copy();
+  // Same order as named_parameters(): own entries first, then each child's.
+  for (auto& [name, p] : copy->parameters_) {
+    DUET_CHECK(next_parameter < parameters.size(), "replicate: too few parameters for ", this->name());
+    DUET_CHECK(parameters[next_parameter].sizes() == p.sizes(), "replicate: parameter '", name, "' is ",
+               shape_str(p.sizes()), " but the given tensor is ", parameters[next_parameter].describe());
+    p = parameters[next_parameter++];
+  }
+  for (auto& [name, b] : copy->buffers_) {
+    DUET_CHECK(next_buffer < buffers.size(), "replicate: too few buffers for ", this->name());
+    b = buffers[next_buffer++];
+  }
+  for (auto& [name, child] : copy->children_) {
+    child = child->replicate_from(parameters, next_parameter, buffers, next_buffer);
+  }
+  return copy;
+}
+
+void Module::zero_grad() {
+  for (const Tensor& p : parameters()) p.set_grad(Tensor());
+}
+
+NamedTensors Module::state_dict() const {
+  NamedTensors out = named_parameters();
+  for (auto& entry : named_buffers()) {
+    if (entry.second.defined()) out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+void Module::check_state_dict(const std::map<std::string, Tensor>& state) const {
+  NamedTensors mine = state_dict();
+  std::set<std::string> expected;
+  for (const auto& [name, t] : mine) {
+    expected.insert(name);
+    auto it = state.find(name);
+    DUET_CHECK(it != state.end(), "load_state_dict: ", this->name(), " expects tensor '", name, "' (",
+               t.describe(), "), which the state dict lacks");
+    DUET_CHECK(it->second.sizes() == t.sizes(), "load_state_dict: tensor '", name, "' has shape ",
+               shape_str(it->second.sizes()), " in the state dict but ", shape_str(t.sizes()), " in the model");
+  }
+  for (const auto& [name, t] : state) {
+    DUET_CHECK(expected.count(name), "load_state_dict: unexpected tensor '", name, "' (", t.describe(),
+               ") for ", this->name());
+  }
+}
+
+void Module::load_state_dict(const std::map<std::string, Tensor>& state) {
+  check_state_dict(state);  // everything first, so a bad state dict leaves the model untouched
+  NoGradGuard no_grad;
+  for (const auto& [name, t] : state_dict()) t.copy_(state.at(name));
+}
+
+std::string Module::str() const {
+  if (children_.empty()) return name();
+  std::ostringstream out;
+  out << name() << "(\n";
+  for (const auto& [child_name, child] : children_) {
+    std::string inner = child->str();
+    std::string indented;
+    for (char c : inner) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+    out << "  (" << child_name << "): " << indented << "\n";
+  }
+  out << ")";
+  return out.str();
+}
+
+}  // namespace duet::nn

@@ -1,0 +1,117 @@
+// Module: registration, dotted names, train/eval, deep copies, devices and state dicts.
+#include <catch2/catch.hpp>
+
+#include "duet/duet.h"
+#include "duet/nn/layers.h"
+#include "duet/nn/models/models.h"
+
+using namespace duet;
+using Catch::Matchers::Contains;
+
+namespace {
+nn::Sequential small_net() {
+  return nn::Sequential(nn::Linear(4, 3), nn::ReLU(), nn::Sequential(nn::Linear(3, 2, /*bias=*/false)));
+}
+}  // namespace
+
+TEST_CASE("named_parameters uses dotted names in registration order", "[nn][module]") {
+  nn::Sequential net = small_net();
+  std::vector<std::string> names;
+  for (const auto& [name, p] : net->named_parameters()) {
+    names.push_back(name);
+    CHECK(p.requires_grad());
+  }
+  CHECK(names == std::vector<std::string>{"0.weight", "0.bias", "2.0.weight"});
+  CHECK(net->num_parameters() == 4 * 3 + 3 + 3 * 2);
+  CHECK_THAT(net->str(), Contains("(0): Linear(in=4, out=3, bias=true)") && Contains("(1): ReLU()"));
+}
+
+TEST_CASE("train() and eval() reach every child", "[nn][module]") {
+  nn::Sequential net = small_net();
+  net->eval();
+  CHECK_FALSE(net->is_training());
+  CHECK_FALSE((*net)[2].is_training());
+  net->train();
+  CHECK((*net)[2].is_training());
+}
+
+TEST_CASE("clone() is a deep copy that trains independently", "[nn][module]") {
+  auto net = nn::models::lenet_relu();
+  std::shared_ptr<nn::Module> copy = net->clone(cpu(1));
+  auto original = net->named_parameters(), cloned = copy->named_parameters();
+  REQUIRE(original.size() == cloned.size());
+  for (size_t i = 0; i < original.size(); ++i) {
+    CHECK(cloned[i].first == original[i].first);
+    CHECK(cloned[i].second.device() == cpu(1));
+    CHECK(cloned[i].second.storage() != original[i].second.storage());
+    CHECK(cloned[i].second.to(cpu()).to_vector<float>() == original[i].second.to_vector<float>());
+    CHECK(cloned[i].second.requires_grad());
+  }
+  {
+    NoGradGuard no_grad;
+    cloned[0].second.fill_(0.0);
+  }
+  CHECK(original[0].second.to_vector<float>() != cloned[0].second.to(cpu()).to_vector<float>());
+  // The copy runs on its own device.
+  Tensor out = copy->forward(rand({2, 1, 28, 28}, {.device = cpu(1)}));
+  CHECK(out.device() == cpu(1));
+  CHECK(out.sizes() == Shape{2, 10});
+}
+
+TEST_CASE("to() moves parameters and buffers", "[nn][module]") {
+  nn::BatchNorm2d bn(3);
+  bn->to(cpu(2));
+  for (const auto& [name, t] : bn->state_dict()) {
+    INFO(name);
+    CHECK(t.device() == cpu(2));
+  }
+  CHECK(bn->parameters()[0].requires_grad());
+  CHECK(bn->parameters()[0].is_leaf());
+}
+
+TEST_CASE("load_state_dict names the first mismatch and changes nothing on error", "[nn][module][errors]") {
+  nn::Sequential a = small_net(), b = small_net();
+  std::map<std::string, Tensor> state;
+  for (auto& [name, t] : a->state_dict()) state[name] = t;
+  b->load_state_dict(state);
+  CHECK(b->parameters()[0].to_vector<float>() == a->parameters()[0].to_vector<float>());
+
+  std::vector<float> before = b->parameters()[1].to_vector<float>();
+  auto wrong_shape = state;
+  wrong_shape["0.bias"] = zeros({3});  // fine
+  wrong_shape["2.0.weight"] = zeros({2, 4});
+  CHECK_THROWS_WITH(b->load_state_dict(wrong_shape), Contains("'2.0.weight'") && Contains("[2, 4]") && Contains("[2, 3]"));
+  CHECK(b->parameters()[1].to_vector<float>() == before);  // the good tensor was not written either
+
+  auto missing = state;
+  missing.erase("0.bias");
+  CHECK_THROWS_WITH(b->load_state_dict(missing), Contains("'0.bias'") && Contains("lacks"));
+  auto extra = state;
+  extra["3.weight"] = zeros({1});
+  CHECK_THROWS_WITH(b->load_state_dict(extra), Contains("unexpected tensor '3.weight'"));
+}
+
+TEST_CASE("BatchNorm2d keeps PyTorch's buffers and updates them only in training", "[nn][module]") {
+  nn::BatchNorm2d bn(2);
+  std::vector<std::string> names;
+  for (const auto& [name, t] : bn->state_dict()) names.push_back(name);
+  CHECK(names == std::vector<std::string>{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"});
+  Tensor x = randn({4, 2, 3, 3}) + 5.0;
+  bn->forward(x);
+  CHECK(bn->running_mean().to_vector<float>()[0] == Approx(0.5).margin(0.2));  // 0.1 * ~5
+  bn->eval();
+  std::vector<float> mean = bn->running_mean().to_vector<float>();
+  bn->forward(x);
+  CHECK(bn->running_mean().to_vector<float>() == mean);
+}
+
+TEST_CASE("the bundled models produce 10 logits for a Fashion-MNIST batch", "[nn][models]") {
+  for (const std::string& name : nn::models::names()) {
+    INFO(name);
+    auto model = nn::models::make(name);
+    Tensor out = model->forward(rand({2, 1, 28, 28}));
+    CHECK(out.sizes() == Shape{2, 10});
+  }
+  CHECK(nn::models::make("lenet")->num_parameters() == 61706);
+  CHECK_THROWS_WITH(nn::models::make("vgg"), Contains("unknown model 'vgg'"));
+}
