@@ -1,0 +1,34 @@
+// Adam (Kingma & Ba, 2015) and AdamW (Loshchilov & Hutter, 2019): the same update, with the
+// weight decay added to the gradient (Adam) or applied to the weights directly (AdamW).
+#pragma once
+
+#include "duet/optim/optimizer.h"
+
+namespace duet::optim {
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool decoupled_weight_decay = false;  // true: AdamW
+};
+
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor> params, AdamOptions options);
+  void step() override;
+  const AdamOptions& options() const { return options_; }
+
+ private:
+  AdamOptions options_;
+};
+
+// Adam with decoupled weight decay, defaulting to PyTorch's weight_decay of 0.01.
+class AdamW final : public Adam {
+ public:
+  AdamW(std::vector<Tensor> params, AdamOptions options = {.weight_decay = 1e-2});
+};
+
+}  // namespace duet::optim

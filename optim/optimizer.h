@@ -1,0 +1,45 @@
+// Optimizer: updates parameters from their .grad. Per-parameter state (momentum buffers,
+// Adam moments) is kept by parameter index, and saved in checkpoints by state()/load_state().
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "duet/core/tensor.h"
+#include "duet/nn/module.h"
+
+namespace duet::optim {
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<Tensor> params, double lr);
+  virtual ~Optimizer() = default;
+
+  // Applies one update to every parameter that has a gradient. No communication: in both
+  // data-parallel strategies, gradients are already reduced when step() runs.
+  virtual void step() = 0;
+  void zero_grad();  // drops every parameter's .grad
+
+  double lr() const { return lr_; }
+  void set_lr(double lr);
+  const std::vector<Tensor>& params() const { return params_; }
+
+  // The state as named tensors ("<param index>.<buffer>", and "step"), for checkpoints.
+  nn::NamedTensors state() const;
+  // Restores what state() saved; throws naming the first tensor that does not fit.
+  void load_state(const std::map<std::string, Tensor>& state);
+
+ protected:
+  // The named state tensor of parameter `index`, created as zeros like the parameter.
+  Tensor& buffer(size_t index, const std::string& name);
+  bool has_buffer(size_t index, const std::string& name) const { return buffers_[index].count(name) > 0; }
+  int64_t step_count_ = 0;
+
+ private:
+  std::vector<Tensor> params_;
+  double lr_;
+  std::vector<std::map<std::string, Tensor>> buffers_;
+};
+
+}  // namespace duet::optim

@@ -1,0 +1,27 @@
+// Stochastic gradient descent, with PyTorch's semantics for momentum, dampening, weight decay
+// and Nesterov momentum.
+#pragma once
+
+#include "duet/optim/optimizer.h"
+
+namespace duet::optim {
+
+struct SGDOptions {
+  double lr = 0.01;
+  double momentum = 0;
+  double dampening = 0;
+  double weight_decay = 0;
+  bool nesterov = false;
+};
+
+class SGD final : public Optimizer {
+ public:
+  SGD(std::vector<Tensor> params, SGDOptions options);
+  void step() override;
+  const SGDOptions& options() const { return options_; }
+
+ private:
+  SGDOptions options_;
+};
+
+}  // namespace duet::optim
