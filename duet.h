@@ -4,3 +4,7 @@
 #include "duet/core/core.h"
 #include "duet/kernels/kernels.h"
 #include "duet/autograd/autograd.h"
+#include "duet/nn/nn.h"
+#include "duet/optim/optim.h"
+#include "duet/data/data.h"
+#include "duet/parallel/parallel.h"

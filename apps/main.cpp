@@ -7,6 +7,7 @@
 
 #include "duet/duet.h"
 #include "duet/kernels/cuda/runtime.h"
+#include "train_command.h"
 
 namespace {
 
@@ -27,21 +28,20 @@ int main(int argc, char** argv) {
   CLI::App* info = app.add_subcommand("info", "Show the build and the devices duet can use");
   info->callback(print_info);
 
-  CLI::App* train = app.add_subcommand("train", "Train a model on Fashion-MNIST (not yet available)");
-  train->allow_extras();
-  train->callback([] {
-    std::cout << "duet train is not implemented yet: the models, optimizers, data loader and\n"
-                 "trainer arrive with the training issue. Today duet provides tensors, CPU\n"
-                 "kernels and autograd (see README.md, \"What works today\").\n";
-  });
+  int exit_code = 0;
+  duet::apps::add_train_command(app, exit_code);
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the message and usage
+    return 2;     // bad input: one exit code, whatever CLI11's own number
+
   } catch (const duet::Error& e) {
     std::cerr << "duet: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return exit_code;
 }

@@ -9,6 +9,7 @@ packages=(
   cmake ninja-build g++ make pkg-config clang
   libopenblas-dev zlib1g-dev
   catch2 libcli11-dev nlohmann-json3-dev
+  libopenmpi-dev openmpi-bin
   dataset-fashion-mnist gnuplot-nox
 )
 

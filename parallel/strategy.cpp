@@ -1,0 +1,45 @@
+#include "duet/parallel/strategy.h"
+
+#include "duet/autograd/grad_mode.h"
+#include "duet/autograd/ops.h"
+#include "duet/nn/functional.h"
+
+namespace duet::parallel {
+
+SingleDevice::SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
+                           Device device)
+    : model_(std::move(model)), optimizer_(std::move(optimizer)), device_(device) {
+  DUET_CHECK(model_ && optimizer_, "SingleDevice: needs a model and an optimizer");
+}
+
+StepResult SingleDevice::train_step(const data::Batch& batch) {
+  Tensor x = batch.x.to(device_), y = batch.y.to(device_);
+  optimizer_->zero_grad();
+  Tensor logits = model_->forward(x);
+  Tensor loss = nn::functional::cross_entropy(logits, y);
+  loss.backward();
+  optimizer_->step();
+  return {loss.item<double>(), count_correct(logits, y), y.numel()};
+}
+
+int64_t count_correct(const Tensor& logits, const Tensor& labels) {
+  NoGradGuard no_grad;
+  Tensor hits = eq(argmax(logits, 1), labels);
+  return sum(hits.to(DType::i64)).item<int64_t>();
+}
+
+double evaluate(nn::Module& model, data::DataLoader& loader, Device device) {
+  NoGradGuard no_grad;
+  bool was_training = model.is_training();
+  model.eval();
+  int64_t correct = 0, total = 0;
+  for (auto& [x, y] : loader) {
+    Tensor labels = y.to(device);
+    correct += count_correct(model.forward(x.to(device)), labels);
+    total += labels.numel();
+  }
+  model.train(was_training);
+  return total == 0 ? 0.0 : static_cast<double>(correct) / static_cast<double>(total);
+}
+
+}  // namespace duet::parallel

@@ -1,0 +1,57 @@
+// Strategy: how one training step runs over one or more devices. The step loop (Trainer)
+// and `duet train`/`duet compare` only see this interface.
+//
+// This file has the single-device strategy; DataParallel (A) and DistributedDataParallel (B)
+// implement the same interface in the parallel issue.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "duet/data/dataloader.h"
+#include "duet/nn/module.h"
+#include "duet/optim/optimizer.h"
+
+namespace duet::parallel {
+
+struct StepResult {
+  double loss = 0;      // mean loss over the batch
+  int64_t correct = 0;  // examples whose argmax matched the label
+  int64_t count = 0;    // examples in the batch
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  // forward, loss, backward and optimizer step on one global batch.
+  virtual StepResult train_step(const data::Batch& batch) = 0;
+  // The model whose parameters are the result (device 0's for the parallel strategies).
+  virtual nn::Module& model() = 0;
+  virtual optim::Optimizer& optimizer() = 0;
+  virtual Device device() const = 0;  // where model() lives
+  virtual std::string devices() const = 0;  // "[cpu:0]", "[cuda:0, cuda:1]"
+};
+
+// Plain training on one device.
+class SingleDevice final : public Strategy {
+ public:
+  SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer, Device device);
+  StepResult train_step(const data::Batch& batch) override;
+  nn::Module& model() override { return *model_; }
+  optim::Optimizer& optimizer() override { return *optimizer_; }
+  Device device() const override { return device_; }
+  std::string devices() const override { return "[" + device_.str() + "]"; }
+
+ private:
+  std::shared_ptr<nn::Module> model_;
+  std::unique_ptr<optim::Optimizer> optimizer_;
+  Device device_;
+};
+
+// Number of rows of `logits` [N, C] whose argmax equals `labels` [N].
+int64_t count_correct(const Tensor& logits, const Tensor& labels);
+
+// Test accuracy of `model` over `loader`, in eval mode and without recording a graph.
+double evaluate(nn::Module& model, data::DataLoader& loader, Device device);
+
+}  // namespace duet::parallel
