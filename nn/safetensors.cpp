@@ -105,7 +105,10 @@ SafeTensors parse_safetensors(const uint8_t* bytes, size_t size, const std::stri
 
   SafeTensors out;
   std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  for (const auto& [name, entry] : header.items()) {
+  for (auto item = header.begin(); item != header.end(); ++item) {
+    // Plain references, not a structured binding: the lambda below captures them.
+    const std::string& name = item.key();
+    const json& entry = item.value();
     if (name == "__metadata__") {
       DUET_CHECK(entry.is_object(), source, ": __metadata__ must be an object of strings");
       for (const auto& [key, value] : entry.items()) {
