@@ -1,7 +1,5 @@
 // Umbrella header for duet::parallel: strategies and the training loop.
 #pragma once
 
-#include "duet/parallel/comm_counter.h"
-#include "duet/parallel/comm_ops.h"
 #include "duet/parallel/strategy.h"
 #include "duet/parallel/trainer.h"
