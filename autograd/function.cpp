@@ -43,6 +43,7 @@ void record(const std::shared_ptr<Node>& node, const TensorList& inputs, const T
   for (const Tensor& input : inputs) edges.push_back(gradient_edge(input));
   node->set_next_edges(std::move(edges));
   node->set_num_outputs(static_cast<uint32_t>(outputs.size()));
+  if (!outputs.empty()) node->set_device(outputs[0].device());
   for (size_t i = 0; i < outputs.size(); ++i) {
     AutogradMeta& m = ensure_meta(outputs[i]);
     m.grad_fn = node;

@@ -27,7 +27,7 @@ bool needs_grad(const TensorList& inputs);
 Edge gradient_edge(const Tensor& t);
 
 // Sets node's next edges from `inputs` and makes node the grad_fn of each output
-// (output i gets output_nr i).
+// (output i gets output_nr i). The node's device (where backward runs it) is outputs[0]'s.
 void record(const std::shared_ptr<Node>& node, const TensorList& inputs, const TensorList& outputs);
 
 // Sums `grad` down to `shape`, undoing broadcasting: the one place that un-broadcasts.

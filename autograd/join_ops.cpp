@@ -152,12 +152,20 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   return split(x, sizes, dim);
 }
 
+std::vector<int64_t> chunk_sizes(int64_t length, int64_t chunks) {
+  DUET_CHECK(chunks > 0, "chunk: the number of chunks must be positive, got ", chunks);
+  DUET_CHECK(length >= 0, "chunk: negative length ", length);
+  if (length == 0) return std::vector<int64_t>(static_cast<size_t>(chunks), 0);
+  const int64_t size = (length + chunks - 1) / chunks;
+  std::vector<int64_t> sizes;
+  for (int64_t start = 0; start < length; start += size) sizes.push_back(std::min(size, length - start));
+  return sizes;
+}
+
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
   autograd::check_defined("chunk", x);
-  DUET_CHECK(chunks > 0, "chunk: the number of chunks must be positive, got ", chunks);
   DUET_CHECK(x.dim() > 0, "chunk: cannot chunk a 0-d tensor");
-  const int64_t length = x.size(normalize_dim(dim, x.dim(), "chunk"));
-  return split(x, (length + chunks - 1) / chunks, dim);
+  return split(x, chunk_sizes(x.size(normalize_dim(dim, x.dim(), "chunk")), chunks), dim);
 }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,12 +54,19 @@ class Node : public std::enable_shared_from_this<Node> {
   bool released() const { return released_; }
   void mark_released() { released_ = true; }
 
+  // The device whose worker thread runs apply() (engine.cpp): record() sets it from the
+  // first forward output, AccumulateGrad from its leaf. Unset, the node runs on the thread
+  // that called backward().
+  const std::optional<Device>& device() const { return device_; }
+  void set_device(Device device) { device_ = device; }
+
  private:
   std::vector<Edge> next_edges_;
   std::vector<std::pair<uint32_t, GradHook>> pre_hooks_;
   uint32_t num_outputs_ = 1;
   uint64_t sequence_nr_;
   bool released_ = false;
+  std::optional<Device> device_;
 };
 
 // A tensor that backward needs, with the version it had when saved. unpack() throws if

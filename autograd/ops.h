@@ -72,8 +72,13 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // Views of consecutive pieces of `split_size` along dim (the last may be smaller).
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim = 0);
 std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, int64_t dim = 0);
-// `chunks` pieces as in torch.chunk (ceil-sized; fewer when the dim is small).
+// `chunks` pieces as in torch.chunk, of the lengths chunk_sizes(x.size(dim), chunks).
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+// torch.chunk's piece lengths for `length` elements: ceil(length / chunks) each, the last
+// piece smaller, and FEWER than `chunks` pieces when the ceil-sized ones use everything up:
+// (10, 4) -> [3, 3, 3, 1], (6, 4) -> [2, 2, 2], (5, 4) -> [2, 2, 1], (2, 3) -> [1, 1].
+// A length of 0 gives `chunks` empty pieces, as torch does.
+std::vector<int64_t> chunk_sizes(int64_t length, int64_t chunks);
 // cond (u8) ? a : b, broadcast; differentiable in a and b.
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
 

@@ -196,6 +196,7 @@ TEST_CASE("split and chunk are views with torch's sizes", "[join]") {
   CHECK(parts[1].storage() == x.storage());
   CHECK(chunk(x, 4).size() == 4);  // sizes 3, 3, 3, 1
   CHECK(chunk(arange(6), 4).size() == 3);  // sizes 2, 2, 2: fewer than asked, as in torch
+  CHECK(chunk(zeros({0, 2}), 3).size() == 3);  // an empty dim: `chunks` empty pieces, as in torch
   CHECK(chunk(x, 3)[2].numel() == 2);
   CHECK(cat(split(x, std::vector<int64_t>{3, 0, 7})).to_vector<float>() == x.to_vector<float>());
 }

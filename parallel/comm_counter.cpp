@@ -1,0 +1,10 @@
+#include "duet/parallel/comm_counter.h"
+
+namespace duet::parallel {
+
+CommCounter& comm_counter() {
+  static CommCounter counter;
+  return counter;
+}
+
+}  // namespace duet::parallel

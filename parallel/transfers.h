@@ -1,0 +1,25 @@
+// The data movement under the communication ops (comm_ops.h): plain copies between devices,
+// with no autograd, each cross-device copy counted in comm_counter(). The ops' forwards and
+// backwards share these, so scatter and gather's backward (and so on) move data alike.
+#pragma once
+
+#include <vector>
+
+#include "duet/core/tensor.h"
+
+namespace duet::parallel::transfers {
+
+// t on `device`: a detached alias of t when it is there already (nothing moves), else a
+// contiguous copy.
+Tensor moved(const Tensor& t, Device device);
+
+// A new tensor of `shape` on `target` whose rows, along dim 0, are pieces[0], pieces[1], ...
+// of lengths[k] rows each; an undefined piece gives zero rows.
+Tensor concat_onto(const std::vector<Tensor>& pieces, const std::vector<int64_t>& lengths, const Shape& shape,
+                   DType dtype, Device target);
+
+// The sum of the defined terms (all of one shape and dtype), on `target`; undefined when no
+// term is defined. Never writes into a term.
+Tensor sum_onto(const std::vector<Tensor>& terms, Device target);
+
+}  // namespace duet::parallel::transfers
