@@ -44,5 +44,14 @@ fi
 [ -s "$work/curves.png" ] || { echo "FAIL: no plot written"; failures=$((failures + 1)); }
 expect_bad "expects tensor '0.weight'" --model lenet --resume "$work/ckpt.safetensors"
 
+# A diverging run stops with exit 1 and names the epoch and step.
+"$duet" train --model mlp --lr 1e30 --epochs 1 > "$work/out" 2> "$work/err"
+status=$?
+if [ $status -ne 1 ] || ! grep -qE "loss is (nan|inf|-inf) at epoch 1, step [0-9]+" "$work/err"; then
+  echo "FAIL: diverging run -> exit $status, stderr: $(tail -n 1 "$work/err")"; failures=$((failures + 1))
+else
+  echo "ok: diverging run -> exit 1: $(tail -n 1 "$work/err")"
+fi
+
 echo "$failures failure(s)"
 [ $failures -eq 0 ]
