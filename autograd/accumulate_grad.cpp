@@ -14,12 +14,7 @@ bool can_adopt(const Tensor& g) {
 }
 
 Tensor dense_copy(const Tensor& g) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(g.numel()) * g.element_size(), g.device());
-  impl->sizes = g.sizes();
-  impl->strides = contiguous_strides(g.sizes());
-  impl->dtype = g.dtype();
-  Tensor out(std::move(impl));
+  Tensor out = empty_contiguous(g.sizes(), g.dtype(), g.device());
   kernels::copy(g, out);
   return out;
 }

@@ -48,4 +48,13 @@ Tensor Tensor::as_strided(Shape sizes, Shape strides, int64_t offset) const {
   return Tensor(std::move(out));
 }
 
+Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(sizes)) * element_size(dtype), device);
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
+}
+
 }  // namespace duet

@@ -135,6 +135,10 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
 
+// An uninitialised contiguous tensor, with no autograd state: core's one allocation helper,
+// for kernels-level code that cannot use the factories of autograd/factory.h.
+Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device);
+
 // ---- template definitions ----
 
 template <class T>

@@ -13,15 +13,6 @@
 namespace duet::cuda {
 namespace {
 
-Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(sizes)) * element_size(dtype), device);
-  impl->sizes = sizes;
-  impl->strides = contiguous_strides(sizes);
-  impl->dtype = dtype;
-  return Tensor(std::move(impl));
-}
-
 void same_device_copy(const Tensor& src, const Tensor& dst) {
   kernels::backend_for(dst.device().type).copy(src, dst);
 }

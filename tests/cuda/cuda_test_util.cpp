@@ -60,14 +60,7 @@ void fill_sentinel(const Tensor& host) {
 
 }  // namespace
 
-Tensor empty_tensor(const Shape& sizes, DType dtype, Device device) {
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(sizes)) * element_size(dtype), device);
-  impl->sizes = sizes;
-  impl->strides = contiguous_strides(sizes);
-  impl->dtype = dtype;
-  return Tensor(std::move(impl));
-}
+Tensor empty_tensor(const Shape& sizes, DType dtype, Device device) { return empty_contiguous(sizes, dtype, device); }
 
 Tensor copy_to(const Tensor& t, Device device) {
   Tensor out = empty_tensor(t.sizes(), t.dtype(), device);
