@@ -10,6 +10,8 @@
 #include "duet/optim/adam.h"
 #include "duet/optim/checkpoint.h"
 #include "duet/optim/sgd.h"
+#include "duet/parallel/data_parallel.h"
+#include "duet/parallel/distributed.h"
 #include "duet/parallel/trainer.h"
 #include "plot.h"
 #include "progress.h"
@@ -29,6 +31,8 @@ struct TrainArgs {
   std::string data_dir = data::kFashionMnistDir;
   int threads = 0;
   std::string device = "cpu";
+  std::string strategy = "single";
+  int devices = 1;
   std::string save, resume, metrics, plot;
 };
 
@@ -52,6 +56,13 @@ CLI::Validator at_least(double low, const char* what) {
 const CLI::Validator kPositive = at_least(1, "a positive integer");
 const CLI::Validator kNonNegative = at_least(0, "a number >= 0");
 
+// devices = N logical devices of --device's type: cpu:0..N-1 (or cuda:0..N-1).
+std::vector<Device> device_group(Device first, int count) {
+  std::vector<Device> group;
+  for (int i = 0; i < count; ++i) group.push_back({first.type, first.index + i});
+  return group;
+}
+
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainArgs& args, std::vector<Tensor> params) {
   if (args.optimizer == "adam") {
     return std::make_unique<optim::Adam>(std::move(params),
@@ -69,6 +80,15 @@ nlohmann::json epoch_json(const TrainArgs& args, const parallel::EpochStats& e) 
 }
 
 int run_train(const TrainArgs& args) {
+  if (args.strategy == "single" && args.devices > 1) {
+    std::cerr << "duet train: error: --devices " << args.devices << " needs --strategy dp or ddp\n";
+    return kBadInput;
+  }
+  if (args.strategy == "ddp" && !args.resume.empty()) {
+    // The checkpoint holds rank 0's model; its replicas would have to be rebuilt from it.
+    std::cerr << "duet train: error: --resume is not supported with --strategy ddp yet; resume with single or dp\n";
+    return kBadInput;
+  }
   if (args.threads > 0) kernels::set_num_threads(args.threads);
   Device device;
   data::TensorDataset train_set, test_set;
@@ -87,12 +107,22 @@ int run_train(const TrainArgs& args) {
   generator.manual_seed(args.seed);
   std::shared_ptr<nn::Module> model = nn::models::make(args.model);
   model->to(device);
-  parallel::SingleDevice strategy(model, make_optimizer(args, model->parameters()), device);
+  std::vector<Device> group = device_group(device, args.devices);
+  std::unique_ptr<parallel::Strategy> chosen;
+  if (args.strategy == "dp") {
+    chosen = std::make_unique<parallel::DataParallel>(model, make_optimizer(args, model->parameters()), group);
+  } else if (args.strategy == "ddp") {
+    chosen = std::make_unique<parallel::DistributedDataParallel>(
+        model, [&args](std::vector<Tensor> params) { return make_optimizer(args, std::move(params)); }, group);
+  } else {
+    chosen = std::make_unique<parallel::SingleDevice>(model, make_optimizer(args, model->parameters()), device);
+  }
+  parallel::Strategy& strategy = *chosen;
 
   int64_t first_epoch = 0;
   if (!args.resume.empty()) {
     try {
-      optim::CheckpointInfo info = optim::load_checkpoint(args.resume, *model, strategy.optimizer(), generator);
+      optim::CheckpointInfo info = optim::load_checkpoint(args.resume, strategy.model(), strategy.optimizer(), generator);
       DUET_CHECK(info.extra["model"] == args.model, args.resume, ": checkpoint of model '", info.extra["model"],
                  "', but --model is '", args.model, "'");
       first_epoch = info.epochs_done;
@@ -126,7 +156,7 @@ int run_train(const TrainArgs& args) {
     std::fflush(stdout);
     if (metrics.is_open()) metrics << epoch_json(args, e).dump() << "\n" << std::flush;
     if (!args.save.empty()) {
-      optim::save_checkpoint(args.save, *model, strategy.optimizer(), generator,
+      optim::save_checkpoint(args.save, strategy.model(), strategy.optimizer(), generator,
                              {.epochs_done = e.epoch + 1, .extra = {{"model", args.model}}});
     }
   };
@@ -175,6 +205,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->check(kNonNegative)->capture_default_str();
   cmd->add_option("--device", args->device, "cpu, cpu:N, cuda or cuda:N")->capture_default_str();
+  cmd->add_option("--strategy", args->strategy, "single, dp (DataParallel) or ddp (DistributedDataParallel)")
+      ->check(CLI::IsMember({"single", "dp", "ddp"}))->capture_default_str();
+  cmd->add_option("--devices", args->devices, "Number of devices for dp and ddp")->check(kPositive)->capture_default_str();
   cmd->add_option("--save", args->save, "Write a checkpoint here after every epoch");
   cmd->add_option("--resume", args->resume, "Continue from this checkpoint")->check(CLI::ExistingFile);
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");

@@ -1,7 +1,10 @@
-// Umbrella header for duet::parallel: strategies, communication ops and the training loop.
+// Umbrella header for duet::parallel: strategies (single, DataParallel, DDP) and the training loop.
 #pragma once
 
 #include "duet/parallel/comm_counter.h"
 #include "duet/parallel/comm_ops.h"
+#include "duet/parallel/data_parallel.h"
+#include "duet/parallel/distributed.h"
+#include "duet/parallel/phase_times.h"
 #include "duet/parallel/strategy.h"
 #include "duet/parallel/trainer.h"

@@ -1,0 +1,118 @@
+#include "duet/parallel/comm_thread.h"
+
+#include <exception>
+
+#include "duet/core/error.h"
+
+namespace duet::parallel {
+
+// Completion flag plus the task's error. A mutex and condition variable rather than
+// std::future, so the hand-off is plain to TSan and wait() can be called repeatedly. The error
+// travels as its message and is thrown afresh as a duet::Error on each waiting thread: an
+// exception object shared across threads is reference-counted inside libstdc++, which TSan
+// does not see, so it would report its release as a race.
+class CommThread::TaskWork final : public Work {
+ public:
+  void wait() override {
+    std::unique_lock lock(mutex_);
+    done_cv_.wait(lock, [&] { return done_; });
+    if (failed_) throw Error(error_);
+  }
+  void finish(bool failed, std::string error) {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+      failed_ = failed;
+      error_ = std::move(error);
+    }
+    done_cv_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  bool failed_ = false;
+  std::string error_;
+};
+
+CommThread::CommThread() : thread_([this] { loop(); }) {}
+
+CommThread::~CommThread() { stop(); }
+
+std::shared_ptr<Work> CommThread::submit(std::function<void()> task) {
+  auto work = std::make_shared<TaskWork>();
+  {
+    std::lock_guard lock(mutex_);
+    DUET_CHECK(!stopping_, "collective submitted to a communicator that is shutting down");
+    queue_.push_back({std::move(task), work});
+  }
+  ready_.notify_one();
+  return work;
+}
+
+void CommThread::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  ready_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void CommThread::loop() {
+  for (;;) {
+    Item item;
+    {
+      std::unique_lock lock(mutex_);
+      ready_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and everything queued has run
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    bool failed = false;
+    std::string error;
+    try {
+      item.task();
+    } catch (const std::exception& e) {
+      failed = true;
+      error = e.what();
+    } catch (...) {
+      failed = true;
+      error = "collective failed with an unknown exception";
+    }
+    item.work->finish(failed, std::move(error));
+  }
+}
+
+// The tensors are captured by value: the handles keep the storage alive until the task ran.
+std::shared_ptr<Work> QueuedCommunicator::all_reduce_impl(const Tensor& t, ReduceOp op) {
+  return thread_.submit([this, t, op] {
+    run_all_reduce(t, op);
+    t.bump_version();
+  });
+}
+
+std::shared_ptr<Work> QueuedCommunicator::broadcast_impl(const Tensor& t, int root) {
+  return thread_.submit([this, t, root] {
+    run_broadcast(t, root);
+    if (rank() != root) t.bump_version();
+  });
+}
+
+std::shared_ptr<Work> QueuedCommunicator::reduce_impl(const Tensor& t, int root, ReduceOp op) {
+  return thread_.submit([this, t, root, op] {
+    run_reduce(t, root, op);
+    if (rank() == root) t.bump_version();
+  });
+}
+
+std::shared_ptr<Work> QueuedCommunicator::all_gather_impl(const Tensor& t, const Tensor& out) {
+  return thread_.submit([this, t, out] { run_all_gather(t, out); });
+}
+
+std::shared_ptr<Work> QueuedCommunicator::barrier_impl() {
+  return thread_.submit([this] { run_barrier(); });
+}
+
+}  // namespace duet::parallel

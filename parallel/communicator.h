@@ -1,0 +1,103 @@
+// Communicator: one rank's end of a process group (DESIGN.md section 6). Each rank holds its
+// own Communicator, so the code for one rank reads like single-device code plus collectives.
+//
+// Collectives run in the order they are issued, and every rank must issue the same ones in the
+// same order (DDP launches its buckets in a fixed order); async ones complete in that order.
+// Implementations: local (in-process ranks, ring or naive), MPI (one process per rank) and,
+// later, NCCL. Nothing here assumes host memory: a tensor lives on the rank's device().
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "duet/core/tensor.h"
+
+namespace duet::parallel {
+
+enum class ReduceOp : uint8_t { sum, avg };  // avg: the sum divided by world_size()
+const char* name(ReduceOp op);
+
+// How long any blocking wait for the other ranks lasts before it fails (local: throws
+// duet::Error; MPI: aborts the job). Long enough for a slow rank's forward and backward.
+inline constexpr std::chrono::milliseconds kDefaultCommTimeout{300'000};
+
+// Completion of an asynchronous collective.
+class Work {
+ public:
+  virtual ~Work() = default;
+  // Blocks until the collective has finished on this rank; throws its error (a duet::Error).
+  // May be called more than once.
+  virtual void wait() = 0;
+};
+
+struct CommStats {
+  int64_t bytes_sent = 0;  // payload this rank sent (see each implementation for the model)
+  int64_t calls = 0;       // collectives issued
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  Communicator() = default;
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual Device device() const = 0;  // where this rank's tensors must live
+  virtual std::string name() const = 0;  // "local-ring", "local-naive", "mpi"
+
+  // Every tensor argument must be contiguous, on device(), with the same dtype and shape on
+  // every rank. In-place results overwrite the tensor's data without autograd (it may be a
+  // parameter) and bump its version.
+
+  // Reduces t over all ranks, in place on every rank. t must stay alive and untouched until
+  // wait() returns.
+  std::shared_ptr<Work> all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::sum);
+  void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum);
+  // Copies root's t into t on every other rank.
+  void broadcast(const Tensor& t, int root);
+  // Leaves the reduction in root's t; the other ranks' t are left unchanged.
+  void reduce(const Tensor& t, int root, ReduceOp op = ReduceOp::sum);
+  // Every rank's t, in rank order, as new tensors on this rank's device (this rank's own
+  // entry is a copy too).
+  std::vector<Tensor> all_gather(const Tensor& t);
+  // Returns once every rank has called barrier().
+  void barrier();
+
+  // Counters for `duet compare`'s bytes-per-step column; safe to read while collectives run.
+  CommStats stats() const;
+  void reset_stats();
+
+ protected:
+  // The implementations' part, with arguments already checked. all_gather_impl fills `out`,
+  // a contiguous [world_size, t.sizes()...] tensor on device().
+  virtual std::shared_ptr<Work> all_reduce_impl(const Tensor& t, ReduceOp op) = 0;
+  virtual std::shared_ptr<Work> broadcast_impl(const Tensor& t, int root) = 0;
+  virtual std::shared_ptr<Work> reduce_impl(const Tensor& t, int root, ReduceOp op) = 0;
+  virtual std::shared_ptr<Work> all_gather_impl(const Tensor& t, const Tensor& out) = 0;
+  virtual std::shared_ptr<Work> barrier_impl() = 0;
+
+  void count_bytes_sent(int64_t bytes) { bytes_sent_.fetch_add(bytes, std::memory_order_relaxed); }
+
+ private:
+  void check_tensor(const char* op, const Tensor& t) const;
+  void check_root(const char* op, int root) const;
+  void check_op(const char* op, const Tensor& t, ReduceOp reduce_op) const;
+  void count_call() { calls_.fetch_add(1, std::memory_order_relaxed); }
+
+  std::atomic<int64_t> bytes_sent_{0};
+  std::atomic<int64_t> calls_{0};
+};
+
+// "all_reduce(f32[7], avg)": names a call in errors; equal on every rank for one collective.
+std::string describe_collective(const char* op, const Tensor& t, const std::string& detail = "");
+
+// t /= divisor in place, on t's device (the avg of ReduceOp).
+void divide_in_place(const Tensor& t, int64_t divisor);
+
+}  // namespace duet::parallel

@@ -1,0 +1,179 @@
+// The local group's algorithms, written as each rank's side of the exchange.
+#include "duet/parallel/local_communicator.h"
+
+#include <algorithm>
+
+#include "duet/autograd/factory.h"
+#include "duet/core/error.h"
+#include "duet/kernels/kernels.h"
+#include "duet/parallel/comm_thread.h"
+#include "duet/parallel/local_rendezvous.h"
+#include "duet/parallel/ring.h"
+
+namespace duet::parallel {
+namespace {
+
+// Elements [range.begin, range.end) of a contiguous tensor, as a flat view (no autograd: the
+// tensor may be a parameter that requires grad).
+Tensor flat_slice(const Tensor& t, ring::Range range) {
+  return t.as_strided({range.size()}, {1}, t.offset() + range.begin);
+}
+
+void add_into(const Tensor& acc, const Tensor& part) {
+  if (acc.numel() > 0) kernels::binary(kernels::BinaryOp::add, acc, part, acc);
+}
+
+class LocalCommunicator final : public QueuedCommunicator {
+ public:
+  LocalCommunicator(std::shared_ptr<LocalRendezvous> rendezvous, int rank, Device device,
+                    LocalAlgorithm algorithm)
+      : rendezvous_(std::move(rendezvous)), rank_(rank), device_(device), algorithm_(algorithm) {}
+
+  ~LocalCommunicator() override {
+    stop();  // queued collectives run (or time out) first
+    rendezvous_->leave(rank_);
+  }
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return rendezvous_->world_size(); }
+  Device device() const override { return device_; }
+  std::string name() const override { return algorithm_ == LocalAlgorithm::ring ? "local-ring" : "local-naive"; }
+
+ protected:
+  void run_all_reduce(const Tensor& t, ReduceOp op) override {
+    collective(describe_collective("all_reduce", t, parallel::name(op)), [&](CollectiveCall& call) {
+      if (algorithm_ == LocalAlgorithm::ring) {
+        ring_all_reduce(call, t, op);
+      } else {
+        reduce_to(call, t, 0, op);
+        broadcast_from(call, t, 0);
+      }
+    });
+  }
+
+  void run_broadcast(const Tensor& t, int root) override {
+    collective(describe_collective("broadcast", t, "root " + std::to_string(root)),
+               [&](CollectiveCall& call) { broadcast_from(call, t, root); });
+  }
+
+  void run_reduce(const Tensor& t, int root, ReduceOp op) override {
+    collective(describe_collective("reduce", t, "root " + std::to_string(root) + ", " + parallel::name(op)),
+               [&](CollectiveCall& call) { reduce_to(call, t, root, op); });
+  }
+
+  void run_all_gather(const Tensor& t, const Tensor& out) override {
+    collective(describe_collective("all_gather", t), [&](CollectiveCall& call) {
+      rendezvous_->post(call, t, world_size() - 1);
+      for (int q = 0; q < world_size(); ++q) {
+        Tensor part = flat_slice(out, {q * t.numel(), (q + 1) * t.numel()});
+        if (q == rank_) {
+          if (t.numel() > 0) kernels::copy(flat_slice(t, {0, t.numel()}), part);
+        } else {
+          rendezvous_->fetch(call, q, part);
+        }
+      }
+    });
+  }
+
+  void run_barrier() override {
+    collective(describe_collective("barrier", Tensor()), [&](CollectiveCall& call) {
+      rendezvous_->post(call, Tensor(), world_size() - 1);
+      for (int q = 0; q < world_size(); ++q)
+        if (q != rank_) rendezvous_->fetch(call, q, Tensor());
+    });
+  }
+
+ private:
+  // Runs one collective on this rank: its posts are all read when it returns. Any failure
+  // fails the group, so the other ranks stop waiting for this one.
+  template <class Body>
+  void collective(std::string signature, Body body) {
+    CollectiveCall call = rendezvous_->begin(rank_, std::move(signature));
+    try {
+      body(call);
+      rendezvous_->finish(call);
+    } catch (const std::exception& e) {
+      rendezvous_->abort(rank_, e.what());
+      throw;
+    }
+    count_bytes_sent(call.bytes_sent);
+  }
+
+  // Chunk i of t's flat data.
+  Tensor chunk(const Tensor& t, int64_t i) const { return flat_slice(t, ring::chunk(t.numel(), world_size(), i)); }
+
+  void ring_all_reduce(CollectiveCall& call, const Tensor& t, ReduceOp op) {
+    const int n = world_size();
+    const int left = (rank_ + n - 1) % n;
+    // Reduce-scatter: at step s, send chunk r-s (reduced at step s-1) to the right, and add the
+    // left neighbour's chunk r-s-1 into ours. After n-1 steps this rank owns chunk r+1 reduced.
+    Tensor scratch = empty({(t.numel() + n - 1) / n}, {.dtype = t.dtype(), .device = device_});
+    for (int s = 0; s < n - 1; ++s) {
+      rendezvous_->post(call, chunk(t, rank_ - s), 1);
+      Tensor mine = chunk(t, rank_ - s - 1);
+      Tensor received = flat_slice(scratch, {0, mine.numel()});
+      rendezvous_->fetch(call, left, received);
+      add_into(mine, received);
+    }
+    // avg on the owned chunk only, before it is shared: each chunk is divided exactly once.
+    if (op == ReduceOp::avg) divide_in_place(chunk(t, rank_ + 1), n);
+    // All-gather: at step s, pass on chunk r+1-s and receive chunk r-s in place. A post's chunk
+    // is never the one being written in the same step, and the next post waits for the read.
+    for (int s = 0; s < n - 1; ++s) {
+      rendezvous_->post(call, chunk(t, rank_ + 1 - s), 1);
+      rendezvous_->fetch(call, left, chunk(t, rank_ - s));
+    }
+  }
+
+  void reduce_to(CollectiveCall& call, const Tensor& t, int root, ReduceOp op) {
+    const int n = world_size();
+    if (rank_ != root) {
+      rendezvous_->post(call, t, 1);
+      return;
+    }
+    Tensor received = empty_like(t);
+    for (int q = 0; q < n; ++q) {  // rank order, so the sum is deterministic
+      if (q == root) continue;
+      rendezvous_->fetch(call, q, received);
+      add_into(t, received);
+    }
+    if (op == ReduceOp::avg) divide_in_place(t, n);
+  }
+
+  // After reduce_to, a non-root's post has been read before the root posts here, so fetching
+  // into t never overwrites data that the root is still reading.
+  void broadcast_from(CollectiveCall& call, const Tensor& t, int root) {
+    if (rank_ == root)
+      rendezvous_->post(call, t, world_size() - 1);
+    else
+      rendezvous_->fetch(call, root, t);
+  }
+
+  std::shared_ptr<LocalRendezvous> rendezvous_;
+  int rank_;
+  Device device_;
+  LocalAlgorithm algorithm_;
+};
+
+}  // namespace
+
+std::vector<std::shared_ptr<Communicator>> make_local_group(const std::vector<Device>& devices,
+                                                            LocalGroupOptions options) {
+  DUET_CHECK(!devices.empty(), "make_local_group: no devices");
+  for (size_t i = 0; i < devices.size(); ++i)
+    DUET_CHECK(std::count(devices.begin(), devices.end(), devices[i]) == 1, "make_local_group: device ",
+               devices[i], " appears more than once (one rank per device)");
+  auto rendezvous = std::make_shared<LocalRendezvous>(static_cast<int>(devices.size()), options.timeout);
+  std::vector<std::shared_ptr<Communicator>> group;
+  for (size_t i = 0; i < devices.size(); ++i)
+    group.push_back(std::make_shared<LocalCommunicator>(rendezvous, static_cast<int>(i), devices[i],
+                                                        options.algorithm));
+  return group;
+}
+
+std::vector<std::shared_ptr<Communicator>> make_local_group(const std::vector<Device>& devices,
+                                                            LocalAlgorithm algorithm) {
+  return make_local_group(devices, LocalGroupOptions{.algorithm = algorithm});
+}
+
+}  // namespace duet::parallel

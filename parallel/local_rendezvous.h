@@ -1,0 +1,88 @@
+// LocalRendezvous: the state that the N in-process ranks of one local group share, and the
+// only way their comm threads exchange data.
+//
+// A rank exchanges data by posting a tensor (its own memory, on its own device) for a number of
+// readers; each reader waits for the post, copies it onto its own device with kernels::copy,
+// and marks it read. A rank has one post out at a time: posting again, or finishing the
+// collective, waits until every reader has read the previous one. That per-step hand-off
+// orders every write after the reads of the data it overwrites, so the algorithms are free of
+// data races (and TSan sees the mutex that orders them).
+//
+// Every wait has the group's deadline. A timeout, a mismatched collective or any other error
+// aborts the whole group, so the other ranks fail at once instead of waiting out the timeout.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "duet/core/tensor.h"
+
+namespace duet::parallel {
+
+// One collective as one rank runs it.
+struct CollectiveCall {
+  int rank = 0;
+  uint64_t seq = 0;       // 1-based; the same collective has the same seq on every rank
+  std::string signature;  // "all_reduce(f32[7], sum)": must be equal on every rank
+  std::chrono::steady_clock::time_point deadline;
+  int posts = 0;               // posts this rank made in this collective
+  std::vector<int> reads;      // posts read so far, per sending rank
+  int64_t bytes_sent = 0;      // payload bytes times readers, over this rank's posts
+};
+
+class LocalRendezvous {
+ public:
+  LocalRendezvous(int world_size, std::chrono::milliseconds timeout);
+
+  int world_size() const { return static_cast<int>(ranks_.size()); }
+
+  // Starts `rank`'s next collective; its deadline is now + timeout.
+  CollectiveCall begin(int rank, std::string signature);
+  // Posted tensors and fetch destinations are contiguous; only their numel must agree.
+  // Makes `data` (undefined for a pure signal) readable by `readers` other ranks. Each reader
+  // must read every post of this rank in this collective, in order.
+  void post(CollectiveCall& call, const Tensor& data, int readers);
+  // Waits for `from`'s next post in this collective and copies it into `dst` (skipped when
+  // dst is undefined). dst must have the posted tensor's number of elements.
+  void fetch(CollectiveCall& call, int from, const Tensor& dst);
+  // Waits until every reader has read this rank's last post: after it, the rank may write
+  // what it posted, and the collective is over for this rank.
+  void finish(CollectiveCall& call);
+
+  // Fails the group: every wait, now and later, throws naming `rank` and `reason`.
+  void abort(int rank, const std::string& reason);
+  // `rank`'s communicator is gone: waiting for a collective it never started fails at once.
+  void leave(int rank);
+
+ private:
+  struct RankState {
+    uint64_t arrived = 0;   // seq of the last collective this rank began
+    std::string signature;  // that collective's
+    bool left = false;
+    // The outstanding post.
+    uint64_t post_seq = 0;
+    int post_index = -1;
+    Tensor post_data;
+    int readers_left = 0;
+  };
+
+  // Waits under `lock` until ready(); throws on abort, on a peer's mismatch or departure, and
+  // at the deadline. `waiting_for` says what is missing, for the timeout message.
+  template <class Ready>
+  void wait(std::unique_lock<std::mutex>& lock, const CollectiveCall& call, Ready ready, int waiting_for);
+  void check_peers(const CollectiveCall& call);
+  [[noreturn]] void fail(const CollectiveCall& call, const std::string& what);
+  std::string timeout_message(const CollectiveCall& call, int waiting_for) const;
+
+  const std::chrono::milliseconds timeout_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<RankState> ranks_;
+  std::string abort_reason_;  // non-empty once the group has failed
+};
+
+}  // namespace duet::parallel

@@ -1,0 +1,58 @@
+#include "duet/parallel/replica_threads.h"
+
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "duet/autograd/ops.h"
+#include "duet/core/error.h"
+
+namespace duet::parallel {
+
+void run_on_devices(const std::vector<Device>& devices, const std::function<void(size_t)>& fn) {
+  std::mutex mutex;
+  std::exception_ptr first;  // the first to fail in time, like PyTorch's parallel_apply
+  size_t failed = 0;
+  auto guarded = [&](size_t k) {
+    try {
+      fn(k);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!first) {
+        first = std::current_exception();
+        failed = k;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  threads.reserve(devices.size());
+  for (size_t k = 0; k < devices.size(); ++k) threads.emplace_back(guarded, k);
+  for (std::thread& t : threads) t.join();
+  if (!first) return;
+  try {
+    std::rethrow_exception(first);
+  } catch (const std::exception& e) {
+    DUET_FAIL("replica on ", devices[failed].str(), " failed: ", e.what());
+  } catch (...) {
+    DUET_FAIL("replica on ", devices[failed].str(), " failed with a non-standard exception");
+  }
+}
+
+std::string device_list(const std::vector<Device>& devices) {
+  std::string out = "[";
+  for (size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + devices[i].str();
+  return out + "]";
+}
+
+std::vector<Tensor> split_rows(const Tensor& t, const std::vector<Device>& devices) {
+  std::vector<int64_t> sizes = chunk_sizes(t.size(0), static_cast<int64_t>(devices.size()));
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    out.push_back(t.detach().narrow(0, start, sizes[k]).contiguous().to(devices[k]));
+    start += sizes[k];
+  }
+  return out;
+}
+
+}  // namespace duet::parallel

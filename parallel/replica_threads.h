@@ -1,0 +1,28 @@
+// Helpers that both data-parallel strategies share: one thread per device for the replicas'
+// work, and splitting a batch by rows the way scatter does.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "duet/core/device.h"
+#include "duet/core/tensor.h"
+
+namespace duet::parallel {
+
+// Runs fn(k) for k in [0, devices.size()), each on its own thread (a fresh std::thread per
+// call: a step has few of them, and a thread start costs microseconds next to a forward).
+// Waits for all of them, then rethrows the first exception that any of them threw as a
+// duet::Error "replica on cpu:2 failed: <message>", so the caller learns which device failed.
+void run_on_devices(const std::vector<Device>& devices, const std::function<void(size_t)>& fn);
+
+// "[cpu:0, cpu:1]", for Strategy::devices().
+std::string device_list(const std::vector<Device>& devices);
+
+// Splits t along dim 0 with scatter's rule (chunk_sizes: ceil(n / N) rows each, so a small
+// batch fills fewer devices) and moves chunk k to devices[k]. Plain copies, no autograd: a DDP
+// rank loads its own shard, as a DistributedSampler would give it.
+std::vector<Tensor> split_rows(const Tensor& t, const std::vector<Device>& devices);
+
+}  // namespace duet::parallel

@@ -1,0 +1,292 @@
+// Strategy equivalence (DESIGN.md section 7 (d)): on the same global batches, single-device
+// training, DataParallel (A) and DistributedDataParallel (B, bucketed and unbucketed) reach
+// the same parameters, on 2 and 3 logical CPU devices, with equal, unequal and too-small
+// shards. Then what differs on purpose: DDP's mean of means, DataParallel's BatchNorm
+// statistics, and the mechanics (errors naming the device, the buckets' fixed launch order).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "duet/duet.h"
+
+using namespace duet;
+using namespace duet::parallel;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<Device> cpus(int n) {
+  std::vector<Device> devices;
+  for (int i = 0; i < n; ++i) devices.push_back(cpu(i));
+  return devices;
+}
+
+// Random images in [0, 1) and random labels: equivalence needs no real data.
+data::Batch random_batch(int64_t rows, uint64_t seed, Shape image = {1, 28, 28}) {
+  Generator g(seed);
+  Shape sizes = {rows};
+  sizes.insert(sizes.end(), image.begin(), image.end());
+  std::mt19937 labels_rng(static_cast<unsigned>(seed));
+  std::vector<int64_t> labels(static_cast<size_t>(rows));
+  for (int64_t& label : labels) label = static_cast<int64_t>(labels_rng() % 10);
+  return {rand(sizes, {}, &g), from_vector(labels, {rows})};
+}
+
+// 12 and 7 rows give unequal shards (7 over 2: 4 + 3, over 3: 3 + 3 + 1); 2 rows over 3
+// devices leaves one device without examples.
+std::vector<data::Batch> five_batches() {
+  std::vector<data::Batch> batches;
+  int64_t rows[] = {12, 7, 12, 2, 7};
+  for (uint64_t i = 0; i < 5; ++i) batches.push_back(random_batch(rows[i], 100 + i));
+  return batches;
+}
+
+std::unique_ptr<optim::Optimizer> sgd(std::vector<Tensor> params) {
+  return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+}
+
+// The same initial weights for every strategy.
+std::shared_ptr<nn::Module> fresh(const std::string& model) {
+  manual_seed(7);
+  return nn::models::make(model);
+}
+
+using Params = std::vector<std::pair<std::string, std::vector<double>>>;
+
+Params trained(Strategy& strategy, const std::vector<data::Batch>& batches) {
+  for (const data::Batch& b : batches) strategy.train_step(b);
+  Params out;
+  for (const auto& [name, p] : strategy.model().named_parameters()) out.emplace_back(name, p.to_vector<double>());
+  return out;
+}
+
+// The largest, over the parameters, of max|a - b| / max|b|: relative to each tensor's scale,
+// so elements near zero do not blow it up.
+double max_relative_diff(const Params& a, const Params& b) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].second.size() == b[i].second.size());
+    double diff = 0, scale = 1e-12;
+    for (size_t j = 0; j < a[i].second.size(); ++j) {
+      diff = std::max(diff, std::fabs(a[i].second[j] - b[i].second[j]));
+      scale = std::max(scale, std::fabs(b[i].second[j]));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+// Caps so small that lenet-relu and mlp get several buckets each.
+DDPOptions tiny_buckets() { return {.first_bucket_bytes = 4 << 10, .bucket_bytes = 64 << 10}; }
+
+// A one-layer model whose forward throws on cpu:1, so that one replica fails.
+class ThrowsOnCpu1Impl final : public nn::Cloneable<ThrowsOnCpu1Impl> {
+ public:
+  ThrowsOnCpu1Impl() { weight_ = register_parameter("weight", zeros({16, 10})); }
+  Tensor forward(const Tensor& x) override {
+    DUET_CHECK(x.device() != cpu(1), "deliberate failure in forward");
+    return matmul(x.flatten(1), parameter(weight_));
+  }
+  std::string name() const override { return "ThrowsOnCpu1"; }
+
+ private:
+  size_t weight_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("single-device training and both strategies agree after 5 SGD steps", "[strategies]") {
+  std::vector<data::Batch> batches = five_batches();
+  for (std::string model : {"lenet-relu", "mlp"}) {
+    std::shared_ptr<nn::Module> reference_model = fresh(model);
+    SingleDevice reference(reference_model, sgd(reference_model->parameters()), cpu(0));
+    Params expected = trained(reference, batches);
+
+    for (int n : {2, 3}) {
+      INFO(model << " on " << n << " devices");
+      std::shared_ptr<nn::Module> dp_model = fresh(model);
+      DataParallel dp(dp_model, sgd(dp_model->parameters()), cpus(n));
+      double dp_diff = max_relative_diff(trained(dp, batches), expected);
+      INFO("DataParallel vs single: " << dp_diff);
+      CHECK(dp_diff < 1e-5);
+
+      DistributedDataParallel bucketed(fresh(model), sgd, cpus(n), tiny_buckets());
+      REQUIRE(bucketed.buckets().buckets.size() >= 3);
+      double bucketed_diff = max_relative_diff(trained(bucketed, batches), expected);
+      INFO("DDP bucketed vs single: " << bucketed_diff);
+      CHECK(bucketed_diff < 1e-5);
+
+      DDPOptions plain;
+      plain.bucketed = false;
+      DistributedDataParallel unbucketed(fresh(model), sgd, cpus(n), plain);
+      double unbucketed_diff = max_relative_diff(trained(unbucketed, batches), expected);
+      INFO("DDP unbucketed vs single: " << unbucketed_diff);
+      CHECK(unbucketed_diff < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("the strategies report the global mean loss and the correct count", "[strategies]") {
+  data::Batch batch = random_batch(7, 5);
+  std::shared_ptr<nn::Module> m1 = fresh("mlp"), m2 = fresh("mlp");
+  SingleDevice single(m1, sgd(m1->parameters()), cpu(0));
+  DataParallel dp(m2, sgd(m2->parameters()), cpus(3));
+  DistributedDataParallel ddp(fresh("mlp"), sgd, cpus(3));
+  StepResult a = single.train_step(batch), b = dp.train_step(batch), c = ddp.train_step(batch);
+  CHECK(b.loss == Approx(a.loss).epsilon(1e-6));
+  CHECK(c.loss == Approx(a.loss).epsilon(1e-6));
+  CHECK(b.correct == a.correct);
+  CHECK(c.correct == a.correct);
+  CHECK(b.count == 7);
+  CHECK(c.count == 7);
+}
+
+TEST_CASE("DDP's mean of means differs from DataParallel on unequal shards", "[strategies]") {
+  // 7 rows over 2 devices: 4 + 3. The mean of the two shard means weights a row of the
+  // 3-row shard by 1/6 and one of the 4-row shard by 1/8, where the global mean gives 1/7.
+  std::vector<data::Batch> batches;
+  for (uint64_t i = 0; i < 5; ++i) batches.push_back(random_batch(7, 200 + i));
+  std::shared_ptr<nn::Module> dp_model = fresh("lenet-relu");
+  DataParallel dp(dp_model, sgd(dp_model->parameters()), cpus(2));
+  Params expected = trained(dp, batches);
+
+  DDPOptions options = tiny_buckets();
+  options.mean_of_means = true;
+  DistributedDataParallel ddp(fresh("lenet-relu"), sgd, cpus(2), options);
+  double diff = max_relative_diff(trained(ddp, batches), expected);
+  INFO("mean of means vs DataParallel, max relative parameter difference: " << diff);
+  CHECK(diff > 1e-4);
+}
+
+TEST_CASE("an exception in one replica's forward names its device", "[strategies]") {
+  data::Batch batch = random_batch(4, 9, {4, 4});
+  SECTION("DataParallel") {
+    auto model = std::make_shared<ThrowsOnCpu1Impl>();
+    DataParallel dp(model, sgd(model->parameters()), cpus(3));
+    CHECK_THROWS_WITH(dp.train_step(batch),
+                      Contains("replica on cpu:1 failed") && Contains("deliberate failure in forward"));
+  }
+  SECTION("DistributedDataParallel") {
+    // Rank 1 fails before its all-reduce; the others give up waiting after the timeout, and
+    // the caller sees rank 1's error, which came first.
+    DDPOptions options;
+    options.comm_timeout = std::chrono::milliseconds(1000);
+    DistributedDataParallel ddp(std::make_shared<ThrowsOnCpu1Impl>(), sgd, cpus(2), options);
+    CHECK_THROWS_WITH(ddp.train_step(batch),
+                      Contains("replica on cpu:1 failed") && Contains("deliberate failure in forward"));
+  }
+}
+
+TEST_CASE("DataParallel keeps only replica 0's BatchNorm statistics", "[strategies]") {
+  auto make = [] {
+    manual_seed(3);
+    return std::shared_ptr<nn::Module>(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3),
+                                                      nn::Flatten(), nn::Linear(3 * 6 * 6, 10)));
+  };
+  data::Batch batch = random_batch(6, 11, {1, 8, 8});  // 3 + 3 rows over 2 devices
+
+  std::shared_ptr<nn::Module> master = make();
+  DataParallel dp(master, sgd(master->parameters()), cpus(2));
+  dp.train_step(batch);
+
+  // The statistics that replica 0 alone computes: one forward over its shard, rows 0..2.
+  std::shared_ptr<nn::Module> shard0 = make();
+  shard0->forward(batch.x.narrow(0, 0, 3));
+  std::shared_ptr<nn::Module> whole = make();
+  whole->forward(batch.x);
+
+  nn::NamedTensors got = master->named_buffers(), want = shard0->named_buffers(), all = whole->named_buffers();
+  REQUIRE(got.size() == 3);
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(got[i].first);
+    std::vector<double> g = got[i].second.to_vector<double>(), w = want[i].second.to_vector<double>();
+    for (size_t j = 0; j < g.size(); ++j) CHECK(g[j] == Approx(w[j]).epsilon(1e-6));
+  }
+  // And they are not the whole batch's: replica 1's update was dropped.
+  CHECK(max_relative_diff({{"mean", got[0].second.to_vector<double>()}}, {{"mean", all[0].second.to_vector<double>()}}) >
+        1e-4);
+}
+
+TEST_CASE("DDP launches its buckets in the fixed reverse-parameter order", "[strategies]") {
+  SECTION("the layout: reverse parameter order, every parameter once") {
+    std::shared_ptr<nn::Module> model = fresh("lenet-relu");
+    BucketLayout layout = plan_buckets(model->parameters(), 4 << 10, 64 << 10);
+    REQUIRE(layout.buckets.size() >= 3);
+    std::vector<size_t> order;
+    for (const auto& bucket : layout.buckets)
+      for (const auto& entry : bucket.entries) order.push_back(entry.param);
+    std::vector<size_t> reversed;
+    for (size_t i = model->parameters().size(); i-- > 0;) reversed.push_back(i);
+    CHECK(order == reversed);
+  }
+  SECTION("a bucket that is ready before its predecessor waits for it") {
+    // One rank, one parameter per bucket (caps of 1 byte). Layout: bucket 0 = c, 1 = b, 2 = a.
+    Tensor a = zeros({3}), b = zeros({2}), c = zeros({4});
+    for (const Tensor& t : {a, b, c}) t.requires_grad_();
+    auto group = make_local_group(cpus(1));
+    auto layout = std::make_shared<const BucketLayout>(plan_buckets({a, b, c}, 1, 1));
+    auto reducer = BucketReducer::create(layout, {a, b, c}, group[0]);
+    reducer->prepare(1.0, ReduceOp::sum);
+    sum(a).backward();  // bucket 2 ready: must not launch before 0 and 1
+    CHECK(reducer->launch_order().empty());
+    sum(c * 2.0).backward();  // bucket 0: launches
+    CHECK(reducer->launch_order() == std::vector<size_t>{0});
+    sum(b).backward();  // bucket 1: launches, then the waiting bucket 2
+    reducer->finish();
+    CHECK(reducer->ready_order() == std::vector<size_t>{2, 0, 1});
+    CHECK(reducer->launch_order() == std::vector<size_t>{0, 1, 2});
+    CHECK(c.grad().to_vector<float>() == std::vector<float>(4, 2.0f));  // copied back from the bucket
+  }
+  SECTION("every rank of a 3-device DDP step") {
+    DistributedDataParallel ddp(fresh("lenet-relu"), sgd, cpus(3), tiny_buckets());
+    ddp.train_step(random_batch(7, 21));
+    std::vector<size_t> expected(ddp.buckets().buckets.size());
+    for (size_t k = 0; k < expected.size(); ++k) expected[k] = k;
+    for (size_t r = 0; r < 3; ++r) {
+      INFO("rank " << r);
+      CHECK(ddp.launch_order(r) == expected);
+      CHECK(ddp.ready_order(r).size() == expected.size());
+    }
+  }
+}
+
+TEST_CASE("DDP's replica check names the first diverged parameter", "[strategies]") {
+  DDPOptions options;
+  options.check_every = 1;
+  DistributedDataParallel ddp(fresh("mlp"), sgd, cpus(2), options);
+  ddp.train_step(random_batch(6, 31));  // consistent: no throw
+  std::string first = ddp.replica(1).named_parameters()[0].first;
+  {
+    NoGradGuard no_grad;
+    ddp.replica(1).parameters()[0].add_(ones_like(ddp.replica(1).parameters()[0]), 1e-3);
+  }
+  CHECK_THROWS_WITH(ddp.train_step(random_batch(6, 32)), Contains("cpu:1") && Contains("'" + first + "'"));
+}
+
+TEST_CASE("both strategies record per-phase times and bytes moved", "[strategies]") {
+  data::Batch batch = random_batch(8, 41);
+  std::shared_ptr<nn::Module> model = fresh("mlp");
+  DataParallel dp(model, sgd(model->parameters()), cpus(2));
+  dp.train_step(batch);
+  const PhaseTimes& a = dp.last_phases();
+  CHECK(a[Phase::forward] > 0);
+  CHECK(a[Phase::backward] > 0);
+  CHECK(a[Phase::all_reduce] == 0);
+  // At least the broadcast of the parameters to cpu:1 and their gradients' way back.
+  CHECK(a.bytes_moved >= 2 * model->num_parameters() * 4);
+
+  DistributedDataParallel ddp(fresh("mlp"), sgd, cpus(2));
+  ddp.train_step(batch);
+  const PhaseTimes& b = ddp.last_phases();
+  CHECK(b[Phase::backward] > 0);
+  CHECK(b[Phase::broadcast] == 0);
+  CHECK(b.bytes_moved > 0);
+  CHECK(ddp.last_phases_per_rank().size() == 2);
+  CHECK(b.total_ms() > 0);
+}

@@ -1,0 +1,141 @@
+// The MPI communicator under mpirun: a plain program, one process per rank, that exits non-zero
+// when a check fails. Every rank runs every collective whatever the results, so a failed check
+// never leaves another rank waiting.
+//
+//   mpi_collectives                  collectives with analytic results (any number of ranks)
+//   mpi_collectives --dead-rank      rank 1 exits without MPI_Finalize; the job must end
+//   mpi_collectives --stuck-rank     rank 1 stops calling; rank 0's timeout must end the job
+//   --timeout-ms N                   the communicator's timeout (default 2000)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "duet/autograd/factory.h"
+#include "duet/parallel/mpi_communicator.h"
+
+using namespace duet;
+using namespace duet::parallel;
+
+namespace {
+
+int checks = 0;
+int failures = 0;
+
+void check(bool ok, const std::string& what, int rank) {
+  ++checks;
+  if (ok) return;
+  ++failures;
+  std::fprintf(stderr, "mpi_collectives: rank %d: FAILED %s\n", rank, what.c_str());
+}
+
+// t[i] = (r + 1) * (i + 1): the sum over n ranks is n(n+1)/2 * (i + 1).
+template <class T>
+Tensor rank_tensor(Shape sizes, int r) {
+  std::vector<T> values(static_cast<size_t>(numel(sizes)));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>((r + 1) * static_cast<double>(i + 1));
+  return from_vector(values, sizes);
+}
+
+template <class T>
+bool all_equal(const Tensor& t, double (*expected)(size_t, int, int), int n, int root) {
+  std::vector<T> v = t.to_vector<T>();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (v[i] != static_cast<T>(expected(i, n, root))) return false;
+  return true;
+}
+
+double summed(size_t i, int n, int) { return n * (n + 1) / 2.0 * static_cast<double>(i + 1); }
+double averaged(size_t i, int n, int) { return (n + 1) / 2.0 * static_cast<double>(i + 1); }
+double root_value(size_t i, int, int root) { return (root + 1) * static_cast<double>(i + 1); }
+
+template <class T>
+void run_collectives(Communicator& comm, Shape sizes) {
+  const int n = comm.world_size(), r = comm.rank();
+  const std::string where = std::string(dtype_name(dtype_of<T>())) + shape_str(sizes);
+  const int64_t bytes = numel(sizes) * static_cast<int64_t>(sizeof(T));
+
+  comm.reset_stats();
+  Tensor t = rank_tensor<T>(sizes, r);
+  comm.all_reduce(t);
+  check(all_equal<T>(t, summed, n, 0), "all_reduce sum " + where, r);
+  int64_t ring = 2 * numel(sizes) * (n - 1) / n;  // exact when n divides numel
+  if (numel(sizes) % n == 0) check(comm.stats().bytes_sent == ring * (int64_t)sizeof(T), "ring bytes " + where, r);
+
+  t = rank_tensor<T>(sizes, r);
+  comm.all_reduce(t, ReduceOp::avg);
+  check(all_equal<T>(t, averaged, n, 0), "all_reduce avg " + where, r);
+
+  for (int root = 0; root < n; ++root) {
+    comm.reset_stats();
+    t = rank_tensor<T>(sizes, r);
+    comm.broadcast(t, root);
+    check(all_equal<T>(t, root_value, n, root), "broadcast from " + std::to_string(root) + " " + where, r);
+    check(comm.stats().bytes_sent == (r == root ? (n - 1) * bytes : 0), "broadcast bytes " + where, r);
+
+    t = rank_tensor<T>(sizes, r);
+    comm.reduce(t, root);
+    check(all_equal<T>(t, r == root ? summed : root_value, n, r), "reduce to " + std::to_string(root) + " " + where, r);
+  }
+
+  std::vector<Tensor> parts = comm.all_gather(rank_tensor<T>(sizes, r));
+  check(static_cast<int>(parts.size()) == n, "all_gather size " + where, r);
+  for (int q = 0; q < n && q < static_cast<int>(parts.size()); ++q)
+    check(parts[q].sizes() == sizes && all_equal<T>(parts[q], root_value, n, q), "all_gather part " + where, r);
+}
+
+// Several all-reduces in flight, waited in order.
+void run_async(Communicator& comm) {
+  const int n = comm.world_size(), r = comm.rank();
+  std::vector<Tensor> tensors;
+  std::vector<std::shared_ptr<Work>> works;
+  for (int k = 0; k < 4; ++k) {
+    tensors.push_back(rank_tensor<float>({100 + k}, r));
+    works.push_back(comm.all_reduce_async(tensors.back()));
+  }
+  for (int k = 0; k < 4; ++k) {
+    works[k]->wait();
+    check(all_equal<float>(tensors[k], summed, n, 0), "async all_reduce " + std::to_string(k), r);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mode;
+  long timeout_ms = 2000;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--timeout-ms" && i + 1 < argc)
+      timeout_ms = std::atol(argv[++i]);
+    else
+      mode = arg;
+  }
+  auto comm = make_mpi_communicator({.timeout = std::chrono::milliseconds(timeout_ms)});
+  const int r = comm->rank(), n = comm->world_size();
+
+  if (mode == "--dead-rank" || mode == "--stuck-rank") {
+    Tensor t = rank_tensor<float>({4}, r);
+    comm->all_reduce(t);  // everyone is up
+    if (r == 1) {
+      if (mode == "--dead-rank") std::_Exit(0);  // no MPI_Finalize, no goodbye
+      std::this_thread::sleep_for(std::chrono::seconds(120));
+    }
+    comm->all_reduce(t);  // must not return: the timeout (or mpirun) ends the job
+    std::fprintf(stderr, "mpi_collectives: rank %d: all_reduce returned without rank 1\n", r);
+    return 1;
+  }
+
+  for (Shape sizes : {Shape{1}, Shape{7}, Shape{1001}, Shape{3, 5}, Shape{12}}) {
+    run_collectives<float>(*comm, sizes);
+    run_collectives<double>(*comm, sizes);
+  }
+  run_async(*comm);
+  comm->barrier();
+  check(comm->name() == "mpi", "name", r);
+  std::printf("mpi_collectives: rank %d of %d: %d checks, %d failed\n", r, n, checks, failures);
+  comm.reset();  // before MPI_Finalize at exit
+  return failures == 0 ? 0 : 1;
+}
