@@ -9,11 +9,6 @@
 namespace duet::nn {
 namespace {
 
-std::string pool_name(const char* kind, const functional::Pool2dParams& p) {
-  return detail::concat(kind, "(kernel=", p.kernel, ", stride=", p.stride ? p.stride : p.kernel,
-                        ", padding=", p.padding, ")");
-}
-
 // PyTorch's default for Linear and Conv2d: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weight and bias.
 Tensor default_init(Shape sizes, int64_t fan_in) {
   Tensor t = empty(std::move(sizes));
@@ -60,8 +55,11 @@ std::string Conv2dImpl::name() const {
 }
 
 // ---- pooling ----
-std::string MaxPool2dImpl::name() const { return pool_name("MaxPool2d", params_); }
-std::string AvgPool2dImpl::name() const { return pool_name("AvgPool2d", params_); }
+std::string pool_name(const char* kind, const functional::Pool2dParams& p) {
+  return detail::concat(kind, "(kernel=", p.kernel, ", stride=", p.stride ? p.stride : p.kernel,
+                        ", padding=", p.padding, ")");
+}
+
 std::string AdaptiveAvgPool2dImpl::name() const { return detail::concat("AdaptiveAvgPool2d(", output_size_, ")"); }
 
 // ---- BatchNorm2d ----

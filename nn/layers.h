@@ -58,26 +58,25 @@ class Conv2dImpl final : public Cloneable<Conv2dImpl> {
 DUET_MODULE(Conv2d);
 
 // ---- pooling ----
-class MaxPool2dImpl final : public Cloneable<MaxPool2dImpl> {
+// "MaxPool2d(kernel=2, stride=2, padding=0)".
+std::string pool_name(const char* kind, const functional::Pool2dParams& params);
+
+// MaxPool2d and AvgPool2d differ only in the functional op they call.
+template <Tensor (*Pool)(const Tensor&, functional::Pool2dParams), const char* Kind>
+class Pool2dImpl final : public Cloneable<Pool2dImpl<Pool, Kind>> {
  public:
-  explicit MaxPool2dImpl(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : params_{kernel, stride, padding} {}
-  Tensor forward(const Tensor& x) override { return functional::max_pool2d(x, params_); }
-  std::string name() const override;
+  explicit Pool2dImpl(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : params_{kernel, stride, padding} {}
+  Tensor forward(const Tensor& x) override { return Pool(x, params_); }
+  std::string name() const override { return pool_name(Kind, params_); }
 
  private:
   functional::Pool2dParams params_;
 };
+inline constexpr char kMaxPool2dName[] = "MaxPool2d";
+inline constexpr char kAvgPool2dName[] = "AvgPool2d";
+using MaxPool2dImpl = Pool2dImpl<functional::max_pool2d, kMaxPool2dName>;
+using AvgPool2dImpl = Pool2dImpl<functional::avg_pool2d, kAvgPool2dName>;
 DUET_MODULE(MaxPool2d);
-
-class AvgPool2dImpl final : public Cloneable<AvgPool2dImpl> {
- public:
-  explicit AvgPool2dImpl(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : params_{kernel, stride, padding} {}
-  Tensor forward(const Tensor& x) override { return functional::avg_pool2d(x, params_); }
-  std::string name() const override;
-
- private:
-  functional::Pool2dParams params_;
-};
 DUET_MODULE(AvgPool2d);
 
 class AdaptiveAvgPool2dImpl final : public Cloneable<AdaptiveAvgPool2dImpl> {
