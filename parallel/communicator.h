@@ -69,6 +69,11 @@ class Communicator {
   // Returns once every rank has called barrier().
   void barrier();
 
+  // Fails the whole group at once because this rank cannot go on (its forward threw, say):
+  // the other ranks' pending and later collectives fail instead of waiting out the timeout.
+  // Local: they throw a duet::Error naming this rank and `reason`. MPI: the job ends.
+  virtual void abort(const std::string& reason) = 0;
+
   // Counters for `duet compare`'s bytes-per-step column; safe to read while collectives run.
   CommStats stats() const;
   void reset_stats();

@@ -65,8 +65,14 @@ StepResult DataParallel::train_step(const data::Batch& batch) {
   // 3. Parallel apply: every replica's forward on its own thread, concurrently. The graph each
   //    thread records hangs off the broadcast node, so one backward reaches all of them.
   std::vector<Tensor> outputs(used.size());
-  run_on_devices(used, [&](size_t k) { outputs[k] = replicas[k]->forward(inputs[k]); });
-  timer.lap(Phase::forward);
+  std::vector<PhaseTimes> replica_times(used.size());  // for the trace: each device's forward
+  run_on_devices(used, [&](size_t k) {
+    PhaseTimer replica_timer(replica_times[k], static_cast<int>(k));
+    outputs[k] = replicas[k]->forward(inputs[k]);
+    replica_timer.lap(Phase::forward);
+  });
+  timer.lap_untraced(Phase::forward);
+  for (const PhaseTimes& t : replica_times) phases_.events.insert(phases_.events.end(), t.events.begin(), t.events.end());
 
   // 4. Gather: the outputs concatenated on device 0, in batch order.
   Tensor logits = gather(outputs, master);

@@ -35,7 +35,7 @@ class DataParallel final : public Strategy {
 
   // The last step's time per phase and the bytes comm_ops moved (scatter, broadcast, gather
   // and their backward). Backward includes the gradients' reduce-add.
-  const PhaseTimes& last_phases() const { return phases_; }
+  const PhaseTimes& last_phases() const override { return phases_; }
 
  private:
   std::shared_ptr<nn::Module> model_;

@@ -1,7 +1,6 @@
 #include "duet/parallel/distributed.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "duet/autograd/factory.h"
 #include "duet/autograd/grad_mode.h"
@@ -10,6 +9,33 @@
 #include "duet/parallel/replica_threads.h"
 
 namespace duet::parallel {
+namespace {
+
+void check_model_on(const nn::Module& model, Device device) {
+  for (const auto& [name, p] : model.named_parameters()) {
+    DUET_CHECK(p.device() == device, "DistributedDataParallel: the model must live on ", device.str(),
+               ", but parameter '", name, "' is on ", p.device().str());
+  }
+}
+
+// FNV-1a over a tensor's bytes: equal replicas hash equal, and one flipped bit almost surely not.
+int64_t hash_of(const Tensor& t) {
+  Tensor c = t.detach().to(cpu(0)).contiguous();
+  const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
+  uint64_t h = 1469598103934665603ull;
+  for (int64_t i = 0; i < c.numel() * static_cast<int64_t>(c.element_size()); ++i) {
+    h = (h ^ bytes[i]) * 1099511628211ull;
+  }
+  return static_cast<int64_t>(h);
+}
+
+std::vector<int64_t> parameter_hashes(const nn::Module& model) {
+  std::vector<int64_t> hashes;
+  for (const Tensor& p : model.parameters()) hashes.push_back(hash_of(p));
+  return hashes;
+}
+
+}  // namespace
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> model,
                                                  const OptimizerFactory& make_optimizer, std::vector<Device> devices,
@@ -17,49 +43,82 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     : devices_(std::move(devices)), options_(options) {
   DUET_CHECK(model && make_optimizer, "DistributedDataParallel: needs a model and an optimizer factory");
   DUET_CHECK(!devices_.empty(), "DistributedDataParallel: needs at least one device");
-  for (const auto& [name, p] : model->named_parameters()) {
-    DUET_CHECK(p.device() == devices_[0], "DistributedDataParallel: the model must live on ", devices_[0].str(),
-               " (devices[0]), but parameter '", name, "' is on ", p.device().str());
-  }
+  check_model_on(*model, devices_[0]);
   std::vector<std::shared_ptr<Communicator>> comms =
       make_local_group(devices_, {.algorithm = options_.algorithm, .timeout = options_.comm_timeout});
   layout_ = std::make_shared<const BucketLayout>(
       plan_buckets(model->parameters(), options_.first_bucket_bytes, options_.bucket_bytes));
   for (size_t r = 0; r < devices_.size(); ++r) {
-    Rank rank;
     // The one time parameters travel: every other rank starts from a copy of rank 0's model,
     // which is what DDP's constructor broadcast achieves. From here on only gradients move.
-    rank.model = r == 0 ? model : model->clone(devices_[r]);
-    rank.optimizer = make_optimizer(rank.model->parameters());
-    DUET_CHECK(rank.optimizer, "DistributedDataParallel: the optimizer factory returned null for rank ", r);
-    rank.comm = comms[r];
-    if (options_.bucketed) rank.reducer = BucketReducer::create(layout_, rank.model->parameters(), rank.comm);
-    ranks_.push_back(std::move(rank));
+    add_rank(r == 0 ? model : model->clone(devices_[r]), make_optimizer, comms[r]);
   }
+}
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> model,
+                                                 const OptimizerFactory& make_optimizer,
+                                                 std::shared_ptr<Communicator> comm, DDPOptions options)
+    : options_(options) {
+  DUET_CHECK(model && make_optimizer && comm, "DistributedDataParallel: needs a model, an optimizer factory and a "
+             "communicator");
+  devices_ = {comm->device()};
+  check_model_on(*model, comm->device());
+  // DDP's constructor broadcast: whatever each process initialised, rank 0's values win.
+  for (const Tensor& p : model->parameters()) comm->broadcast(p, 0);
+  for (const auto& [name, b] : model->named_buffers()) {
+    if (b.defined()) comm->broadcast(b, 0);
+  }
+  layout_ = std::make_shared<const BucketLayout>(
+      plan_buckets(model->parameters(), options_.first_bucket_bytes, options_.bucket_bytes));
+  add_rank(std::move(model), make_optimizer, std::move(comm));
+}
+
+void DistributedDataParallel::add_rank(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer,
+                                       std::shared_ptr<Communicator> comm) {
+  Rank rank;
+  rank.model = std::move(model);
+  rank.optimizer = make_optimizer(rank.model->parameters());
+  DUET_CHECK(rank.optimizer, "DistributedDataParallel: the optimizer factory returned null for rank ", comm->rank());
+  rank.comm = std::move(comm);
+  if (options_.bucketed) rank.reducer = BucketReducer::create(layout_, rank.model->parameters(), rank.comm);
+  ranks_.push_back(std::move(rank));
 }
 
 DistributedDataParallel::~DistributedDataParallel() = default;
 
-std::string DistributedDataParallel::devices() const { return device_list(devices_); }
+std::string DistributedDataParallel::devices() const {
+  if (!is_multi_process()) return device_list(devices_);
+  return "[" + std::to_string(world_size()) + " " + ranks_[0].comm->name() + " ranks, " + devices_[0].str() +
+         " each]";
+}
 
 StepResult DistributedDataParallel::train_step(const data::Batch& batch) {
-  const size_t world = ranks_.size();
+  const size_t local = ranks_.size();
   phases_ = {};
-  rank_phases_.assign(world, {});
+  rank_phases_.assign(local, {});
   PhaseTimer timer(phases_);
-  // Each rank's shard, split as scatter would. (Real DDP has no scatter: each process loads
-  // its own shard through a DistributedSampler. Here that split is timed as the scatter phase.)
-  std::vector<Tensor> xs = split_rows(batch.x, devices_);
-  std::vector<Tensor> ys = split_rows(batch.y, devices_);
-  const int64_t global_count = batch.y.numel();
+  // Each local rank's shard. In one process it is split here as scatter would, and timed as
+  // the scatter phase; across processes the batch already is this rank's shard.
+  std::vector<Tensor> xs, ys;
+  int64_t global_count = -1;
+  if (is_multi_process()) {
+    xs = {batch.x.detach().to(devices_[0])};
+    ys = {batch.y.detach().to(devices_[0])};
+  } else {
+    xs = split_rows(batch.x, devices_);
+    ys = split_rows(batch.y, devices_);
+    global_count = batch.y.numel();
+  }
   timer.lap(Phase::scatter);
 
-  // One thread per rank. A batch smaller than the world leaves the last ranks without
-  // examples; they still take part in every collective, with zero gradients.
-  std::vector<RankResult> results(world);
-  run_on_devices(devices_, [&](size_t r) {
-    results[r] = r < xs.size() ? run_rank(r, xs[r], ys[r], global_count) : run_rank(r, Tensor(), Tensor(), global_count);
-  });
+  // One thread per local rank. A batch smaller than the world leaves the last ranks without
+  // examples; they still take part in every collective, with zero gradients. A rank that
+  // throws aborts the group, so the others stop waiting for it.
+  std::vector<RankResult> results(local);
+  run_on_devices(
+      devices_,
+      [&](size_t r) { results[r] = r < xs.size() ? run_rank(r, xs[r], ys[r], global_count) : run_rank(r, {}, {}, global_count); },
+      [&](size_t r, const std::string& what) { ranks_[r].comm->abort(what); });
   ++steps_;
   for (const PhaseTimes& times : rank_phases_) {
     PhaseTimes ranks_only = times;
@@ -67,14 +126,26 @@ StepResult DistributedDataParallel::train_step(const data::Batch& batch) {
     phases_.merge_max(ranks_only);
   }
   if (options_.check_every > 0 && steps_ % options_.check_every == 0) check_replicas();
+  return global_result(results);
+}
 
-  // The global mean loss from the per-shard means, weighted by shard size. (One process: the
-  // host adds them up. Across processes this would be one more small all-reduce.)
+// The global mean loss from the per-shard means, weighted by shard size. In one process the
+// host adds them up; across processes that takes one more small all-reduce.
+StepResult DistributedDataParallel::global_result(const std::vector<RankResult>& results) {
   StepResult out;
   for (const RankResult& r : results) {
     out.loss += r.loss * static_cast<double>(r.count);
     out.correct += r.correct;
     out.count += r.count;
+  }
+  if (is_multi_process()) {
+    Tensor totals = from_vector<double>({out.loss, static_cast<double>(out.correct), static_cast<double>(out.count)},
+                                        {}, {.dtype = DType::f64, .device = devices_[0]});
+    ranks_[0].comm->all_reduce(totals);
+    std::vector<double> t = totals.to_vector<double>();
+    out.loss = t[0];
+    out.correct = static_cast<int64_t>(t[1]);
+    out.count = static_cast<int64_t>(t[2]);
   }
   if (out.count > 0) out.loss /= static_cast<double>(out.count);
   return out;
@@ -83,7 +154,7 @@ StepResult DistributedDataParallel::train_step(const data::Batch& batch) {
 DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, const Tensor& x, const Tensor& y,
                                                                       int64_t global_count) {
   Rank& rank = ranks_[r];
-  PhaseTimer timer(rank_phases_[r]);
+  PhaseTimer timer(rank_phases_[r], static_cast<int>(r));
   rank.comm->reset_stats();
   rank.optimizer->zero_grad();
 
@@ -93,6 +164,12 @@ DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, 
   for (const auto& [name, b] : rank.model->named_buffers()) {
     if (b.defined()) rank.comm->broadcast(b, 0);
   }
+  const int64_t n_local = x.defined() ? x.size(0) : 0;
+  if (global_count < 0) {
+    Tensor count = full({1}, static_cast<double>(n_local), {.dtype = DType::f64, .device = rank.comm->device()});
+    rank.comm->all_reduce(count);
+    global_count = static_cast<int64_t>(count.item<double>());
+  }
   timer.lap(Phase::buffer_sync);
 
   // The gradient weighting. Rank k's loss is the mean over its n_k examples, so its gradient
@@ -100,7 +177,6 @@ DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, 
   // gradient of the global mean loss: exact for unequal shards. mean_of_means instead averages
   // the ranks' mean-loss gradients (sum over ranks of (1/N)(1/n_k) sum_k), which equals it
   // only when all shards are equal.
-  const int64_t n_local = x.defined() ? x.size(0) : 0;
   const double scale = options_.mean_of_means || global_count == 0
                            ? 1.0
                            : static_cast<double>(n_local) / static_cast<double>(global_count);
@@ -147,28 +223,37 @@ void DistributedDataParallel::all_reduce_unbucketed(Rank& rank, double scale, Re
   }
 }
 
-void DistributedDataParallel::check_replicas() const {
-  nn::NamedTensors reference = ranks_[0].model->named_parameters();
-  for (size_t r = 1; r < ranks_.size(); ++r) {
-    nn::NamedTensors mine = ranks_[r].model->named_parameters();
-    for (size_t i = 0; i < reference.size(); ++i) {
-      std::vector<double> a = reference[i].second.to_vector<double>();
-      std::vector<double> b = mine[i].second.to_vector<double>();
-      double worst = 0;
-      for (size_t j = 0; j < a.size(); ++j) worst = std::max(worst, std::fabs(a[j] - b[j]));
-      DUET_CHECK(a == b, "DistributedDataParallel: after step ", steps_, ", the replica on ", devices_[r].str(),
-                 " diverged from rank 0 at parameter '", reference[i].first, "' (max |difference| ", worst, ")");
+void DistributedDataParallel::check_replicas() {
+  // hashes[k]: rank k's, gathered over the group across processes, read directly in one.
+  std::vector<std::vector<int64_t>> hashes;
+  std::vector<std::string> where;  // how to name rank k
+  if (is_multi_process()) {
+    std::vector<int64_t> mine = parameter_hashes(*ranks_[0].model);
+    Tensor local = from_vector<int64_t>(mine, {}, {.dtype = DType::i64, .device = devices_[0]});
+    for (const Tensor& t : ranks_[0].comm->all_gather(local)) hashes.push_back(t.to_vector<int64_t>());
+    for (int k = 0; k < world_size(); ++k) where.push_back("rank " + std::to_string(k));
+  } else {
+    for (size_t k = 0; k < ranks_.size(); ++k) {
+      hashes.push_back(parameter_hashes(*ranks_[k].model));
+      where.push_back("rank " + std::to_string(k) + " (" + devices_[k].str() + ")");
+    }
+  }
+  nn::NamedTensors names = ranks_[0].model->named_parameters();
+  for (size_t k = 1; k < hashes.size(); ++k) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      DUET_CHECK(hashes[k][i] == hashes[0][i], "DistributedDataParallel: after step ", steps_, ", the replica of ",
+                 where[k], " diverged from rank 0's at parameter '", names[i].first, "'");
     }
   }
 }
 
-std::vector<size_t> DistributedDataParallel::launch_order(size_t rank) const {
-  const auto& reducer = ranks_.at(rank).reducer;
+std::vector<size_t> DistributedDataParallel::launch_order(size_t local_rank) const {
+  const auto& reducer = ranks_.at(local_rank).reducer;
   return reducer ? reducer->launch_order() : std::vector<size_t>{};
 }
 
-std::vector<size_t> DistributedDataParallel::ready_order(size_t rank) const {
-  const auto& reducer = ranks_.at(rank).reducer;
+std::vector<size_t> DistributedDataParallel::ready_order(size_t local_rank) const {
+  const auto& reducer = ranks_.at(local_rank).reducer;
   return reducer ? reducer->ready_order() : std::vector<size_t>{};
 }
 

@@ -1,13 +1,19 @@
-// Strategy B, DistributedDataParallel: PyTorch's DDP, here in ONE process over N logical
-// devices, one thread per device, each rank with its own Communicator (DESIGN.md section 6).
-//   - At construction the replicas are made identical: rank 0 holds the given model and every
-//     other rank a clone of it (the broadcast from rank 0). Parameters are never sent again.
-//   - Each step, every rank (on its own thread) syncs its buffers from rank 0, runs forward,
-//     its LOCAL loss and backward on its own shard of the batch. Gradients are all-reduced in
-//     flat buckets (grad_buckets.h) launched from post-accumulate-grad hooks while backward
-//     still runs, and all finished before step().
+// Strategy B, DistributedDataParallel: PyTorch's DDP (DESIGN.md section 6). It runs either
+//   - in ONE process over N devices, one thread and one local Communicator per rank, or
+//   - as one rank of a multi-process group (mpirun, one process per rank), given that rank's
+//     Communicator; each process then loads its own shard through a DistributedSampler.
+// Either way:
+//   - At construction the replicas are made identical: in one process, every other rank gets a
+//     clone of rank 0's model; across processes, rank 0 broadcasts its parameters and buffers.
+//     Parameters are never sent again.
+//   - Each step, every rank syncs its buffers from rank 0, runs forward, its LOCAL loss and
+//     backward on its own shard. Gradients are all-reduced in flat buckets (grad_buckets.h)
+//     launched from post-accumulate-grad hooks while backward still runs, and all finished
+//     before step().
 //   - Every rank then applies the same optimizer step to its own replica, so the replicas stay
 //     identical without being broadcast (an optional check verifies it).
+//   - A rank that fails aborts its group, so the others fail at once instead of waiting out
+//     the communication timeout. The DDP object is unusable after a failed step.
 #pragma once
 
 #include <chrono>
@@ -43,30 +49,43 @@ struct DDPOptions {
 
 class DistributedDataParallel final : public Strategy {
  public:
-  // `model` lives on devices[0] and becomes rank 0's replica; make_optimizer is called once
-  // per rank with that rank's parameters.
+  // One process, N devices: `model` lives on devices[0] and becomes rank 0's replica;
+  // make_optimizer is called once per rank with that rank's parameters. train_step takes the
+  // global batch and gives rank k the k-th chunk (scatter's rule).
   DistributedDataParallel(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer,
                           std::vector<Device> devices, DDPOptions options = {});
+  // One rank of a multi-process group: `model` lives on comm->device(), and every rank must
+  // construct its DDP (a collective). train_step takes THIS rank's shard, of any size, and
+  // returns the global batch's loss and counts on every rank. options.algorithm is the
+  // communicator's business and is ignored here.
+  DistributedDataParallel(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer,
+                          std::shared_ptr<Communicator> comm, DDPOptions options = {});
   ~DistributedDataParallel() override;
 
   StepResult train_step(const data::Batch& batch) override;
-  nn::Module& model() override { return *ranks_[0].model; }  // rank 0's replica
+  nn::Module& model() override { return *ranks_[0].model; }  // this process's first replica
   optim::Optimizer& optimizer() override { return *ranks_[0].optimizer; }
   Device device() const override { return devices_[0]; }
   std::string devices() const override;
 
-  size_t world_size() const { return ranks_.size(); }
-  nn::Module& replica(size_t rank) { return *ranks_.at(rank).model; }
-  // Throws naming the first replica and parameter that differ from rank 0's (bit-exact).
-  void check_replicas() const;
+  int world_size() const { return ranks_[0].comm->world_size(); }
+  int rank() const { return ranks_[0].comm->rank(); }  // this process's first rank
+  bool is_multi_process() const { return ranks_.size() < static_cast<size_t>(world_size()); }
+  // The replicas this process holds: every rank's in one process, its own across processes.
+  size_t local_ranks() const { return ranks_.size(); }
+  nn::Module& replica(size_t local_rank) { return *ranks_.at(local_rank).model; }
+  // Compares a hash of every parameter of every replica with rank 0's, and throws naming the
+  // first rank and parameter that differ. Across processes this is a collective.
+  void check_replicas();
 
-  // Per phase, the slowest rank's time (the ranks run concurrently); bytes sent by all ranks.
-  const PhaseTimes& last_phases() const { return phases_; }
+  // Per phase, the slowest local rank's time (the ranks run concurrently); bytes sent by all
+  // local ranks.
+  const PhaseTimes& last_phases() const override { return phases_; }
   const std::vector<PhaseTimes>& last_phases_per_rank() const { return rank_phases_; }
   // Bucketed mode: the layout, and the order in which a rank launched its buckets last step.
   const BucketLayout& buckets() const { return *layout_; }
-  std::vector<size_t> launch_order(size_t rank) const;
-  std::vector<size_t> ready_order(size_t rank) const;
+  std::vector<size_t> launch_order(size_t local_rank) const;
+  std::vector<size_t> ready_order(size_t local_rank) const;
 
  private:
   struct Rank {
@@ -80,13 +99,17 @@ class DistributedDataParallel final : public Strategy {
     int64_t correct = 0;
     int64_t count = 0;
   };
+  void add_rank(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer,
+                std::shared_ptr<Communicator> comm);
+  // global_count < 0: unknown here (multi-process), all-reduced from the ranks' shard sizes.
   RankResult run_rank(size_t r, const Tensor& x, const Tensor& y, int64_t global_count);
   void all_reduce_unbucketed(Rank& rank, double scale, ReduceOp op);
+  StepResult global_result(const std::vector<RankResult>& results);
 
-  std::vector<Device> devices_;
+  std::vector<Device> devices_;  // of the local ranks
   DDPOptions options_;
   std::shared_ptr<const BucketLayout> layout_;
-  std::vector<Rank> ranks_;
+  std::vector<Rank> ranks_;      // the local ranks
   int64_t steps_ = 0;
   PhaseTimes phases_;
   std::vector<PhaseTimes> rank_phases_;

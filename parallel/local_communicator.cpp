@@ -38,6 +38,7 @@ class LocalCommunicator final : public QueuedCommunicator {
   int world_size() const override { return rendezvous_->world_size(); }
   Device device() const override { return device_; }
   std::string name() const override { return algorithm_ == LocalAlgorithm::ring ? "local-ring" : "local-naive"; }
+  void abort(const std::string& reason) override { rendezvous_->abort(rank_, reason); }
 
  protected:
   void run_all_reduce(const Tensor& t, ReduceOp op) override {

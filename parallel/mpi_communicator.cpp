@@ -99,6 +99,7 @@ class MpiCommunicator final : public QueuedCommunicator {
   int world_size() const override { return size_; }
   Device device() const override { return options_.device; }
   std::string name() const override { return "mpi"; }
+  [[noreturn]] void abort(const std::string& reason) override { abort_job(reason); }
 
  protected:
   void run_all_reduce(const Tensor& t, ReduceOp op) override {
@@ -153,7 +154,10 @@ class MpiCommunicator final : public QueuedCommunicator {
       int done = 0;
       check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), where);
       if (done) return;
-      if (std::chrono::steady_clock::now() >= deadline) abort_job(where);
+      if (std::chrono::steady_clock::now() >= deadline) {
+        abort_job(where + " timed out after " + std::to_string(options_.timeout.count()) +
+                  " ms: a rank died, is stuck, or issued a different collective");
+      }
       // Spin briefly for latency, then back off so a waiting rank leaves the cores to compute.
       if (polls < 1000)
         std::this_thread::yield();
@@ -164,11 +168,8 @@ class MpiCommunicator final : public QueuedCommunicator {
 
   // An exception would end only this rank, and the others would wait out their own timeouts
   // (or forever, outside a collective): MPI_Abort ends the whole job at once.
-  [[noreturn]] void abort_job(const std::string& where) const {
-    std::fprintf(stderr,
-                 "duet: MPI rank %d of %d: %s timed out after %lld ms: a rank died, is stuck, or issued a "
-                 "different collective; aborting the job\n",
-                 rank_, size_, where.c_str(), static_cast<long long>(options_.timeout.count()));
+  [[noreturn]] void abort_job(const std::string& why) const {
+    std::fprintf(stderr, "duet: MPI rank %d of %d: %s; aborting the job\n", rank_, size_, why.c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
     std::_Exit(1);  // MPI_Abort does not return; this keeps [[noreturn]] honest if it did

@@ -25,12 +25,29 @@ double PhaseTimes::total_ms() const { return std::accumulate(ms.begin(), ms.end(
 void PhaseTimes::merge_max(const PhaseTimes& other) {
   for (size_t i = 0; i < kNumPhases; ++i) ms[i] = std::max(ms[i], other.ms[i]);
   bytes_moved += other.bytes_moved;
+  events.insert(events.end(), other.events.begin(), other.events.end());
+}
+
+std::chrono::steady_clock::time_point trace_clock_origin() {
+  static const std::chrono::steady_clock::time_point origin = std::chrono::steady_clock::now();
+  return origin;
 }
 
 void PhaseTimer::lap(Phase phase) {
+  using Micros = std::chrono::duration<double, std::micro>;
+  Clock::time_point start = last_;
+  const double ms = lap_ms(phase);
+  times_.events.push_back({phase, track_, Micros(start - trace_clock_origin()).count(), ms * 1000});
+}
+
+void PhaseTimer::lap_untraced(Phase phase) { lap_ms(phase); }
+
+double PhaseTimer::lap_ms(Phase phase) {
   Clock::time_point now = Clock::now();
-  times_[phase] += std::chrono::duration<double, std::milli>(now - last_).count();
+  const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
+  times_[phase] += ms;
   last_ = now;
+  return ms;
 }
 
 }  // namespace duet::parallel

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 namespace duet::parallel {
 
@@ -26,27 +27,45 @@ enum class Phase : uint8_t {
 inline constexpr size_t kNumPhases = 9;
 const char* name(Phase phase);  // "scatter", "buffer_sync", ...
 
+// One phase as it ran on one device, for `duet compare --trace`.
+struct PhaseEvent {
+  Phase phase;
+  int track;          // the device's position in the strategy's device list
+  double start_us;    // since trace_clock_origin()
+  double duration_us;
+};
+
 struct PhaseTimes {
   std::array<double, kNumPhases> ms{};  // wall-clock milliseconds, indexed by Phase
   int64_t bytes_moved = 0;              // between devices, forward and backward
+  std::vector<PhaseEvent> events;       // every lap, in the order they ended
 
   double& operator[](Phase phase) { return ms[static_cast<size_t>(phase)]; }
   double operator[](Phase phase) const { return ms[static_cast<size_t>(phase)]; }
   double total_ms() const;
-  // Phase by phase maximum, bytes summed: the critical path of ranks that run concurrently.
+  // Phase by phase maximum, bytes summed, events joined: the critical path of ranks that run
+  // concurrently.
   void merge_max(const PhaseTimes& other);
 };
 
+// The common zero of every PhaseEvent's start: the first call to this function.
+std::chrono::steady_clock::time_point trace_clock_origin();
+
 // Measures consecutive phases on one thread: each lap(phase) adds the time since the previous
-// lap (or since construction) to that phase.
+// lap (or since construction) to that phase, and records it as an event on `track`.
 class PhaseTimer {
  public:
-  explicit PhaseTimer(PhaseTimes& times) : times_(times), last_(Clock::now()) {}
+  explicit PhaseTimer(PhaseTimes& times, int track = 0)
+      : times_(times), track_(track), last_((trace_clock_origin(), Clock::now())) {}
   void lap(Phase phase);
+  // The same, without the event: for a phase whose per-device events are recorded separately.
+  void lap_untraced(Phase phase);
 
  private:
+  double lap_ms(Phase phase);  // adds to the phase and moves on; the lap's start stays in `last_`
   using Clock = std::chrono::steady_clock;
   PhaseTimes& times_;
+  int track_;
   Clock::time_point last_;
 };
 

@@ -9,7 +9,22 @@
 
 namespace duet::parallel {
 
-void run_on_devices(const std::vector<Device>& devices, const std::function<void(size_t)>& fn) {
+namespace {
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "a non-standard exception";
+  }
+}
+
+}  // namespace
+
+void run_on_devices(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
+                    const std::function<void(size_t, const std::string&)>& on_failure) {
   std::mutex mutex;
   std::exception_ptr first;  // the first to fail in time, like PyTorch's parallel_apply
   size_t failed = 0;
@@ -17,25 +32,21 @@ void run_on_devices(const std::vector<Device>& devices, const std::function<void
     try {
       fn(k);
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!first) {
-        first = std::current_exception();
-        failed = k;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!first) {
+          first = std::current_exception();
+          failed = k;
+        }
       }
+      if (on_failure) on_failure(k, message_of(std::current_exception()));
     }
   };
   std::vector<std::thread> threads;
   threads.reserve(devices.size());
   for (size_t k = 0; k < devices.size(); ++k) threads.emplace_back(guarded, k);
   for (std::thread& t : threads) t.join();
-  if (!first) return;
-  try {
-    std::rethrow_exception(first);
-  } catch (const std::exception& e) {
-    DUET_FAIL("replica on ", devices[failed].str(), " failed: ", e.what());
-  } catch (...) {
-    DUET_FAIL("replica on ", devices[failed].str(), " failed with a non-standard exception");
-  }
+  if (first) DUET_FAIL("replica on ", devices[failed].str(), " failed: ", message_of(first));
 }
 
 std::string device_list(const std::vector<Device>& devices) {

@@ -15,7 +15,11 @@ namespace duet::parallel {
 // call: a step has few of them, and a thread start costs microseconds next to a forward).
 // Waits for all of them, then rethrows the first exception that any of them threw as a
 // duet::Error "replica on cpu:2 failed: <message>", so the caller learns which device failed.
-void run_on_devices(const std::vector<Device>& devices, const std::function<void(size_t)>& fn);
+// on_failure(k, message), if given, runs on replica k's thread once its exception is recorded:
+// it lets a failing replica release the others (DDP aborts its group) and still be the one
+// reported.
+void run_on_devices(const std::vector<Device>& devices, const std::function<void(size_t)>& fn,
+                    const std::function<void(size_t, const std::string&)>& on_failure = {});
 
 // "[cpu:0, cpu:1]", for Strategy::devices().
 std::string device_list(const std::vector<Device>& devices);

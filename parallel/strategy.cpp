@@ -13,12 +13,18 @@ SingleDevice::SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<op
 }
 
 StepResult SingleDevice::train_step(const data::Batch& batch) {
+  phases_ = {};
+  PhaseTimer timer(phases_);
   Tensor x = batch.x.to(device_), y = batch.y.to(device_);
   optimizer_->zero_grad();
   Tensor logits = model_->forward(x);
+  timer.lap(Phase::forward);
   Tensor loss = nn::functional::cross_entropy(logits, y);
+  timer.lap(Phase::loss);
   loss.backward();
+  timer.lap(Phase::backward);
   optimizer_->step();
+  timer.lap(Phase::step);
   return {loss.item<double>(), count_correct(logits, y), y.numel()};
 }
 

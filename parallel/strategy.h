@@ -1,8 +1,8 @@
 // Strategy: how one training step runs over one or more devices. The step loop (Trainer)
 // and `duet train`/`duet compare` only see this interface.
 //
-// This file has the single-device strategy; DataParallel (A) and DistributedDataParallel (B)
-// implement the same interface in the parallel issue.
+// This file has the single-device strategy; DataParallel (A, data_parallel.h) and
+// DistributedDataParallel (B, distributed.h) implement the same interface.
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include "duet/data/dataloader.h"
 #include "duet/nn/module.h"
 #include "duet/optim/optimizer.h"
+#include "duet/parallel/phase_times.h"
 
 namespace duet::parallel {
 
@@ -30,6 +31,8 @@ class Strategy {
   virtual optim::Optimizer& optimizer() = 0;
   virtual Device device() const = 0;  // where model() lives
   virtual std::string devices() const = 0;  // "[cpu:0]", "[cuda:0, cuda:1]"
+  // Where the last train_step's time went, phase by phase, and the bytes it moved.
+  virtual const PhaseTimes& last_phases() const = 0;
 };
 
 // Plain training on one device.
@@ -41,11 +44,13 @@ class SingleDevice final : public Strategy {
   optim::Optimizer& optimizer() override { return *optimizer_; }
   Device device() const override { return device_; }
   std::string devices() const override { return "[" + device_.str() + "]"; }
+  const PhaseTimes& last_phases() const override { return phases_; }
 
  private:
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   Device device_;
+  PhaseTimes phases_;
 };
 
 // Number of rows of `logits` [N, C] whose argmax equals `labels` [N].

@@ -1,0 +1,147 @@
+// DistributedDataParallel across processes: under mpirun, one rank per process, every rank
+// trains on its shard of the same global batches and rank 0 also trains single-device on the
+// whole batches; after 5 SGD steps both hold the same parameters. A plain program that exits
+// non-zero when a check fails; every rank runs every step whatever the results, so a failed
+// check never leaves another rank waiting.
+//
+//   mpi_ddp                 the equivalence checks (any number of ranks)
+//   mpi_ddp --failing-rank  rank 1's forward throws: its abort must end the job on every rank
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "duet/duet.h"
+
+using namespace duet;
+using namespace duet::parallel;
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const std::string& what, int rank) {
+  if (ok) return;
+  ++failures;
+  std::fprintf(stderr, "mpi_ddp: rank %d: FAILED %s\n", rank, what.c_str());
+}
+
+// Batch `index` of the run, the same on every rank: `rows` random images and labels.
+data::Batch global_batch(int64_t rows, uint64_t index) {
+  std::mt19937 rng(static_cast<unsigned>(1000 + index));
+  std::vector<float> pixels(static_cast<size_t>(rows * 28 * 28));
+  std::vector<int64_t> labels(static_cast<size_t>(rows));
+  for (float& p : pixels) p = static_cast<float>(rng() % 256) / 255.0f;
+  for (int64_t& l : labels) l = static_cast<int64_t>(rng() % 10);
+  return {from_vector(pixels, {rows, 1, 28, 28}), from_vector(labels, {rows})};
+}
+
+// Rank r's shard as a DistributedSampler deals it: rows r, r + n, r + 2n, ... (so 7 rows over
+// 2 ranks are 4 + 3, and 2 rows over 3 ranks leave rank 2 without any).
+data::Batch shard(const data::Batch& batch, int rank, int world) {
+  const int64_t rows = batch.y.size(0);
+  std::vector<float> x = batch.x.to_vector<float>();
+  std::vector<int64_t> y = batch.y.to_vector<int64_t>();
+  std::vector<float> xs;
+  std::vector<int64_t> ys;
+  const size_t image = 28 * 28;
+  for (int64_t i = rank; i < rows; i += world) {
+    xs.insert(xs.end(), x.begin() + static_cast<std::ptrdiff_t>(i * image), x.begin() + static_cast<std::ptrdiff_t>((i + 1) * image));
+    ys.push_back(y[static_cast<size_t>(i)]);
+  }
+  const auto n = static_cast<int64_t>(ys.size());
+  if (n == 0) return {empty({0, 1, 28, 28}), empty({0}, {.dtype = DType::i64})};
+  return {from_vector(xs, {n, 1, 28, 28}), from_vector(ys, {n})};
+}
+
+std::unique_ptr<optim::Optimizer> sgd(std::vector<Tensor> params) {
+  return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+}
+
+// Every rank seeds differently, so the constructor's broadcast from rank 0 is what makes the
+// replicas equal; rank 0's seed is the single-device run's.
+std::shared_ptr<nn::Module> fresh(const std::string& model, int rank) {
+  manual_seed(7 + static_cast<uint64_t>(rank));
+  return nn::models::make(model);
+}
+
+// max |a - b| / max |b| per parameter tensor, the worst over the tensors.
+double max_relative_diff(nn::Module& a, nn::Module& b) {
+  std::vector<Tensor> pa = a.parameters(), pb = b.parameters();
+  double worst = 0;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    std::vector<double> va = pa[i].to_vector<double>(), vb = pb[i].to_vector<double>();
+    double diff = 0, scale = 1e-12;
+    for (size_t j = 0; j < va.size(); ++j) {
+      diff = std::max(diff, std::fabs(va[j] - vb[j]));
+      scale = std::max(scale, std::fabs(vb[j]));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  return worst;
+}
+
+void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::string& model, bool bucketed) {
+  const int r = comm->rank(), n = comm->world_size();
+  const std::string what = model + (bucketed ? " bucketed" : " unbucketed");
+  DDPOptions options{.bucketed = bucketed, .first_bucket_bytes = 4 << 10, .bucket_bytes = 64 << 10, .check_every = 1};
+  DistributedDataParallel ddp(fresh(model, r), sgd, comm, options);
+  check(ddp.is_multi_process() == (n > 1) && ddp.world_size() == n && ddp.rank() == r, what + ": group", r);
+  std::shared_ptr<nn::Module> reference = fresh(model, 0);
+  SingleDevice single(reference, sgd(reference->parameters()), cpu(0));
+  const int64_t rows[] = {12, 7, 12, 2, 7};
+  for (uint64_t step = 0; step < 5; ++step) {
+    data::Batch batch = global_batch(rows[step], step);
+    StepResult got = ddp.train_step(shard(batch, r, n));
+    StepResult want = single.train_step(batch);
+    check(got.count == want.count && got.correct == want.correct, what + ": global counts, step " + std::to_string(step), r);
+    check(std::fabs(got.loss - want.loss) < 1e-5 * std::fabs(want.loss),
+          what + ": global loss " + std::to_string(got.loss) + " vs " + std::to_string(want.loss), r);
+  }
+  double diff = max_relative_diff(ddp.model(), *reference);
+  check(diff < 1e-5, what + ": max relative parameter difference " + std::to_string(diff), r);
+  if (r == 0) std::printf("mpi_ddp: %s on %d ranks: max relative parameter difference %.2e\n", what.c_str(), n, diff);
+}
+
+// Throws in forward on rank 1 only.
+class ThrowsOnRank1Impl final : public nn::Cloneable<ThrowsOnRank1Impl> {
+ public:
+  explicit ThrowsOnRank1Impl(int rank) : rank_(rank) { weight_ = register_parameter("weight", zeros({784, 10})); }
+  Tensor forward(const Tensor& x) override {
+    DUET_CHECK(rank_ != 1, "deliberate failure in rank 1's forward");
+    return matmul(x.flatten(1), parameter(weight_));
+  }
+  std::string name() const override { return "ThrowsOnRank1"; }
+
+ private:
+  int rank_;
+  size_t weight_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool failing = argc > 1 && std::string(argv[1]) == "--failing-rank";
+  // A generous timeout: a failing rank must end the job through its abort, not through this.
+  auto comm = make_mpi_communicator({.timeout = std::chrono::seconds(100)});
+  const int r = comm->rank();
+  kernels::set_num_threads(1);  // the ranks share the machine's cores
+  if (failing) {
+    DistributedDataParallel ddp(std::make_shared<ThrowsOnRank1Impl>(r), sgd, comm);
+    try {
+      ddp.train_step(shard(global_batch(8, 0), r, comm->world_size()));
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mpi_ddp: rank %d: step threw: %s\n", r, e.what());
+    }
+    std::fprintf(stderr, "mpi_ddp: rank %d: still running after rank 1 failed\n", r);
+    return 1;
+  }
+  for (const char* model : {"mlp", "lenet-relu"}) {
+    run_equivalence(comm, model, true);
+    run_equivalence(comm, model, false);
+  }
+  std::printf("mpi_ddp: rank %d: %d failures\n", r, failures);
+  comm.reset();  // before MPI_Finalize at exit
+  return failures == 0 ? 0 : 1;
+}
