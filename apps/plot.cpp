@@ -6,28 +6,51 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 
 #include "duet/core/error.h"
 
 namespace duet::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Runs a gnuplot script that write_script writes, in a scratch folder where write_script may
+// put its data files too.
+void run_gnuplot(const std::string& png_path, const std::function<void(const fs::path&, std::ostream&)>& write_script) {
+  fs::path dir = fs::temp_directory_path() / ("duet-plot-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path script = dir / "plot.gp";
+  {
+    std::ofstream gp(script);
+    gp << "set output '" << png_path << "'\n"
+       << "set termoption noenhanced\n";  // phase and strategy names have underscores
+    write_script(dir, gp);
+  }
+  std::string command = "gnuplot '" + script.string() + "' 2>&1";
+  int status = std::system(command.c_str());
+  fs::remove_all(dir);
+  DUET_CHECK(status == 0, "plotting ", png_path, ": gnuplot failed (exit status ", status,
+             "); install Debian's gnuplot-nox package, which make installs");
+}
+
+std::string label(const parallel::RunMeasurement& run) {
+  return run.strategy + (run.strategy == "single" ? "" : " x" + std::to_string(run.devices));
+}
+
+}  // namespace
 
 void plot_history(const std::vector<parallel::EpochStats>& history, const std::string& png_path,
                   const std::string& title) {
   DUET_CHECK(!history.empty(), "--plot: no epochs to plot");
-  namespace fs = std::filesystem;
-  fs::path dir = fs::temp_directory_path() / ("duet-plot-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::path data = dir / "history.dat", script = dir / "plot.gp";
-  {
+  run_gnuplot(png_path, [&](const fs::path& dir, std::ostream& gp) {
+    fs::path data = dir / "history.dat";
     std::ofstream out(data);
     for (const auto& e : history) {
       out << e.epoch + 1 << ' ' << e.train_loss << ' ' << e.train_accuracy << ' ' << e.test_accuracy << '\n';
     }
-  }
-  {
-    std::ofstream gp(script);
     gp << "set terminal pngcairo size 1000,400 font ',10'\n"
-       << "set output '" << png_path << "'\n"
        << "set multiplot layout 1,2 title '" << title << "'\n"
        << "set xlabel 'epoch'\nset grid\nset key top right\n"
        << "set ylabel 'loss'\nplot '" << data.string() << "' using 1:2 with linespoints title 'train loss'\n"
@@ -35,12 +58,66 @@ void plot_history(const std::vector<parallel::EpochStats>& history, const std::s
        << "plot '" << data.string() << "' using 1:3 with linespoints title 'train acc', "
        << "'' using 1:4 with linespoints title 'test acc'\n"
        << "unset multiplot\n";
+  });
+}
+
+void plot_phases(const std::vector<parallel::RunMeasurement>& runs, const std::string& png_path,
+                 const std::string& title) {
+  DUET_CHECK(!runs.empty(), "plot_phases: no runs to plot");
+  run_gnuplot(png_path, [&](const fs::path& dir, std::ostream& gp) {
+    fs::path data = dir / "phases.dat";
+    std::ofstream out(data);
+    out << "run";
+    for (size_t i = 0; i < parallel::kNumPhases; ++i) out << ' ' << parallel::name(static_cast<parallel::Phase>(i));
+    out << '\n';
+    for (const auto& run : runs) {
+      out << '"' << label(run) << '"';
+      for (double ms : run.phase_ms) out << ' ' << ms;
+      out << '\n';
+    }
+    gp << "set terminal pngcairo size 1000,500 font ',10'\n"
+       << "set title '" << title << "'\nset ylabel 'ms per step'\nset grid ytics\n"
+       << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
+       << "set boxwidth 0.6\nset key outside right\nset key autotitle columnhead\nset yrange [0:*]\n"
+       << "colors = '#7f7f7f #17becf #bcbd22 #ff7f0e #9467bd #8c564b #d62728 #1f77b4 #2ca02c'\n"
+       << "plot for [i=2:" << parallel::kNumPhases + 1 << "] '" << data.string()
+       << "' using i:xtic(1) lc rgb word(colors, i - 1)\n";
+  });
+}
+
+void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const std::string& png_path,
+                     const std::string& title) {
+  std::map<std::string, std::vector<const parallel::RunMeasurement*>> by_strategy;
+  int max_devices = 1;
+  for (const auto& run : runs) {
+    by_strategy[run.strategy].push_back(&run);
+    max_devices = std::max(max_devices, run.devices);
   }
-  std::string command = "gnuplot '" + script.string() + "' 2>&1";
-  int status = std::system(command.c_str());
-  fs::remove_all(dir);
-  DUET_CHECK(status == 0, "--plot: gnuplot failed (exit status ", status,
-             "); install Debian's gnuplot-nox package, which make installs");
+  DUET_CHECK(!by_strategy.empty(), "plot_throughput: no runs to plot");
+  run_gnuplot(png_path, [&](const fs::path& dir, std::ostream& gp) {
+    fs::path data = dir / "throughput.dat";
+    std::ofstream out(data);
+    std::vector<std::string> titles;
+    for (const auto& [strategy, list] : by_strategy) {
+      // single runs on one device, but is drawn across the range as the baseline to beat.
+      if (strategy == "single") {
+        out << 1 << ' ' << list.front()->images_per_second << '\n'
+            << max_devices << ' ' << list.front()->images_per_second << "\n\n\n";
+      } else {
+        for (const auto* run : list) out << run->devices << ' ' << run->images_per_second << '\n';
+        out << "\n\n";
+      }
+      titles.push_back(strategy);
+    }
+    gp << "set terminal pngcairo size 800,500 font ',10'\n"
+       << "set title '" << title << "'\nset xlabel 'devices'\nset ylabel 'images per second'\nset grid\n"
+       << "set xtics 1\nset yrange [0:*]\nset key bottom right\nplot ";
+    for (size_t i = 0; i < titles.size(); ++i) {
+      gp << (i ? ", " : "") << "'" << data.string() << "' index " << i << " with linespoints title '" << titles[i]
+         << "'" << (titles[i] == "single" ? " dashtype 2" : "");
+    }
+    gp << '\n';
+  });
 }
 
 }  // namespace duet::apps

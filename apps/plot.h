@@ -1,16 +1,26 @@
-// Training curves as a PNG, drawn by gnuplot (Debian's gnuplot-nox).
+// Plots as PNG files, drawn by gnuplot (Debian's gnuplot-nox).
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "duet/parallel/experiment.h"
 #include "duet/parallel/trainer.h"
 
 namespace duet::apps {
 
-// Loss on the left, train and test accuracy on the right, per epoch. Throws duet::Error if
-// gnuplot is missing or fails.
+// `duet train --plot`: loss on the left, train and test accuracy on the right, per epoch.
+// Every plot function throws duet::Error if gnuplot is missing or fails.
 void plot_history(const std::vector<parallel::EpochStats>& history, const std::string& png_path,
                   const std::string& title);
+
+// `duet compare`: one stacked bar of mean milliseconds per phase for every run.
+void plot_phases(const std::vector<parallel::RunMeasurement>& runs, const std::string& png_path,
+                 const std::string& title);
+
+// `duet compare --devices 1,2,4`: images per second against the device count, a line per
+// strategy (single-device training as a flat line).
+void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const std::string& png_path,
+                     const std::string& title);
 
 }  // namespace duet::apps

@@ -3,15 +3,16 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
+#include "cli_common.h"
 #include "duet/data/fashion_mnist.h"
 #include "duet/kernels/kernels.h"
 #include "duet/nn/models/models.h"
-#include "duet/optim/adam.h"
 #include "duet/optim/checkpoint.h"
-#include "duet/optim/sgd.h"
 #include "duet/parallel/data_parallel.h"
 #include "duet/parallel/distributed.h"
+#include "duet/parallel/mpi_communicator.h"
 #include "duet/parallel/trainer.h"
 #include "plot.h"
 #include "progress.h"
@@ -23,53 +24,37 @@ struct TrainArgs {
   std::string model = "lenet";
   int64_t epochs = 10;
   int64_t batch_size = 256;
-  double lr = 0.9;
-  std::string optimizer = "sgd";
-  double momentum = 0;
-  double weight_decay = 0;
+  OptimizerArgs optimizer;
   uint64_t seed = 0;
   std::string data_dir = data::kFashionMnistDir;
   int threads = 0;
   std::string device = "cpu";
   std::string strategy = "single";
   int devices = 1;
+  std::string comm = "local";
   std::string save, resume, metrics, plot;
 };
 
-// Exit codes: 0 done, 1 the run failed (e.g. diverged), 2 bad input.
-constexpr int kBadInput = 2;
-
-// CLI11's numeric ranges print the whole double range; these say what is wanted.
-CLI::Validator at_least(double low, const char* what) {
-  return CLI::Validator(
-      [low, what](std::string& text) -> std::string {
-        try {
-          size_t used = 0;
-          double value = std::stod(text, &used);
-          if (used == text.size() && value >= low) return "";
-        } catch (const std::exception&) {
-        }
-        return "expected " + std::string(what) + ", got '" + text + "'";
-      },
-      what);
-}
-const CLI::Validator kPositive = at_least(1, "a positive integer");
-const CLI::Validator kNonNegative = at_least(0, "a number >= 0");
-
-// devices = N logical devices of --device's type: cpu:0..N-1 (or cuda:0..N-1).
-std::vector<Device> device_group(Device first, int count) {
-  std::vector<Device> group;
-  for (int i = 0; i < count; ++i) group.push_back({first.type, first.index + i});
-  return group;
-}
-
-std::unique_ptr<optim::Optimizer> make_optimizer(const TrainArgs& args, std::vector<Tensor> params) {
-  if (args.optimizer == "adam") {
-    return std::make_unique<optim::Adam>(std::move(params),
-                                         optim::AdamOptions{.lr = args.lr, .weight_decay = args.weight_decay});
+// The flag combinations that cannot work, as one message; empty when the flags are fine.
+std::string check_combination(const TrainArgs& args) {
+  if (args.strategy == "single" && args.devices > 1) return "--devices " + std::to_string(args.devices) + " needs --strategy dp or ddp";
+  if (args.comm == "mpi" && args.strategy != "ddp") return "--comm mpi needs --strategy ddp";
+  if (args.comm == "mpi" && args.devices > 1) {
+    return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";
   }
-  return std::make_unique<optim::SGD>(
-      std::move(params), optim::SGDOptions{.lr = args.lr, .momentum = args.momentum, .weight_decay = args.weight_decay});
+  if (args.strategy == "ddp" && !args.resume.empty()) {
+    // The checkpoint holds rank 0's model; its replicas would have to be rebuilt from it.
+    return "--resume is not supported with --strategy ddp yet; resume with single or dp";
+  }
+  return "";
+}
+
+// Under mpirun the processes on one machine share its cores: each takes its share, so that
+// N processes do not oversubscribe them N times over.
+int threads_per_process(int world_size) {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  int sharing = local ? std::max(1, std::atoi(local)) : world_size;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / sharing);
 }
 
 nlohmann::json epoch_json(const TrainArgs& args, const parallel::EpochStats& e) {
@@ -79,44 +64,59 @@ nlohmann::json epoch_json(const TrainArgs& args, const parallel::EpochStats& e) 
           {"images_per_second", e.images_per_second}};
 }
 
+std::unique_ptr<parallel::Strategy> make_strategy(const TrainArgs& args, std::shared_ptr<nn::Module> model,
+                                                  Device device, std::shared_ptr<parallel::Communicator> comm) {
+  auto optimizer_for = [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); };
+  std::vector<Device> group = device_group(device, args.devices);
+  if (args.strategy == "dp") return std::make_unique<parallel::DataParallel>(model, optimizer_for(model->parameters()), group);
+  if (args.strategy == "ddp" && comm) return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, comm);
+  if (args.strategy == "ddp") return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, group);
+  return std::make_unique<parallel::SingleDevice>(model, optimizer_for(model->parameters()), device);
+}
+
 int run_train(const TrainArgs& args) {
-  if (args.strategy == "single" && args.devices > 1) {
-    std::cerr << "duet train: error: --devices " << args.devices << " needs --strategy dp or ddp\n";
+  if (std::string problem = check_combination(args); !problem.empty()) {
+    std::cerr << "duet train: error: " << problem << "\n";
     return kBadInput;
   }
-  if (args.strategy == "ddp" && !args.resume.empty()) {
-    // The checkpoint holds rank 0's model; its replicas would have to be rebuilt from it.
-    std::cerr << "duet train: error: --resume is not supported with --strategy ddp yet; resume with single or dp\n";
-    return kBadInput;
-  }
-  if (args.threads > 0) kernels::set_num_threads(args.threads);
   Device device;
   data::TensorDataset train_set, test_set;
+  std::shared_ptr<parallel::Communicator> comm;  // --comm mpi: this process's rank
   try {
     device = Device::parse(args.device);
+    if (args.comm == "mpi") {
+      comm = parallel::make_mpi_communicator({.device = device});
+      DUET_CHECK(args.batch_size % comm->world_size() == 0, "--batch-size ", args.batch_size,
+                 " is the global batch and must be a multiple of the ", comm->world_size(), " MPI ranks");
+    }
     train_set = data::FashionMNIST::train(args.data_dir);
     test_set = data::FashionMNIST::test(args.data_dir);
   } catch (const Error& e) {
     std::cerr << "duet train: error: " << e.what() << "\n";
     return kBadInput;
   }
-  data::DataLoader train(train_set, {.batch_size = args.batch_size, .shuffle = true, .seed = args.seed});
+  const bool leader = !comm || comm->rank() == 0;  // the one process that prints and writes files
+  if (args.threads > 0) {
+    kernels::set_num_threads(args.threads);
+  } else if (comm) {
+    kernels::set_num_threads(threads_per_process(comm->world_size()));
+  }
+  // Across processes each rank loads its 1/N of every global batch: the DistributedSampler
+  // deals rank r the examples r, r + N, r + 2N, ... of the epoch's shuffled order.
+  std::shared_ptr<const data::Sampler> sampler;
+  int64_t batch_size = args.batch_size;
+  if (comm) {
+    sampler = std::make_shared<data::DistributedSampler>(comm->world_size(), comm->rank(), true, args.seed);
+    batch_size /= comm->world_size();
+  }
+  data::DataLoader train(train_set, {.batch_size = batch_size, .shuffle = true, .seed = args.seed}, sampler);
   data::DataLoader test(test_set, {.batch_size = args.batch_size});
 
   Generator& generator = default_generator();
   generator.manual_seed(args.seed);
   std::shared_ptr<nn::Module> model = nn::models::make(args.model);
   model->to(device);
-  std::vector<Device> group = device_group(device, args.devices);
-  std::unique_ptr<parallel::Strategy> chosen;
-  if (args.strategy == "dp") {
-    chosen = std::make_unique<parallel::DataParallel>(model, make_optimizer(args, model->parameters()), group);
-  } else if (args.strategy == "ddp") {
-    chosen = std::make_unique<parallel::DistributedDataParallel>(
-        model, [&args](std::vector<Tensor> params) { return make_optimizer(args, std::move(params)); }, group);
-  } else {
-    chosen = std::make_unique<parallel::SingleDevice>(model, make_optimizer(args, model->parameters()), device);
-  }
+  std::unique_ptr<parallel::Strategy> chosen = make_strategy(args, model, device, comm);
   parallel::Strategy& strategy = *chosen;
 
   int64_t first_epoch = 0;
@@ -134,21 +134,25 @@ int run_train(const TrainArgs& args) {
   }
 
   std::ofstream metrics;
-  if (!args.metrics.empty()) {
+  if (!args.metrics.empty() && leader) {
     metrics.open(args.metrics, first_epoch > 0 ? std::ios::app : std::ios::trunc);
     if (!metrics) {
       std::cerr << "duet train: error: cannot write --metrics file " << args.metrics << "\n";
       return kBadInput;
     }
   }
-  std::cout << "training " << args.model << " (" << model->num_parameters() << " parameters) on "
-            << strategy.devices() << ": " << train_set.size() << " images, batch " << args.batch_size << ", "
-            << args.optimizer << " lr " << args.lr << ", epochs " << first_epoch + 1 << ".." << args.epochs << std::endl;
+  if (leader) {
+    std::cout << "training " << args.model << " (" << model->num_parameters() << " parameters) on "
+              << strategy.devices() << ": " << train_set.size() << " images, batch " << args.batch_size << ", "
+              << args.optimizer.name << " lr " << args.optimizer.lr << ", epochs " << first_epoch + 1 << ".."
+              << args.epochs << std::endl;
+  }
 
   ProgressBar bar(stderr, args.epochs);
   parallel::TrainerCallbacks callbacks;
-  callbacks.on_step = [&](const parallel::StepProgress& p) { bar.update(p); };
+  if (leader) callbacks.on_step = [&](const parallel::StepProgress& p) { bar.update(p); };
   callbacks.on_epoch = [&](const parallel::EpochStats& e) {
+    if (!leader) return;
     bar.finish();
     std::printf("epoch %2lld  loss %.4f  train acc %.3f  test acc %.3f  %.1f s  %.0f img/s\n",
                 static_cast<long long>(e.epoch + 1), e.train_loss, e.train_accuracy, e.test_accuracy, e.seconds,
@@ -167,8 +171,9 @@ int run_train(const TrainArgs& args) {
   } catch (const Error& e) {
     bar.finish();
     std::cerr << "duet train: " << e.what() << "\n";
-    return 1;
+    return kFailed;
   }
+  if (!leader) return 0;
   if (history.empty()) {
     std::cout << "nothing to do: the checkpoint already has " << first_epoch << " epochs\n";
     return 0;
@@ -183,7 +188,7 @@ int run_train(const TrainArgs& args) {
       std::cout << "wrote " << args.plot << "\n";
     } catch (const Error& e) {
       std::cerr << "duet train: " << e.what() << "\n";
-      return 1;
+      return kFailed;
     }
   }
   return 0;
@@ -196,18 +201,19 @@ void add_train_command(CLI::App& app, int& exit_code) {
   CLI::App* cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST");
   cmd->add_option("--model", args->model, "Model to train")->check(CLI::IsMember(nn::models::names()))->capture_default_str();
   cmd->add_option("--epochs", args->epochs, "Number of epochs")->check(kPositive)->capture_default_str();
-  cmd->add_option("--batch-size", args->batch_size, "Images per batch")->check(kPositive)->capture_default_str();
-  cmd->add_option("--lr", args->lr, "Learning rate")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--optimizer", args->optimizer, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
-  cmd->add_option("--momentum", args->momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
-  cmd->add_option("--weight-decay", args->weight_decay, "L2 penalty")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--batch-size", args->batch_size, "Images per (global) batch")->check(kPositive)->capture_default_str();
+  add_optimizer_flags(*cmd, args->optimizer);
   cmd->add_option("--seed", args->seed, "Seed for init, shuffling and dropout")->capture_default_str();
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--threads", args->threads, "CPU threads (0: all cores, shared among MPI processes)")
+      ->check(kNonNegative)->capture_default_str();
   cmd->add_option("--device", args->device, "cpu, cpu:N, cuda or cuda:N")->capture_default_str();
   cmd->add_option("--strategy", args->strategy, "single, dp (DataParallel) or ddp (DistributedDataParallel)")
       ->check(CLI::IsMember({"single", "dp", "ddp"}))->capture_default_str();
-  cmd->add_option("--devices", args->devices, "Number of devices for dp and ddp")->check(kPositive)->capture_default_str();
+  cmd->add_option("--devices", args->devices, "Number of devices for dp and ddp in this process")
+      ->check(kPositive)->capture_default_str();
+  cmd->add_option("--comm", args->comm, "ddp's communicator: local (threads in this process) or mpi (one rank per "
+                  "process, under mpirun)")->check(CLI::IsMember({"local", "mpi"}))->capture_default_str();
   cmd->add_option("--save", args->save, "Write a checkpoint here after every epoch");
   cmd->add_option("--resume", args->resume, "Continue from this checkpoint")->check(CLI::ExistingFile);
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");

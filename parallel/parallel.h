@@ -1,12 +1,14 @@
-// Umbrella header for duet::parallel: strategies, communicators, communication ops and the
-// training loop.
+// Umbrella header for duet::parallel: strategies, communicators, communication ops, the
+// training loop, and the experiment runner and cost model behind `duet compare`.
 #pragma once
 
 #include "duet/parallel/comm_counter.h"
 #include "duet/parallel/comm_ops.h"
 #include "duet/parallel/communicator.h"
+#include "duet/parallel/cost_model.h"
 #include "duet/parallel/data_parallel.h"
 #include "duet/parallel/distributed.h"
+#include "duet/parallel/experiment.h"
 #include "duet/parallel/local_communicator.h"
 #include "duet/parallel/mpi_communicator.h"
 #include "duet/parallel/phase_times.h"

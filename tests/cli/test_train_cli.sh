@@ -2,28 +2,15 @@
 # `duet train` from the outside: bad input exits 2 with a message that names the problem,
 # and a short real run writes its checkpoint, metrics and plot, and resumes from them.
 set -uo pipefail
-duet=$1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-
-expect_bad() {  # expect_bad "message fragment" args...
-  local fragment=$1; shift
-  "$duet" train "$@" > "$work/out" 2> "$work/err"
-  local status=$?
-  if [ $status -ne 2 ] || ! grep -qF -- "$fragment" "$work/err"; then
-    echo "FAIL: duet train $* -> exit $status, stderr: $(cat "$work/err")"
-    failures=$((failures + 1))
-  else
-    echo "ok: duet train $* -> exit 2: $(head -n 1 "$work/err")"
-  fi
-}
+source "$(dirname "$0")/expect.sh" "$1" train
 
 expect_bad "vgg not in" --model vgg
 expect_bad "expected a positive integer, got '0'" --batch-size 0
 expect_bad "expected a number >= 0, got '-1'" --lr -1
 expect_bad "dataset-fashion-mnist" --data-dir "$work/nowhere"
 expect_bad "not expected" --no-such-flag
+expect_bad "--comm mpi needs --strategy ddp" --comm mpi
+expect_bad "start more processes with mpirun" --strategy ddp --comm mpi --devices 2
 
 mkdir -p "$work/corrupt"
 printf 'junk' > "$work/corrupt/train-images-idx3-ubyte"
@@ -33,22 +20,22 @@ expect_bad "bad magic number" --data-dir "$work/corrupt"
 # A real run: 1 epoch of mlp, then resume to epoch 2.
 if ! "$duet" train --model mlp --lr 0.2 --epochs 1 --save "$work/ckpt.safetensors" \
      --metrics "$work/m.jsonl" --plot "$work/curves.png" > "$work/run1" 2>&1; then
-  echo "FAIL: first run: $(cat "$work/run1")"; failures=$((failures + 1))
+  fail "first run: $(cat "$work/run1")"
 fi
 if ! "$duet" train --model mlp --lr 0.2 --epochs 2 --resume "$work/ckpt.safetensors" \
      --metrics "$work/m.jsonl" > "$work/run2" 2>&1 || ! grep -q "resumed from" "$work/run2" \
      || ! grep -qE "^test acc 0\.[0-9]+, [0-9.]+ sec/epoch on \[cpu:0\]$" "$work/run2"; then
-  echo "FAIL: resumed run: $(cat "$work/run2")"; failures=$((failures + 1))
+  fail "resumed run: $(cat "$work/run2")"
 fi
-[ "$(wc -l < "$work/m.jsonl")" -eq 2 ] || { echo "FAIL: metrics should have 2 lines"; failures=$((failures + 1)); }
-[ -s "$work/curves.png" ] || { echo "FAIL: no plot written"; failures=$((failures + 1)); }
+[ "$(wc -l < "$work/m.jsonl")" -eq 2 ] || fail "metrics should have 2 lines"
+[ -s "$work/curves.png" ] || fail "no plot written"
 expect_bad "expects tensor '0.weight'" --model lenet --resume "$work/ckpt.safetensors"
 
 # A diverging run stops with exit 1 and names the epoch and step.
 "$duet" train --model mlp --lr 1e30 --epochs 1 > "$work/out" 2> "$work/err"
 status=$?
 if [ $status -ne 1 ] || ! grep -qE "loss is (nan|inf|-inf) at epoch 1, step [0-9]+" "$work/err"; then
-  echo "FAIL: diverging run -> exit $status, stderr: $(tail -n 1 "$work/err")"; failures=$((failures + 1))
+  fail "diverging run -> exit $status, stderr: $(tail -n 1 "$work/err")"
 else
   echo "ok: diverging run -> exit 1: $(tail -n 1 "$work/err")"
 fi

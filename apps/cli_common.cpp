@@ -1,0 +1,46 @@
+#include "cli_common.h"
+
+#include "duet/optim/adam.h"
+#include "duet/optim/sgd.h"
+
+namespace duet::apps {
+
+CLI::Validator at_least(double low, const char* what) {
+  return CLI::Validator(
+      [low, what](std::string& text) -> std::string {
+        try {
+          size_t used = 0;
+          double value = std::stod(text, &used);
+          if (used == text.size() && value >= low) return "";
+        } catch (const std::exception&) {
+        }
+        return "expected " + std::string(what) + ", got '" + text + "'";
+      },
+      what);
+}
+const CLI::Validator kPositive = at_least(1, "a positive integer");
+const CLI::Validator kNonNegative = at_least(0, "a number >= 0");
+
+std::vector<Device> device_group(Device first, int count) {
+  std::vector<Device> group;
+  for (int i = 0; i < count; ++i) group.push_back({first.type, first.index + i});
+  return group;
+}
+
+void add_optimizer_flags(CLI::App& cmd, OptimizerArgs& args) {
+  cmd.add_option("--lr", args.lr, "Learning rate")->check(kNonNegative)->capture_default_str();
+  cmd.add_option("--optimizer", args.name, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
+  cmd.add_option("--momentum", args.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
+  cmd.add_option("--weight-decay", args.weight_decay, "L2 penalty")->check(kNonNegative)->capture_default_str();
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const OptimizerArgs& args, std::vector<Tensor> params) {
+  if (args.name == "adam") {
+    return std::make_unique<optim::Adam>(std::move(params),
+                                         optim::AdamOptions{.lr = args.lr, .weight_decay = args.weight_decay});
+  }
+  return std::make_unique<optim::SGD>(
+      std::move(params), optim::SGDOptions{.lr = args.lr, .momentum = args.momentum, .weight_decay = args.weight_decay});
+}
+
+}  // namespace duet::apps

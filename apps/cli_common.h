@@ -1,0 +1,38 @@
+// What `duet train` and `duet compare` share: flag validators, the device group, the
+// optimizer flags, and the exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "duet/core/device.h"
+#include "duet/core/tensor.h"
+#include "duet/optim/optimizer.h"
+
+namespace duet::apps {
+
+// Exit codes: 0 done, 1 the run failed (e.g. diverged), 2 bad input.
+inline constexpr int kFailed = 1;
+inline constexpr int kBadInput = 2;
+
+// CLI11's numeric ranges print the whole double range; these say what is wanted.
+CLI::Validator at_least(double low, const char* what);
+extern const CLI::Validator kPositive;     // "a positive integer"
+extern const CLI::Validator kNonNegative;  // "a number >= 0"
+
+// count logical devices of first's type from first on: cpu:0..N-1 (or cuda:0..N-1).
+std::vector<Device> device_group(Device first, int count);
+
+struct OptimizerArgs {
+  std::string name = "sgd";  // sgd or adam
+  double lr = 0.9;
+  double momentum = 0;
+  double weight_decay = 0;
+};
+void add_optimizer_flags(CLI::App& cmd, OptimizerArgs& args);
+std::unique_ptr<optim::Optimizer> make_optimizer(const OptimizerArgs& args, std::vector<Tensor> params);
+
+}  // namespace duet::apps

@@ -1,0 +1,206 @@
+#include "compare_command.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "cli_common.h"
+#include "compare_report.h"
+#include "duet/data/fashion_mnist.h"
+#include "duet/kernels/kernels.h"
+#include "duet/nn/models/models.h"
+#include "plot.h"
+#include "trace.h"
+
+namespace duet::apps {
+namespace {
+
+struct CompareArgs {
+  std::string model = "lenet-relu";
+  std::vector<int> devices = {2};
+  int64_t batch_size = 256;
+  int64_t steps = 100;
+  int64_t warmup = 5;
+  std::vector<std::string> strategies = {"single", "dp", "ddp", "ddp-unbucketed"};
+  OptimizerArgs optimizer{.lr = 0.1};
+  uint64_t seed = 0;
+  std::string data_dir = data::kFashionMnistDir;
+  std::string device = "cpu";
+  int threads = 0;
+  std::string out = "compare-results";
+  std::string trace;
+  bool predict = false;
+  bool plots = true;
+};
+
+// The runs in order: single first (the reference for the parameter differences), then every
+// other strategy at every device count.
+std::vector<parallel::StrategyRun> plan_runs(const CompareArgs& args) {
+  std::vector<parallel::StrategyRun> runs;
+  if (std::count(args.strategies.begin(), args.strategies.end(), "single")) runs.push_back({"single", 1});
+  for (int n : args.devices) {
+    for (const std::string& s : args.strategies) {
+      if (s != "single") runs.push_back({s, n});
+    }
+  }
+  return runs;
+}
+
+// "step 37/105" on a terminal, redrawn in place; a line per run otherwise (CI logs).
+class RunProgress {
+ public:
+  RunProgress() : terminal_(::isatty(STDERR_FILENO)) {}
+  void start(size_t index, size_t count, const parallel::StrategyRun& run) {
+    std::snprintf(prefix_, sizeof prefix_, "[%zu/%zu] %s on %d device(s)", index + 1, count, run.strategy.c_str(),
+                  run.strategy == "single" ? 1 : run.devices);
+    if (!terminal_) std::fprintf(stderr, "%s ...\n", prefix_);
+  }
+  void step(int64_t done, int64_t total) {
+    if (terminal_) std::fprintf(stderr, "\r%s: step %lld/%lld", prefix_, static_cast<long long>(done), static_cast<long long>(total));
+  }
+  void finish(const parallel::RunMeasurement& m) {
+    std::fprintf(stderr, "%s%s: %.0f img/s\n", terminal_ ? "\r" : "", prefix_, m.images_per_second);
+  }
+
+ private:
+  bool terminal_;
+  char prefix_[96] = "";
+};
+
+std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::Experiment& experiment,
+                                       const std::vector<parallel::RunMeasurement>& runs) {
+  parallel::StepProfile profile = experiment.profile();
+  std::set<int> counts(args.devices.begin(), args.devices.end());
+  counts.insert({2, 4, 8});
+  std::vector<PredictionRow> rows;
+  auto add = [&](const std::string& strategy, int n) {
+    PredictionRow row{.strategy = strategy, .devices = n};
+    for (const auto& run : runs) {
+      if (run.strategy == strategy && run.devices == n) row.measured_ms = run.ms_per_step;
+    }
+    row.nvlink = parallel::predict(strategy, n, parallel::nvlink(), profile);
+    row.pcie = parallel::predict(strategy, n, parallel::pcie(), profile);
+    rows.push_back(row);
+  };
+  add("single", 1);
+  for (const std::string& s : args.strategies) {
+    if (s == "single") continue;
+    for (int n : counts) add(s, n);
+  }
+  return rows;
+}
+
+// The files, each failure reported and counted but not stopping the others.
+int write_outputs(const CompareArgs& args, const CompareReport& report) {
+  namespace fs = std::filesystem;
+  int failures = 0;
+  auto attempt = [&](const std::string& what, const std::function<void()>& write) {
+    try {
+      write();
+      std::cout << "wrote " << what << "\n";
+    } catch (const std::exception& e) {
+      std::cerr << "duet compare: " << e.what() << "\n";
+      ++failures;
+    }
+  };
+  std::error_code error;
+  fs::create_directories(args.out, error);
+  if (error) {
+    std::cerr << "duet compare: error: cannot create --out folder " << args.out << ": " << error.message() << "\n";
+    return kFailed;
+  }
+  const std::string title = args.model + ", batch " + std::to_string(args.batch_size) + ", " + report.device_kind;
+  const fs::path dir(args.out);
+  attempt((dir / "results.json").string(), [&] { write_results_json(report, (dir / "results.json").string()); });
+  attempt((dir / "results.csv").string(), [&] { write_results_csv(report, (dir / "results.csv").string()); });
+  if (args.plots) {
+    attempt((dir / "phases.png").string(), [&] { plot_phases(report.runs, (dir / "phases.png").string(), title); });
+    if (args.devices.size() > 1) {
+      attempt((dir / "throughput.png").string(),
+              [&] { plot_throughput(report.runs, (dir / "throughput.png").string(), title); });
+    }
+  }
+  if (!args.trace.empty()) attempt(args.trace, [&] { write_chrome_trace(report.runs, args.trace); });
+  return failures ? kFailed : 0;
+}
+
+int run_compare(CompareArgs args) {
+  std::sort(args.devices.begin(), args.devices.end());
+  args.devices.erase(std::unique(args.devices.begin(), args.devices.end()), args.devices.end());
+  if (args.predict && !std::count(args.strategies.begin(), args.strategies.end(), "single")) {
+    std::cerr << "duet compare: error: --predict needs the measured single-device compute: add single to --strategies\n";
+    return kBadInput;
+  }
+  if (args.threads > 0) kernels::set_num_threads(args.threads);
+  Device device;
+  data::TensorDataset train_set;
+  try {
+    device = Device::parse(args.device);
+    train_set = data::FashionMNIST::train(args.data_dir);
+  } catch (const Error& e) {
+    std::cerr << "duet compare: error: " << e.what() << "\n";
+    return kBadInput;
+  }
+  parallel::ExperimentConfig config{
+      .model = args.model,
+      .batch_size = args.batch_size,
+      .steps = args.steps,
+      .warmup = args.warmup,
+      .seed = args.seed,
+      .make_optimizer = [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
+      .first_device = device};
+  CompareReport report{.config = config};
+  report.device_kind = device.is_cpu() ? "logical CPU devices sharing " + std::to_string(kernels::num_threads()) +
+                                             " threads"
+                                       : "CUDA devices";
+  parallel::Experiment experiment(config, std::move(train_set));
+  std::vector<parallel::StrategyRun> runs = plan_runs(args);
+  RunProgress progress;
+  try {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      progress.start(i, runs.size(), runs[i]);
+      report.runs.push_back(experiment.run(runs[i], [&](int64_t done, int64_t total) { progress.step(done, total); }));
+      progress.finish(report.runs.back());
+    }
+    if (args.predict) report.predictions = predictions(args, experiment, report.runs);
+  } catch (const Error& e) {
+    std::cerr << "\nduet compare: " << e.what() << "\n";
+    return kFailed;
+  }
+  print_results(report, stdout);
+  print_predictions(report, stdout);
+  std::fflush(stdout);
+  return write_outputs(args, report);
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* cmd = app.add_subcommand("compare", "Train single-device, DataParallel and DDP on the same batches and "
+                                     "compare their time per phase, bytes, memory and parameters");
+  cmd->add_option("--model", args->model, "Model to train")->check(CLI::IsMember(nn::models::names()))->capture_default_str();
+  cmd->add_option("--devices", args->devices, "Device counts for the parallel strategies, e.g. 1,2,4")
+      ->delimiter(',')->check(kPositive)->capture_default_str();
+  cmd->add_option("--batch-size", args->batch_size, "Images per global batch")->check(kPositive)->capture_default_str();
+  cmd->add_option("--steps", args->steps, "Timed steps per strategy")->check(kPositive)->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed steps before them")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--strategies", args->strategies, "Comma-separated: single, dp, ddp, ddp-unbucketed, ddp-naive")
+      ->delimiter(',')->check(CLI::IsMember(parallel::strategy_names()))->capture_default_str();
+  add_optimizer_flags(*cmd, args->optimizer);
+  cmd->add_option("--seed", args->seed, "Seed for the initial weights and the batch order")->capture_default_str();
+  cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
+  cmd->add_option("--device", args->device, "First device: cpu (logical cpu:0..N-1) or cuda")->capture_default_str();
+  cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--out", args->out, "Folder for results.json, results.csv and the plots")->capture_default_str();
+  cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON of every phase on every device here");
+  cmd->add_flag("--predict", args->predict, "Also print the cost model's step times on 2, 4 and 8 GPUs");
+  cmd->add_flag("!--no-plots", args->plots, "Skip the PNG plots");
+  cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
+}
+
+}  // namespace duet::apps

@@ -1,0 +1,143 @@
+#include "compare_report.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "duet/core/error.h"
+
+namespace duet::apps {
+namespace {
+
+using parallel::kNumPhases;
+using parallel::Phase;
+
+// Short column heads for the phases, in Phase order.
+constexpr const char* kPhaseHeads[kNumPhases] = {"scatter", "bcast", "bufsync", "fwd", "gather",
+                                                 "loss",    "bwd",   "allred",  "step"};
+
+std::string memory_cell(const parallel::RunMeasurement& run) {
+  std::string cell;
+  for (const auto& m : run.memory) {
+    char mib[32];
+    std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(m.peak_bytes) / (1 << 20));
+    cell += (cell.empty() ? "" : "/") + std::string(mib);
+  }
+  return cell;
+}
+
+std::string diff_cell(const std::optional<double>& diff) {
+  if (!diff) return "n/a";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2e", *diff);
+  return text;
+}
+
+template <class Row>
+void write_checked(const std::string& path, const char* what, Row write) {
+  std::ofstream out(path);
+  DUET_CHECK(out, what, ": cannot write ", path);
+  write(out);
+  DUET_CHECK(out.good(), what, ": writing ", path, " failed");
+}
+
+}  // namespace
+
+void print_results(const CompareReport& report, std::FILE* out) {
+  const auto& c = report.config;
+  std::fprintf(out, "duet compare: %s, global batch %lld, %lld timed steps after %lld warm-up, seed %llu, on %s\n",
+               c.model.c_str(), static_cast<long long>(c.batch_size), static_cast<long long>(c.steps),
+               static_cast<long long>(c.warmup), static_cast<unsigned long long>(c.seed), report.device_kind.c_str());
+  std::fprintf(out, "%-15s %3s %8s %8s |", "strategy", "dev", "img/s", "ms/step");
+  for (const char* head : kPhaseHeads) std::fprintf(out, " %7s", head);
+  std::fprintf(out, " | %9s  %-17s %10s %10s\n", "MB/step", "peak MiB/device", "final loss", "param diff");
+  for (const auto& run : report.runs) {
+    std::fprintf(out, "%-15s %3d %8.0f %8.2f |", run.strategy.c_str(), run.devices, run.images_per_second,
+                 run.ms_per_step);
+    for (double ms : run.phase_ms) std::fprintf(out, " %7.2f", ms);
+    std::fprintf(out, " | %9.3f  %-17s %10.5f %10s\n", run.bytes_per_step / 1e6, memory_cell(run).c_str(),
+                 run.final_loss, diff_cell(run.max_param_diff).c_str());
+  }
+  std::fprintf(out, "phases: mean ms per step, the slowest device's for ddp; bwd includes dp's gradient reduce; "
+                    "param diff: largest |parameter - single's| after the last step\n");
+}
+
+void print_predictions(const CompareReport& report, std::FILE* out) {
+  if (report.predictions.empty()) return;
+  const parallel::Link nv = parallel::nvlink(), pc = parallel::pcie();
+  std::fprintf(out, "\ncost model (alpha-beta) from the measured single-device compute; %s: %.0f us + bytes / %.0f GB/s, "
+                    "%s: %.0f us + bytes / %.0f GB/s\n",
+               nv.name.c_str(), nv.latency_us, nv.bandwidth_gbps, pc.name.c_str(), pc.latency_us, pc.bandwidth_gbps);
+  std::fprintf(out, "%-15s %3s %11s | %10s %9s %8s %8s | %10s %9s %8s %8s\n", "strategy", "dev", "measured ms",
+               "NVLink ms", "comm ms", "img/s", "speedup", "PCIe ms", "comm ms", "img/s", "speedup");
+  double single_ms = 0;
+  for (const auto& row : report.predictions) {
+    if (row.strategy == "single") single_ms = row.nvlink.step_ms();
+  }
+  const double batch = static_cast<double>(report.config.batch_size);
+  for (const auto& row : report.predictions) {
+    char measured[32] = "-";
+    if (row.measured_ms) std::snprintf(measured, sizeof measured, "%.2f", *row.measured_ms);
+    auto cells = [&](const parallel::Prediction& p) {
+      std::fprintf(out, " %10.3f %9.3f %8.0f %7.2fx", p.step_ms(), p.comm_ms, batch / p.step_ms() * 1e3,
+                   single_ms > 0 ? single_ms / p.step_ms() : 0.0);
+    };
+    std::fprintf(out, "%-15s %3d %11s |", row.strategy.c_str(), row.devices, measured);
+    cells(row.nvlink);
+    std::fprintf(out, " |");
+    cells(row.pcie);
+    std::fprintf(out, "\n");
+  }
+}
+
+void write_results_json(const CompareReport& report, const std::string& path) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& run : report.runs) {
+    nlohmann::json phases, memory = nlohmann::json::array();
+    for (size_t i = 0; i < kNumPhases; ++i) phases[parallel::name(static_cast<Phase>(i))] = run.phase_ms[i];
+    for (const auto& m : run.memory) memory.push_back({{"device", m.device}, {"peak_bytes", m.peak_bytes}});
+    results.push_back({{"strategy", run.strategy},
+                       {"devices", run.devices},
+                       {"images_per_second", run.images_per_second},
+                       {"ms_per_step", run.ms_per_step},
+                       {"phases_ms", phases},
+                       {"bytes_per_step", run.bytes_per_step},
+                       {"peak_memory", memory},
+                       {"final_loss", run.final_loss},
+                       {"max_param_diff", run.max_param_diff ? nlohmann::json(*run.max_param_diff) : nlohmann::json()}});
+  }
+  nlohmann::json predictions = nlohmann::json::array();
+  for (const auto& row : report.predictions) {
+    auto one = [](const parallel::Prediction& p) {
+      return nlohmann::json{{"step_ms", p.step_ms()}, {"compute_ms", p.compute_ms}, {"comm_ms", p.comm_ms}};
+    };
+    predictions.push_back({{"strategy", row.strategy},
+                           {"devices", row.devices},
+                           {"measured_ms", row.measured_ms ? nlohmann::json(*row.measured_ms) : nlohmann::json()},
+                           {"nvlink", one(row.nvlink)},
+                           {"pcie", one(row.pcie)}});
+  }
+  const auto& c = report.config;
+  nlohmann::json doc = {{"model", c.model},   {"batch_size", c.batch_size}, {"steps", c.steps},
+                        {"warmup", c.warmup}, {"seed", c.seed},             {"devices", report.device_kind},
+                        {"results", results}, {"predictions", predictions}};
+  write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
+}
+
+void write_results_csv(const CompareReport& report, const std::string& path) {
+  write_checked(path, "results.csv", [&](std::ostream& out) {
+    out << "strategy,devices,images_per_second,ms_per_step";
+    for (size_t i = 0; i < kNumPhases; ++i) out << ',' << parallel::name(static_cast<Phase>(i)) << "_ms";
+    out << ",bytes_per_step,peak_bytes_per_device,final_loss,max_param_diff\n";
+    for (const auto& run : report.runs) {
+      out << run.strategy << ',' << run.devices << ',' << run.images_per_second << ',' << run.ms_per_step;
+      for (double ms : run.phase_ms) out << ',' << ms;
+      out << ',' << run.bytes_per_step << ',';
+      for (size_t i = 0; i < run.memory.size(); ++i) out << (i ? ";" : "") << run.memory[i].peak_bytes;
+      out << ',' << run.final_loss << ',';
+      if (run.max_param_diff) out << *run.max_param_diff;
+      out << '\n';
+    }
+  });
+}
+
+}  // namespace duet::apps

@@ -1,0 +1,15 @@
+// Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev) of every phase of every step:
+// one process per strategy run, one thread per device.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "duet/parallel/experiment.h"
+
+namespace duet::apps {
+
+// Throws duet::Error naming the file if it cannot be written.
+void write_chrome_trace(const std::vector<parallel::RunMeasurement>& runs, const std::string& path);
+
+}  // namespace duet::apps

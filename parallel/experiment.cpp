@@ -1,0 +1,162 @@
+#include "duet/parallel/experiment.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "duet/core/allocator.h"
+#include "duet/core/error.h"
+#include "duet/core/generator.h"
+#include "duet/nn/models/models.h"
+#include "duet/parallel/data_parallel.h"
+
+namespace duet::parallel {
+namespace {
+
+int64_t bytes_of(const std::vector<Tensor>& tensors) {
+  int64_t bytes = 0;
+  for (const Tensor& t : tensors) {
+    if (t.defined()) bytes += t.numel() * static_cast<int64_t>(t.element_size());
+  }
+  return bytes;
+}
+
+std::vector<std::vector<double>> parameter_values(nn::Module& model) {
+  std::vector<std::vector<double>> values;
+  for (const Tensor& p : model.parameters()) values.push_back(p.to_vector<double>());
+  return values;
+}
+
+double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t j = 0; j < a[i].size(); ++j) worst = std::max(worst, std::fabs(a[i][j] - b[i][j]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = {"single", "dp", "ddp", "ddp-unbucketed", "ddp-naive"};
+  return names;
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr<nn::Module> model,
+                                        const OptimizerFactory& make_optimizer, const std::vector<Device>& devices) {
+  DUET_CHECK(!devices.empty(), "make_strategy: needs at least one device");
+  if (name == "single") return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0]);
+  if (name == "dp") return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices);
+  DDPOptions options;
+  if (name == "ddp-unbucketed") {
+    options.bucketed = false;
+  } else if (name == "ddp-naive") {
+    options.algorithm = LocalAlgorithm::naive;
+  } else {
+    DUET_CHECK(name == "ddp", "unknown strategy '", name, "' (expected single, dp, ddp, ddp-unbucketed or ddp-naive)");
+  }
+  return std::make_unique<DistributedDataParallel>(model, make_optimizer, devices, options);
+}
+
+Experiment::Experiment(ExperimentConfig config, data::TensorDataset train)
+    : config_(std::move(config)), train_(std::move(train)) {
+  DUET_CHECK(config_.make_optimizer, "Experiment: needs an optimizer factory");
+  DUET_CHECK(config_.batch_size > 0 && config_.steps > 0 && config_.warmup >= 0,
+             "Experiment: batch_size and steps must be positive and warmup >= 0, got ", config_.batch_size, ", ",
+             config_.steps, ", ", config_.warmup);
+  DUET_CHECK(train_.size() > 0, "Experiment: the training set is empty");
+}
+
+RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step) {
+  DUET_CHECK(run.devices >= 1, "Experiment: ", run.strategy, " needs at least one device, got ", run.devices);
+  const int devices = run.strategy == "single" ? 1 : run.devices;
+  std::vector<Device> group;
+  for (int i = 0; i < devices; ++i) group.push_back({config_.first_device.type, config_.first_device.index + i});
+
+  // Memory is counted from here: the model, its replicas, gradients, optimizer state and
+  // activations, but not the dataset loaded before.
+  std::vector<int64_t> baseline;
+  for (Device d : group) {
+    baseline.push_back(memory_stats(d).current);
+    reset_peak_memory(d);
+  }
+  default_generator().manual_seed(config_.seed);  // the same initial weights for every run
+  std::shared_ptr<nn::Module> model = nn::models::make(config_.model);
+  model->to(group[0]);
+  if (sizes_.parameter_bytes == 0) {
+    std::vector<Tensor> params = model->parameters();
+    std::vector<Tensor> buffers;
+    for (const auto& [name, b] : model->named_buffers()) buffers.push_back(b);
+    sizes_.parameter_bytes = bytes_of(params);
+    sizes_.buffer_bytes = bytes_of(buffers);
+    sizes_.parameter_count = static_cast<int64_t>(params.size());
+    DDPOptions defaults;
+    for (const auto& bucket : plan_buckets(params, defaults.first_bucket_bytes, defaults.bucket_bytes).buckets) {
+      sizes_.bucket_bytes.push_back(bucket.numel * static_cast<int64_t>(element_size(bucket.dtype)));
+    }
+  }
+  std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group);
+
+  RunMeasurement m;
+  m.strategy = run.strategy;
+  m.devices = devices;
+  for (Device d : group) m.device_names.push_back(d.str());
+  m.steps = config_.steps;
+
+  // The same global batches for every run: the same seed gives the same order.
+  data::DataLoader loader(train_, {.batch_size = config_.batch_size, .shuffle = true, .seed = config_.seed});
+  const int64_t total = config_.warmup + config_.steps;
+  int64_t done = 0;
+  double images = 0;  // in the timed steps
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point start = Clock::now();
+  while (done < total) {
+    for (const data::Batch& batch : loader) {
+      if (done == config_.warmup) start = Clock::now();
+      StepResult r = strategy->train_step(batch);
+      const PhaseTimes& phases = strategy->last_phases();
+      m.events.insert(m.events.end(), phases.events.begin(), phases.events.end());
+      if (done >= config_.warmup) {
+        for (size_t i = 0; i < kNumPhases; ++i) m.phase_ms[i] += phases.ms[i];
+        m.bytes_per_step += static_cast<double>(phases.bytes_moved);
+        images += static_cast<double>(r.count);
+      }
+      m.final_loss = r.loss;
+      ++done;
+      if (on_step) on_step(done, total);
+      if (done == total) break;
+    }
+  }
+  m.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double steps = static_cast<double>(config_.steps);
+  m.images_per_second = images / std::max(m.seconds, 1e-9);
+  m.ms_per_step = m.seconds * 1e3 / steps;
+  for (double& ms : m.phase_ms) ms /= steps;
+  m.bytes_per_step /= steps;
+  for (size_t i = 0; i < group.size(); ++i) {
+    m.memory.push_back({group[i].str(), memory_stats(group[i]).peak - baseline[i]});
+  }
+
+  std::vector<std::vector<double>> params = parameter_values(strategy->model());
+  if (!reference_ && run.strategy == "single") {
+    reference_ = m;
+    reference_params_ = params;
+  }
+  if (reference_) m.max_param_diff = max_abs_diff(params, reference_params_);
+  return m;
+}
+
+StepProfile Experiment::profile() const {
+  DUET_CHECK(reference_, "Experiment: the cost model needs a single-device run first");
+  StepProfile p = sizes_;
+  p.forward_ms = reference_->phase_ms[static_cast<size_t>(Phase::forward)];
+  p.loss_ms = reference_->phase_ms[static_cast<size_t>(Phase::loss)];
+  p.backward_ms = reference_->phase_ms[static_cast<size_t>(Phase::backward)];
+  p.step_ms = reference_->phase_ms[static_cast<size_t>(Phase::step)];
+  const int64_t image_bytes = train_.images.numel() / train_.size() * static_cast<int64_t>(sizeof(float));
+  p.input_bytes = config_.batch_size * image_bytes;
+  p.output_bytes = config_.batch_size * 10 * static_cast<int64_t>(sizeof(float));  // the bundled models' 10 classes
+  return p;
+}
+
+}  // namespace duet::parallel

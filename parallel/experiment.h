@@ -1,0 +1,91 @@
+// Experiment: trains several strategies from the same initial weights on the same global
+// batches and measures each one: throughput, time per phase, bytes moved, memory per device,
+// and how far its parameters end from single-device training's. `duet compare` is a front end
+// for it; a C++ user can run one directly.
+//
+//   parallel::Experiment experiment(config, data::FashionMNIST::train());
+//   auto single = experiment.run({"single", 1});
+//   auto ddp = experiment.run({"ddp", 2});   // ddp.max_param_diff: vs single
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "duet/data/dataset.h"
+#include "duet/parallel/cost_model.h"
+#include "duet/parallel/distributed.h"
+#include "duet/parallel/phase_times.h"
+
+namespace duet::parallel {
+
+// "single", "dp", "ddp" (bucketed, ring), "ddp-unbucketed", "ddp-naive" (bucketed, with the
+// naive reduce-then-broadcast all-reduce).
+const std::vector<std::string>& strategy_names();
+
+// Builds the named strategy over `devices` (single uses devices[0] only).
+std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr<nn::Module> model,
+                                        const OptimizerFactory& make_optimizer, const std::vector<Device>& devices);
+
+struct ExperimentConfig {
+  std::string model = "lenet-relu";  // a bundled model (nn::models::names())
+  int64_t batch_size = 256;          // global
+  int64_t steps = 100;               // timed steps
+  int64_t warmup = 5;                // untimed steps before them (thread start-up, first allocations)
+  uint64_t seed = 0;                 // the initial weights and the batch order
+  OptimizerFactory make_optimizer;   // required
+  Device first_device = cpu(0);      // a run on N devices uses this one and the N-1 after it
+};
+
+struct StrategyRun {
+  std::string strategy;
+  int devices = 1;
+};
+
+struct DeviceMemory {
+  std::string device;
+  int64_t peak_bytes = 0;  // above what the device held before the run built its model
+};
+
+struct RunMeasurement {
+  std::string strategy;
+  int devices = 1;
+  std::vector<std::string> device_names;  // the trace's tracks, in the strategy's device order
+  int64_t steps = 0;                      // timed
+  double seconds = 0;                     // wall clock of the timed steps, data loading included
+  double images_per_second = 0;
+  double ms_per_step = 0;
+  std::array<double, kNumPhases> phase_ms{};  // mean per timed step
+  double bytes_per_step = 0;                  // between devices
+  std::vector<DeviceMemory> memory;
+  double final_loss = 0;                 // the last step's
+  std::optional<double> max_param_diff;  // max |p - p_single| over every parameter element
+  std::vector<PhaseEvent> events;        // every step, warm-up included
+};
+
+class Experiment {
+ public:
+  Experiment(ExperimentConfig config, data::TensorDataset train);
+
+  // Trains `run.strategy` on run.devices devices for warmup + steps batches. The first
+  // "single" run becomes the reference that later runs' max_param_diff compares against.
+  // on_step(done, total) reports progress.
+  RunMeasurement run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step = {});
+
+  // What the cost model needs, from the reference single-device run; throws if there was none.
+  StepProfile profile() const;
+  const ExperimentConfig& config() const { return config_; }
+
+ private:
+  ExperimentConfig config_;
+  data::TensorDataset train_;
+  std::optional<RunMeasurement> reference_;
+  std::vector<std::vector<double>> reference_params_;
+  StepProfile sizes_;  // the model's byte counts, filled by the first run
+};
+
+}  // namespace duet::parallel

@@ -1,0 +1,119 @@
+// The experiment runner behind `duet compare`, and the alpha-beta cost model it predicts with.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "duet/duet.h"
+#include "duet/parallel/experiment.h"
+
+using namespace duet;
+using namespace duet::parallel;
+using Catch::Matchers::Contains;
+
+namespace {
+
+// 40 random 28x28 u8 images, as FashionMNIST loads them.
+data::TensorDataset random_images(int64_t n = 40) {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> pixels(static_cast<size_t>(n * 28 * 28));
+  std::vector<int64_t> labels(static_cast<size_t>(n));
+  for (uint8_t& p : pixels) p = static_cast<uint8_t>(rng() % 256);
+  for (int64_t& l : labels) l = static_cast<int64_t>(rng() % 10);
+  return {from_vector(pixels, {n, 1, 28, 28}), from_vector(labels, {n})};
+}
+
+ExperimentConfig small_config(const std::string& model) {
+  return {.model = model,
+          .batch_size = 16,
+          .steps = 4,  // 40 images make 3 batches an epoch: the run crosses into a second epoch
+          .warmup = 1,
+          .make_optimizer = [](std::vector<Tensor> params) {
+            return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = 0.1});
+          }};
+}
+
+}  // namespace
+
+TEST_CASE("Experiment runs every strategy on the same batches and measures it", "[experiment]") {
+  Experiment experiment(small_config("mlp"), random_images());
+  RunMeasurement single = experiment.run({"single", 2});  // single ignores the device count
+  CHECK(single.devices == 1);
+  CHECK(single.max_param_diff == 0.0);
+  CHECK(single.steps == 4);
+  CHECK(single.images_per_second > 0);
+  CHECK(single.phase_ms[static_cast<size_t>(Phase::forward)] > 0);
+  CHECK(single.bytes_per_step == 0);
+  REQUIRE(single.memory.size() == 1);
+  CHECK(single.memory[0].peak_bytes > 0);
+  CHECK(single.events.size() == 5 * 4);  // forward, loss, backward, step in each of 5 steps
+
+  for (const std::string& strategy : {"dp", "ddp", "ddp-unbucketed", "ddp-naive"}) {
+    INFO(strategy);
+    RunMeasurement m = experiment.run({strategy, 2});
+    CHECK(m.device_names == std::vector<std::string>{"cpu:0", "cpu:1"});
+    REQUIRE(m.max_param_diff.has_value());
+    CHECK(*m.max_param_diff < 1e-5);
+    CHECK(std::fabs(m.final_loss - single.final_loss) < 1e-5);
+    CHECK(m.bytes_per_step > 0);
+    REQUIRE(m.memory.size() == 2);
+    CHECK(m.memory[1].peak_bytes > 0);  // the replica on cpu:1
+    bool device1_traced = false;
+    for (const PhaseEvent& e : m.events) device1_traced |= e.track == 1;
+    CHECK(device1_traced);
+  }
+
+  StepProfile profile = experiment.profile();
+  std::shared_ptr<nn::Module> mlp = nn::models::mlp();
+  CHECK(profile.parameter_bytes == mlp->num_parameters() * 4);
+  CHECK(profile.parameter_count == 4);
+  CHECK(profile.input_bytes == 16 * 28 * 28 * 4);
+  CHECK(profile.forward_ms > 0);
+  CHECK_THROWS_WITH(experiment.run({"zero", 2}), Contains("unknown strategy 'zero'"));
+}
+
+TEST_CASE("Experiment needs a single-device run before it can profile", "[experiment]") {
+  Experiment experiment(small_config("mlp"), random_images());
+  CHECK_THROWS_WITH(experiment.profile(), Contains("single-device run first"));
+  CHECK_THROWS_WITH(Experiment(small_config("mlp"), data::TensorDataset{}), Contains("training set is empty"));
+}
+
+TEST_CASE("the cost model adds latency plus bytes over bandwidth", "[experiment]") {
+  // 1 us and 1 GB/s: a message of b bytes costs 0.001 + b * 1e-6 ms.
+  const Link link{"test", 1, 1};
+  StepProfile p{.forward_ms = 8, .loss_ms = 1, .backward_ms = 16, .step_ms = 2, .parameter_bytes = 1000000,
+                .buffer_bytes = 0, .input_bytes = 400000, .output_bytes = 4000, .bucket_bytes = {200000, 800000},
+                .parameter_count = 4};
+  auto message = [](double bytes) { return 0.001 + bytes * 1e-6; };
+
+  CHECK(predict("single", 1, link, p).step_ms() == Approx(27));
+  for (const char* s : {"dp", "ddp", "ddp-unbucketed"}) CHECK(predict(s, 1, link, p).comm_ms == 0);
+
+  // A on 4 devices: the root sends 3 input quarters, 3 parameter copies, receives 3 output
+  // quarters and 3 gradient sets; loss and step stay on device 0.
+  Prediction a = predict("dp", 4, link, p);
+  CHECK(a.compute_ms == Approx((8 + 16) / 4.0 + 1 + 2));
+  CHECK(a.comm_ms == Approx(3 * message(100000) + 3 * message(1e6) + 3 * message(1000) + 3 * message(1e6)));
+
+  // B: each bucket's ring all-reduce is 2(n-1) messages of 1/n of it. Together they take
+  // 6 * (message(50000) + message(200000)) = 1.512 ms, less than backward's 16 / 4 ms, so
+  // only the last bucket's 6 * message(200000) = 1.206 ms is exposed.
+  Prediction b = predict("ddp", 4, link, p);
+  CHECK(b.compute_ms == Approx((8 + 1 + 16) / 4.0 + 2));
+  CHECK(b.comm_ms == Approx(6 * message(200000)));
+
+  // Unbucketed: one all-reduce per tensor after backward: 4 latencies each, plus the bytes.
+  Prediction u = predict("ddp-unbucketed", 4, link, p);
+  CHECK(u.comm_ms == Approx(6 * (4 * 0.001 + 250000 * 1e-6)));
+
+  // A slow link: bucket all-reduces outlast backward, and all but its length is exposed.
+  Prediction slow = predict("ddp", 4, Link{"slow", 1, 0.01}, p);
+  double total = 6 * (0.001 + 50000 * 1e-4) + 6 * (0.001 + 200000 * 1e-4);
+  CHECK(slow.comm_ms == Approx(total - 16 / 4.0));
+
+  // Naive: each bucket reduced onto rank 0 and broadcast back, (n-1) whole buckets each way.
+  Prediction naive = predict("ddp-naive", 4, link, p);
+  CHECK(naive.comm_ms == Approx(std::max(6 * message(800000), 6 * message(200000) + 6 * message(800000) - 4)));
+
+  CHECK_THROWS_WITH(predict("pipeline", 2, link, p), Contains("unknown strategy 'pipeline'"));
+  CHECK_THROWS_WITH(predict("ddp", 0, link, p), Contains("at least 1"));
+}
