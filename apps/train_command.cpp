@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "cli_common.h"
@@ -31,15 +32,21 @@ struct TrainArgs {
   std::string device = "cpu";
   std::string strategy = "single";
   int devices = 1;
+  std::vector<int> device_ids;  // instead of --devices: these indices of --device's type
   std::string comm = "local";
   std::string save, resume, metrics, plot;
 };
 
 // The flag combinations that cannot work, as one message; empty when the flags are fine.
 std::string check_combination(const TrainArgs& args) {
-  if (args.strategy == "single" && args.devices > 1) return "--devices " + std::to_string(args.devices) + " needs --strategy dp or ddp";
+  if (args.strategy == "single" && (args.devices > 1 || args.device_ids.size() > 1)) {
+    return "several devices need --strategy dp or ddp";
+  }
+  if (args.devices > 1 && !args.device_ids.empty()) return "give --devices or --device-ids, not both";
+  std::set<int> distinct(args.device_ids.begin(), args.device_ids.end());
+  if (distinct.size() != args.device_ids.size()) return "--device-ids lists a device twice";
   if (args.comm == "mpi" && args.strategy != "ddp") return "--comm mpi needs --strategy ddp";
-  if (args.comm == "mpi" && args.devices > 1) {
+  if (args.comm == "mpi" && (args.devices > 1 || args.device_ids.size() > 1)) {
     return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";
   }
   if (args.strategy == "ddp" && !args.resume.empty()) {
@@ -64,10 +71,19 @@ nlohmann::json epoch_json(const TrainArgs& args, const parallel::EpochStats& e) 
           {"images_per_second", e.images_per_second}};
 }
 
+// --devices N: N devices of --device's type from it on; --device-ids: exactly those.
+std::vector<Device> devices_of(const TrainArgs& args, Device device) {
+  std::vector<Device> group;
+  for (int index : args.device_ids) group.push_back({device.type, index});
+  return group.empty() ? device_group(device, args.devices) : group;
+}
+
+// The model lives on group[0].
 std::unique_ptr<parallel::Strategy> make_strategy(const TrainArgs& args, std::shared_ptr<nn::Module> model,
-                                                  Device device, std::shared_ptr<parallel::Communicator> comm) {
+                                                  const std::vector<Device>& group,
+                                                  std::shared_ptr<parallel::Communicator> comm) {
   auto optimizer_for = [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); };
-  std::vector<Device> group = device_group(device, args.devices);
+  const Device device = group[0];
   if (args.strategy == "dp") return std::make_unique<parallel::DataParallel>(model, optimizer_for(model->parameters()), group);
   if (args.strategy == "ddp" && comm) return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, comm);
   if (args.strategy == "ddp") return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, group);
@@ -115,8 +131,9 @@ int run_train(const TrainArgs& args) {
   Generator& generator = default_generator();
   generator.manual_seed(args.seed);
   std::shared_ptr<nn::Module> model = nn::models::make(args.model);
-  model->to(device);
-  std::unique_ptr<parallel::Strategy> chosen = make_strategy(args, model, device, comm);
+  std::vector<Device> group = devices_of(args, device);
+  model->to(group[0]);
+  std::unique_ptr<parallel::Strategy> chosen = make_strategy(args, model, group, comm);
   parallel::Strategy& strategy = *chosen;
 
   int64_t first_epoch = 0;
@@ -212,6 +229,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"single", "dp", "ddp"}))->capture_default_str();
   cmd->add_option("--devices", args->devices, "Number of devices for dp and ddp in this process")
       ->check(kPositive)->capture_default_str();
+  cmd->add_option("--device-ids", args->device_ids, "Explicit device indices for dp and ddp, e.g. 0,2")
+      ->delimiter(',')->check(kNonNegative);
   cmd->add_option("--comm", args->comm, "ddp's communicator: local (threads in this process) or mpi (one rank per "
                   "process, under mpirun)")->check(CLI::IsMember({"local", "mpi"}))->capture_default_str();
   cmd->add_option("--save", args->save, "Write a checkpoint here after every epoch");

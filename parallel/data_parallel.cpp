@@ -10,9 +10,10 @@
 namespace duet::parallel {
 
 DataParallel::DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-                           std::vector<Device> devices)
-    : model_(std::move(model)), optimizer_(std::move(optimizer)), devices_(std::move(devices)) {
+                           std::vector<Device> devices, LossReduction loss)
+    : model_(std::move(model)), optimizer_(std::move(optimizer)), devices_(std::move(devices)), loss_(loss) {
   DUET_CHECK(model_ && optimizer_, "DataParallel: needs a model and an optimizer");
+  check_loss_reduction(loss_, "DataParallel");
   DUET_CHECK(!devices_.empty(), "DataParallel: needs at least one device");
   for (const auto& [name, p] : model_->named_parameters()) {
     DUET_CHECK(p.device() == devices_[0], "DataParallel: the model must live on ", devices_[0].str(),
@@ -78,9 +79,9 @@ StepResult DataParallel::train_step(const data::Batch& batch) {
   Tensor logits = gather(outputs, master);
   timer.lap(Phase::gather);
 
-  // 5. The loss over the global batch, on device 0: its mean divides by the global batch size,
-  //    so the gradients are exactly single-device training's.
-  Tensor loss = nn::functional::cross_entropy(logits, labels);
+  // 5. The loss over the global batch, on device 0: a mean divides by the global batch size,
+  //    so the gradients are exactly single-device training's (and a sum is a sum).
+  Tensor loss = nn::functional::cross_entropy(logits, labels, loss_);
   timer.lap(Phase::loss);
   // Backward runs each replica's part on its device's engine thread; broadcast's backward sums
   // the replicas' gradients onto the masters' .grad. Nothing overlaps this reduction.
@@ -91,7 +92,7 @@ StepResult DataParallel::train_step(const data::Batch& batch) {
   optimizer_->step();
   timer.lap(Phase::step);
   phases_.bytes_moved = comm_counter().bytes_moved();
-  return {loss.item<double>(), count_correct(logits, labels), labels.numel()};
+  return {mean_loss(loss, loss_, labels.numel()), count_correct(logits, labels), labels.numel()};
 }
 
 }  // namespace duet::parallel

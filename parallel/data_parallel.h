@@ -25,7 +25,7 @@ class DataParallel final : public Strategy {
  public:
   // `model` lives on devices[0] and `optimizer` updates its (the master) parameters.
   DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-               std::vector<Device> devices);
+               std::vector<Device> devices, LossReduction loss = LossReduction::mean);
 
   StepResult train_step(const data::Batch& batch) override;
   nn::Module& model() override { return *model_; }
@@ -41,6 +41,7 @@ class DataParallel final : public Strategy {
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<Device> devices_;
+  LossReduction loss_;
   PhaseTimes phases_;
 };
 

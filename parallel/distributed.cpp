@@ -42,6 +42,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                                                  DDPOptions options)
     : devices_(std::move(devices)), options_(options) {
   DUET_CHECK(model && make_optimizer, "DistributedDataParallel: needs a model and an optimizer factory");
+  check_loss_reduction(options_.loss, "DistributedDataParallel");
   DUET_CHECK(!devices_.empty(), "DistributedDataParallel: needs at least one device");
   check_model_on(*model, devices_[0]);
   std::vector<std::shared_ptr<Communicator>> comms =
@@ -61,6 +62,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     : options_(options) {
   DUET_CHECK(model && make_optimizer && comm, "DistributedDataParallel: needs a model, an optimizer factory and a "
              "communicator");
+  check_loss_reduction(options_.loss, "DistributedDataParallel");
   devices_ = {comm->device()};
   check_model_on(*model, comm->device());
   // DDP's constructor broadcast: whatever each process initialised, rank 0's values win.
@@ -177,9 +179,9 @@ DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, 
   // gradient of the global mean loss: exact for unequal shards. mean_of_means instead averages
   // the ranks' mean-loss gradients (sum over ranks of (1/N)(1/n_k) sum_k), which equals it
   // only when all shards are equal.
-  const double scale = options_.mean_of_means || global_count == 0
-                           ? 1.0
-                           : static_cast<double>(n_local) / static_cast<double>(global_count);
+  // A sum loss needs no weighting: the sum over ranks of the shards' sums is the global sum.
+  const bool weighted = options_.loss == LossReduction::mean && !options_.mean_of_means && global_count > 0;
+  const double scale = weighted ? static_cast<double>(n_local) / static_cast<double>(global_count) : 1.0;
   const ReduceOp op = options_.mean_of_means ? ReduceOp::avg : ReduceOp::sum;
   if (rank.reducer) rank.reducer->prepare(scale, op);
 
@@ -188,12 +190,12 @@ DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, 
   if (n_local > 0) {
     Tensor logits = rank.model->forward(x);
     timer.lap(Phase::forward);
-    Tensor loss = nn::functional::cross_entropy(logits, y);
+    Tensor loss = nn::functional::cross_entropy(logits, y, options_.loss);
     timer.lap(Phase::loss);
     // The hooks fire inside this call, on this thread, and launch the buckets as they fill.
     loss.backward();
     timer.lap(Phase::backward);
-    result.loss = loss.item<double>();
+    result.loss = mean_loss(loss, options_.loss, n_local);
     result.correct = count_correct(logits, y);
   }
   if (rank.reducer) {

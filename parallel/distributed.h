@@ -41,6 +41,10 @@ struct DDPOptions {
   // true: PyTorch DDP's behaviour, the AVERAGE over ranks of per-rank mean-loss gradients,
   // which over-weights the examples of a smaller shard.
   bool mean_of_means = false;
+  // Each rank's loss: the mean over its shard (scaled as above), or the sum, whose gradients
+  // simply add up over the ranks (mean_of_means then divides them by the world size, as
+  // PyTorch's DDP always does).
+  LossReduction loss = LossReduction::mean;
   // Every this many steps, check that all replicas hold bit-identical parameters (0: never).
   int64_t check_every = 0;
   LocalAlgorithm algorithm = LocalAlgorithm::ring;

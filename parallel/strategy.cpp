@@ -7,9 +7,10 @@
 namespace duet::parallel {
 
 SingleDevice::SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-                           Device device)
-    : model_(std::move(model)), optimizer_(std::move(optimizer)), device_(device) {
+                           Device device, LossReduction loss)
+    : model_(std::move(model)), optimizer_(std::move(optimizer)), device_(device), loss_(loss) {
   DUET_CHECK(model_ && optimizer_, "SingleDevice: needs a model and an optimizer");
+  check_loss_reduction(loss_, "SingleDevice");
 }
 
 StepResult SingleDevice::train_step(const data::Batch& batch) {
@@ -19,13 +20,23 @@ StepResult SingleDevice::train_step(const data::Batch& batch) {
   optimizer_->zero_grad();
   Tensor logits = model_->forward(x);
   timer.lap(Phase::forward);
-  Tensor loss = nn::functional::cross_entropy(logits, y);
+  Tensor loss = nn::functional::cross_entropy(logits, y, loss_);
   timer.lap(Phase::loss);
   loss.backward();
   timer.lap(Phase::backward);
   optimizer_->step();
   timer.lap(Phase::step);
-  return {loss.item<double>(), count_correct(logits, y), y.numel()};
+  return {mean_loss(loss, loss_, y.numel()), count_correct(logits, y), y.numel()};
+}
+
+void check_loss_reduction(LossReduction loss, const char* who) {
+  DUET_CHECK(loss == LossReduction::mean || loss == LossReduction::sum, who,
+             ": the training loss must be reduced by mean or sum, not none");
+}
+
+double mean_loss(const Tensor& loss, LossReduction reduction, int64_t count) {
+  const double value = loss.item<double>();
+  return reduction == LossReduction::sum && count > 0 ? value / static_cast<double>(count) : value;
 }
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {

@@ -9,14 +9,19 @@
 #include <string>
 
 #include "duet/data/dataloader.h"
+#include "duet/nn/functional.h"
 #include "duet/nn/module.h"
 #include "duet/optim/optimizer.h"
 #include "duet/parallel/phase_times.h"
 
 namespace duet::parallel {
 
+// Every strategy trains with cross-entropy, averaged over the global batch (mean) or summed
+// (sum). The data-parallel strategies reproduce either exactly.
+using LossReduction = nn::functional::Reduction;
+
 struct StepResult {
-  double loss = 0;      // mean loss over the batch
+  double loss = 0;      // mean loss over the batch, whichever the reduction
   int64_t correct = 0;  // examples whose argmax matched the label
   int64_t count = 0;    // examples in the batch
 };
@@ -38,7 +43,8 @@ class Strategy {
 // Plain training on one device.
 class SingleDevice final : public Strategy {
  public:
-  SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer, Device device);
+  SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer, Device device,
+               LossReduction loss = LossReduction::mean);
   StepResult train_step(const data::Batch& batch) override;
   nn::Module& model() override { return *model_; }
   optim::Optimizer& optimizer() override { return *optimizer_; }
@@ -50,8 +56,14 @@ class SingleDevice final : public Strategy {
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   Device device_;
+  LossReduction loss_;
   PhaseTimes phases_;
 };
+
+// Throws unless `loss` is mean or sum; `who` names the strategy.
+void check_loss_reduction(LossReduction loss, const char* who);
+// The mean loss over `count` examples from a mean- or sum-reduced loss tensor.
+double mean_loss(const Tensor& loss, LossReduction reduction, int64_t count);
 
 // Number of rows of `logits` [N, C] whose argmax equals `labels` [N].
 int64_t count_correct(const Tensor& logits, const Tensor& labels);

@@ -11,6 +11,8 @@ expect_bad "dataset-fashion-mnist" --data-dir "$work/nowhere"
 expect_bad "not expected" --no-such-flag
 expect_bad "--comm mpi needs --strategy ddp" --comm mpi
 expect_bad "start more processes with mpirun" --strategy ddp --comm mpi --devices 2
+expect_bad "--device-ids lists a device twice" --strategy dp --device-ids 1,1
+expect_bad "give --devices or --device-ids, not both" --strategy dp --devices 2 --device-ids 0,1
 
 mkdir -p "$work/corrupt"
 printf 'junk' > "$work/corrupt/train-images-idx3-ubyte"
