@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "duet/core/cpu_allocator.h"
 #include "duet/core/error.h"
 
 namespace duet {
@@ -22,29 +23,8 @@ Counters& counters(Device device) {
   return table[static_cast<size_t>(device.type)][static_cast<size_t>(device.index)];
 }
 
-// Plain aligned host memory. Logical CPU devices share it; only the accounting differs.
-class CpuAllocator final : public Allocator {
- public:
-  void* allocate(size_t bytes, Device device) override {
-    size_t rounded = (std::max<size_t>(bytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    void* ptr = std::aligned_alloc(kCpuAlignment, rounded);
-    if (!ptr) {
-      MemoryStats s = memory_stats(device);
-      DUET_FAIL("out of memory on ", device, ": failed to allocate ", bytes, " bytes (",
-                s.current, " bytes in use)");
-    }
-    record_memory(device, static_cast<int64_t>(bytes), static_cast<int64_t>(bytes));
-    return ptr;
-  }
-  void deallocate(void* ptr, size_t bytes, Device device) override {
-    std::free(ptr);
-    record_memory(device, -static_cast<int64_t>(bytes), -static_cast<int64_t>(bytes));
-  }
-};
-
 std::array<std::atomic<Allocator*>, 2>& registry() {
-  static CpuAllocator cpu_allocator;
-  static std::array<std::atomic<Allocator*>, 2> table{&cpu_allocator, nullptr};
+  static std::array<std::atomic<Allocator*>, 2> table{&cpu_allocator(), nullptr};
   return table;
 }
 
