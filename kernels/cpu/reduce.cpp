@@ -62,7 +62,10 @@ struct MeanAcc : SumAcc<T> {
 // max (kMax) or min; NaN wins, as in PyTorch.
 template <class T, bool kMax>
 struct ExtremumAcc {
-  T best = kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max();
+  // An infinity for floating types, so that an all -inf (or +inf) input gives it back.
+  T best = std::is_floating_point_v<T>
+               ? (kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity())
+               : (kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
   static bool better(T v, T best) { return (kMax ? v > best : v < best) || is_nan(v); }
   void add(T v, int64_t) {
     if (better(v, best)) best = v;

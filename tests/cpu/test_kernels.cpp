@@ -491,6 +491,14 @@ TEST_CASE("max, min and argmax, with ties taking the first index", "[kernels]") 
   CHECK(values<int64_t>(tie_idx) == std::vector<int64_t>{0});
   REQUIRE_THROWS_WITH(reduce(ReduceOp::argmax, x, {0, 1}, tie_idx), Contains("exactly one dim"));
 
+  // Infinities come back as themselves, not as the largest finite float.
+  const float inf = std::numeric_limits<float>::infinity();
+  Tensor infinite = make<float>({2, 2}, {-inf, -inf, inf, inf});
+  reduce(ReduceOp::max, infinite, {1}, out);
+  CHECK(values<float>(out) == std::vector<float>{-inf, inf});
+  reduce(ReduceOp::min, infinite, {1}, out);
+  CHECK(values<float>(out) == std::vector<float>{-inf, inf});
+
   // A long tied row split over threads still reports the first index.
   const int64_t n = 300000;
   std::vector<float> v(static_cast<size_t>(n), 1.0f);
