@@ -1,25 +1,56 @@
 # Decides whether the CUDA backend is built (DUET_CUDA = AUTO | ON | OFF) and sets DUET_HAS_CUDA.
-# AUTO builds it whenever nvcc is found, so CI compiles every CUDA source even without a GPU.
+# AUTO builds it whenever nvcc, cuBLAS and cuDNN are all found, so CI compiles every CUDA source
+# even without a GPU; ON stops the configure, saying what is missing.
 include(CheckLanguage)
 
 set(DUET_HAS_CUDA OFF)
+
+# Stops the configure under DUET_CUDA=ON; under AUTO says why CUDA is left out.
+macro(duet_cuda_unavailable reason)
+  if(DUET_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "DUET_CUDA=ON but ${reason}")
+  endif()
+  message(STATUS "duet: building without CUDA: ${reason}")
+endmacro()
+
 if(NOT DUET_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
   endif()
   check_language(CUDA)
-  if(CMAKE_CUDA_COMPILER)
-    # Real sm_90 code for H100/H200 by default; -DCMAKE_CUDA_ARCHITECTURES=80 etc. overrides.
-    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)
+  if(NOT CMAKE_CUDA_COMPILER)
+    duet_cuda_unavailable("no CUDA compiler (nvcc) was found")
+  else()
+    find_package(CUDAToolkit)
+    # cuDNN ships apart from the toolkit: beside it (/usr/local/cuda), under Debian's paths,
+    # or wherever CUDNN_ROOT points.
+    find_path(DUET_CUDNN_INCLUDE_DIR cudnn.h
+              HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
+              PATH_SUFFIXES include)
+    find_library(DUET_CUDNN_LIBRARY cudnn
+                 HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+                 PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
+    if(NOT CUDAToolkit_FOUND)
+      duet_cuda_unavailable("the CUDA toolkit (FindCUDAToolkit) was not found")
+    elseif(NOT TARGET CUDA::cublas)
+      duet_cuda_unavailable("cuBLAS (CUDA::cublas) was not found in the CUDA toolkit")
+    elseif(NOT DUET_CUDNN_INCLUDE_DIR OR NOT DUET_CUDNN_LIBRARY)
+      duet_cuda_unavailable("cuDNN was not found (cudnn.h: ${DUET_CUDNN_INCLUDE_DIR}, libcudnn: \
+${DUET_CUDNN_LIBRARY}); set CUDNN_ROOT to its install prefix")
+    else()
+      # Real sm_90 code for H100/H200 by default; -DCMAKE_CUDA_ARCHITECTURES=80 etc. overrides.
+      if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+        set(CMAKE_CUDA_ARCHITECTURES 90)
+      endif()
+      enable_language(CUDA)
+      set(CMAKE_CUDA_STANDARD 20)
+      set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+      set(DUET_HAS_CUDA ON)
+
+      add_library(duet::cudnn UNKNOWN IMPORTED)
+      set_target_properties(duet::cudnn PROPERTIES IMPORTED_LOCATION ${DUET_CUDNN_LIBRARY}
+                                                   INTERFACE_INCLUDE_DIRECTORIES ${DUET_CUDNN_INCLUDE_DIR})
     endif()
-    enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 20)
-    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
-    find_package(CUDAToolkit REQUIRED)
-    set(DUET_HAS_CUDA ON)
-  elseif(DUET_CUDA STREQUAL "ON")
-    message(FATAL_ERROR "DUET_CUDA=ON but no CUDA compiler (nvcc) was found")
   endif()
 endif()
 message(STATUS "duet: CUDA backend ${DUET_HAS_CUDA}")

@@ -47,7 +47,7 @@ class NnBackend {
 
 NnBackend& cpu_nn_backend();
 // The backend for `device`'s type. `op` names the caller in the error thrown when none is
-// registered: "conv2d_forward on cuda:0: the CUDA NN kernels are not built yet".
+// registered: "conv2d_forward on cuda:0: duet was built without CUDA".
 NnBackend& nn_backend_for(Device device, const char* op);
 void register_nn_backend(DeviceType type, NnBackend* backend);
 

@@ -26,7 +26,7 @@ NnBackend& nn_backend_for(Device device, const char* op) {
   NnBackend* backend = nn_backends()[static_cast<size_t>(device.type)].load();
   if (backend) return *backend;
   DUET_CHECK(device.is_cuda(), op, " on ", device, ": no NN kernel backend registered");
-  DUET_FAIL(op, " on ", device, ": the CUDA NN kernels are not built yet");
+  DUET_FAIL(op, " on ", device, ": duet was built without CUDA");
 }
 
 void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,

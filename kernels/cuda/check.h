@@ -1,9 +1,11 @@
-// Checking macros for CUDA runtime calls (cuBLAS/cuDNN variants join them with those backends).
-// Every call into the CUDA runtime goes through DUET_CUDA_CHECK, so a failure surfaces as a
-// duet::Error that names the file, the line, the call and CUDA's own message.
+// Checking macros for CUDA runtime, cuBLAS and cuDNN calls. Every call into one of these
+// libraries goes through its macro, so a failure surfaces as a duet::Error that names the file,
+// the line, the call and the library's own message.
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include "duet/core/error.h"
 
@@ -17,6 +19,17 @@ namespace duet::cuda::detail {
             " (", cudaGetErrorString(status), ")");
 }
 
+[[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* expr, const char* file,
+                                            int line) {
+  DUET_FAIL("cuBLAS error at ", file, ":", line, ": ", expr, " failed: ", cublasGetStatusName(status), " (",
+            cublasGetStatusString(status), ")");
+}
+
+[[noreturn]] inline void throw_cudnn_error(cudnnStatus_t status, const char* expr, const char* file,
+                                           int line) {
+  DUET_FAIL("cuDNN error at ", file, ":", line, ": ", expr, " failed: ", cudnnGetErrorString(status));
+}
+
 }  // namespace duet::cuda::detail
 
 #define DUET_CUDA_CHECK(expr)                                                     \
@@ -28,3 +41,17 @@ namespace duet::cuda::detail {
 
 // After a kernel launch: reports bad launch configurations (the launch itself returns nothing).
 #define DUET_CUDA_CHECK_LAUNCH() DUET_CUDA_CHECK(cudaGetLastError())
+
+#define DUET_CUBLAS_CHECK(expr)                                                     \
+  do {                                                                              \
+    cublasStatus_t duet_cublas_status_ = (expr);                                    \
+    if (duet_cublas_status_ != CUBLAS_STATUS_SUCCESS)                               \
+      ::duet::cuda::detail::throw_cublas_error(duet_cublas_status_, #expr, __FILE__, __LINE__); \
+  } while (0)
+
+#define DUET_CUDNN_CHECK(expr)                                                     \
+  do {                                                                             \
+    cudnnStatus_t duet_cudnn_status_ = (expr);                                     \
+    if (duet_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                \
+      ::duet::cuda::detail::throw_cudnn_error(duet_cudnn_status_, #expr, __FILE__, __LINE__); \
+  } while (0)

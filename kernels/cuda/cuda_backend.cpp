@@ -1,14 +1,11 @@
 // The CUDA backend: checks that every operand is on the output's device, makes that device
 // current and runs the launcher on its stream. Registered at load time (no CUDA call there).
 //
-// reduce and matmul are deferred to the CUDA backend issue (own reduction kernels; cuBLAS for
-// GEMM); until then they throw, so nothing silently falls back to a wrong or slow path.
-#include <initializer_list>
-
+// Reductions are duet's own kernels (reduce.cu), matmul goes to cuBLAS (matmul.cpp).
 #include "duet/kernels/backend.h"
 #include "duet/kernels/cuda/cross_device_copy.h"
-#include "duet/kernels/cuda/device.h"
 #include "duet/kernels/cuda/launchers.h"
+#include "duet/kernels/cuda/on_device.h"
 
 namespace duet::cuda {
 namespace {
@@ -16,28 +13,6 @@ namespace {
 using kernels::BinaryOp;
 using kernels::ReduceOp;
 using kernels::UnaryOp;
-
-// The device every kernel argument must be on; undefined (optional) tensors are skipped.
-// Catching a mix here beats an illegal-address fault, which would poison the whole context.
-Device common_device(const char* op, const Tensor& out, std::initializer_list<const Tensor*> inputs) {
-  for (const Tensor* t : inputs)
-    DUET_CHECK(!t->defined() || t->device() == out.device(), op, " on CUDA: ", t->describe(), " and ",
-               out.describe(), " are on different devices");
-  return out.device();
-}
-
-// The output's device made current, and its stream, for one launch.
-class OnDevice {
- public:
-  OnDevice(const char* op, const Tensor& out, std::initializer_list<const Tensor*> inputs)
-      : device_(common_device(op, out, inputs)), guard_(device_), stream_(cuda::stream(device_)) {}
-  cudaStream_t stream() const { return stream_; }
-
- private:
-  Device device_;
-  DeviceGuard guard_;
-  cudaStream_t stream_;
-};
 
 class CudaBackend final : public kernels::Backend {
  public:
@@ -64,12 +39,14 @@ class CudaBackend final : public kernels::Backend {
     if (grad_b.defined()) launch_binary_backward(op, /*wrt_a=*/false, grad, a, b, out, grad_b, on.stream());
   }
 
-  void reduce(ReduceOp op, const Tensor&, const std::vector<int64_t>&, const Tensor&) override {
-    DUET_FAIL("reduce (", kernels::name(op), ") on CUDA: not implemented yet (CUDA backend issue)");
+  void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out) override {
+    OnDevice on(kernels::name(op), out, {&in});
+    launch_reduce(op, in, dims, out, on.stream());
   }
 
-  void matmul(const Tensor&, const Tensor&, const Tensor&) override {
-    DUET_FAIL("matmul on CUDA: not implemented yet (CUDA backend issue)");
+  void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override {
+    OnDevice on("matmul", out, {&a, &b});
+    launch_matmul(a, b, out, on.device(), on.stream());
   }
 
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override {

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "duet/core/tensor.h"
 #include "duet/kernels/kernels.h"
@@ -29,6 +30,16 @@ void launch_binary_backward(kernels::BinaryOp op, bool wrt_a, const Tensor& grad
 void launch_copy(const Tensor& src, const Tensor& dst, cudaStream_t stream);
 void launch_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
                   cudaStream_t stream);
+
+// reduce.cu: the contract of kernels::reduce (kernels.h). sum, max, min and argmax on every
+// dtype, mean and logsumexp on floating ones; out has in's dtype (i64 for argmax). Deterministic:
+// each output is reduced in a fixed order that depends only on the shapes.
+void launch_reduce(kernels::ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out,
+                   cudaStream_t stream);
+
+// matmul.cpp: the contract of kernels::matmul, through cuBLAS (f32 and f64). `device` owns the
+// cuBLAS handle bound to `stream`.
+void launch_matmul(const Tensor& a, const Tensor& b, const Tensor& out, Device device, cudaStream_t stream);
 
 // fill_random.cu: fill and arange on every dtype; the draws on floating dtypes into a
 // contiguous `out`.

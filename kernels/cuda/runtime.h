@@ -21,4 +21,12 @@ bool is_built() noexcept;
 // bytes drop to those held by live tensors). A no-op without CUDA: nothing is ever cached.
 void empty_cache();
 
+// TF32 tensor cores for f32 matmul (cuBLAS) and convolution (cuDNN). Off by default, so f32
+// results on the GPU agree with the CPU to f32 rounding. Turning it on makes f32 GEMMs and
+// convolutions several times faster but rounds their inputs to 10 mantissa bits: results then
+// differ from the CPU (and from a TF32-off run) by about 1e-3 relative. f64 is never affected.
+// Takes effect for the next launch, on every device and thread.
+void set_allow_tf32(bool allow);
+bool allow_tf32() noexcept;
+
 }  // namespace duet::cuda

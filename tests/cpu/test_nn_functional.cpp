@@ -8,6 +8,7 @@
 #include <random>
 
 #include "duet/duet.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/nn_backend.h"
 #include "duet/nn/functional.h"
 
@@ -536,8 +537,12 @@ TEST_CASE("cross_entropy names a bad target's value and index", "[nn][op_errors]
 }
 
 TEST_CASE("NN kernels on a device without an NN backend say so", "[nn]") {
+  if (cuda::is_built()) {
+    SUCCEED("this build registers the CUDA NN backend");
+    return;
+  }
   REQUIRE_THROWS_WITH(kernels::nn_backend_for(cuda_device(0), "conv2d_forward"),
-                      Contains("conv2d_forward on cuda:0: the CUDA NN kernels are not built yet"));
+                      Contains("conv2d_forward on cuda:0: duet was built without CUDA"));
 }
 
 TEST_CASE("nn ops record named backward nodes", "[nn]") {

@@ -90,13 +90,6 @@ TEST_CASE("an index beyond the CUDA devices is a clear error", "[cuda]") {
   REQUIRE_THROWS_WITH(Storage(16, cuda_device(cuda::device_count())), Contains("cannot use"));
 }
 
-TEST_CASE("reduce and matmul on CUDA are not implemented yet and say so", "[cuda]") {
-  Tensor a = test::empty_tensor({2, 2}, DType::f32, cuda_device(0));
-  Tensor out = test::empty_tensor({2, 2}, DType::f32, cuda_device(0));
-  CHECK_THROWS_WITH(kernels::matmul(a, a, out), Contains("not implemented yet"));
-  CHECK_THROWS_WITH(kernels::reduce(kernels::ReduceOp::sum, a, {0}, out), Contains("not implemented yet"));
-}
-
 // Runs with two GPUs, or on one with DUET_CUDA_VIRTUAL_DEVICES=2 (or more).
 TEST_CASE("each CUDA device keeps its own memory accounting and copies reach the other", "[cuda][multigpu]") {
   REQUIRE(cuda::device_count() >= 2);

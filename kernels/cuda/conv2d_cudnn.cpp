@@ -1,0 +1,257 @@
+// conv2d through cuDNN: one handle per logical device on that device's stream, an algorithm
+// chosen once per (direction, shape, dtype, TF32 setting) and cached, its workspace taken from
+// duet's caching allocator.
+//
+// Algorithms come from cuDNN's heuristics (cudnnGet*Algorithm_v7), not from timing runs
+// (cudnnFind*), so the choice, and with it the result, is the same run after run. Only
+// deterministic algorithms are used, and for f32 only FMA ones unless set_allow_tf32(true):
+// cuDNN's default math allows TF32 on Ampere and later.
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <map>
+#include <mutex>
+
+#include "duet/kernels/cuda/check.h"
+#include "duet/kernels/cuda/conv2d.h"
+#include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/runtime.h"
+
+namespace duet::cuda {
+namespace {
+
+enum class Direction { forward, backward_data, backward_filter };
+
+struct Handles {
+  std::array<std::once_flag, kMaxDevicesPerType> created;
+  std::array<cudnnHandle_t, kMaxDevicesPerType> handle{};
+  // A cuDNN handle must not be used by two threads at once.
+  std::array<std::mutex, kMaxDevicesPerType> in_use;
+};
+
+// Never destroyed: destroying handles at exit would race the driver's teardown (as the streams).
+Handles& handles() {
+  static Handles* h = new Handles();
+  return *h;
+}
+
+cudnnHandle_t handle_for(Device device) {
+  Handles& h = handles();
+  const auto i = static_cast<size_t>(device.index);
+  std::call_once(h.created[i], [&] {
+    DeviceGuard guard(device);
+    DUET_CUDNN_CHECK(cudnnCreate(&h.handle[i]));
+    DUET_CUDNN_CHECK(cudnnSetStream(h.handle[i], stream(device)));
+  });
+  return h.handle[i];
+}
+
+cudnnDataType_t cudnn_type(DType dtype) { return dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
+
+// The descriptors of one convolution: x [N, C, H, W] (the input, or its gradient), w [K, C, kh, kw]
+// and y [N, K, Ho, Wo] (the output, or its gradient).
+class Descriptors {
+ public:
+  Descriptors(const ConvGeometry& g, DType dtype) {
+    const cudnnDataType_t type = cudnn_type(dtype);
+    DUET_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
+    DUET_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
+    DUET_CUDNN_CHECK(cudnnCreateFilterDescriptor(&w));
+    DUET_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
+    DUET_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, int(g.batch), int(g.channels),
+                                                int(g.height), int(g.width)));
+    DUET_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, int(g.batch), int(g.filters),
+                                                int(g.out_h), int(g.out_w)));
+    DUET_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, int(g.filters), int(g.channels),
+                                                int(g.kernel_h), int(g.kernel_w)));
+    DUET_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, int(g.padding), int(g.padding), int(g.stride),
+                                                     int(g.stride), 1, 1, CUDNN_CROSS_CORRELATION, type));
+  }
+  ~Descriptors() {  // destroying a valid descriptor cannot fail
+    cudnnDestroyConvolutionDescriptor(conv);
+    cudnnDestroyFilterDescriptor(w);
+    cudnnDestroyTensorDescriptor(y);
+    cudnnDestroyTensorDescriptor(x);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+};
+
+// Device pointers of one call; the direction says which one is written.
+struct Pointers {
+  void* x;
+  void* w;
+  void* y;
+};
+
+// The cuDNN entry points of each direction, so the search, the cache and the call are written once.
+template <Direction D>
+struct Ops;
+
+template <>
+struct Ops<Direction::forward> {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  using Algo = cudnnConvolutionFwdAlgo_t;
+  static constexpr int kAlgorithms = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  static constexpr const char* kName = "cudnnConvolutionForward";
+  static cudnnStatus_t candidates(cudnnHandle_t h, const Descriptors& d, int* count, Perf* perf) {
+    return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kAlgorithms, count, perf);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo algo, size_t* bytes) {
+    return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, bytes);
+  }
+  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes,
+                           const void* alpha, const void* beta, const Pointers& p) {
+    return cudnnConvolutionForward(h, alpha, d.x, p.x, d.w, p.w, d.conv, algo, ws, bytes, beta, d.y, p.y);
+  }
+};
+
+template <>
+struct Ops<Direction::backward_data> {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  using Algo = cudnnConvolutionBwdDataAlgo_t;
+  static constexpr int kAlgorithms = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  static constexpr const char* kName = "cudnnConvolutionBackwardData";
+  static cudnnStatus_t candidates(cudnnHandle_t h, const Descriptors& d, int* count, Perf* perf) {
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, kAlgorithms, count, perf);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, bytes);
+  }
+  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes,
+                           const void* alpha, const void* beta, const Pointers& p) {
+    return cudnnConvolutionBackwardData(h, alpha, d.w, p.w, d.y, p.y, d.conv, algo, ws, bytes, beta, d.x, p.x);
+  }
+};
+
+template <>
+struct Ops<Direction::backward_filter> {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  using Algo = cudnnConvolutionBwdFilterAlgo_t;
+  static constexpr int kAlgorithms = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  static constexpr const char* kName = "cudnnConvolutionBackwardFilter";
+  static cudnnStatus_t candidates(cudnnHandle_t h, const Descriptors& d, int* count, Perf* perf) {
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, kAlgorithms, count, perf);
+  }
+  static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo algo, size_t* bytes) {
+    return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo, bytes);
+  }
+  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes,
+                           const void* alpha, const void* beta, const Pointers& p) {
+    return cudnnConvolutionBackwardFilter(h, alpha, d.x, p.x, d.y, p.y, d.conv, algo, ws, bytes, beta, d.w, p.w);
+  }
+};
+
+struct Choice {
+  bool supported = false;
+  int algo = 0;
+  size_t workspace = 0;
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+
+// {direction, dtype, TF32, device, the geometry}.
+using CacheKey = std::array<int64_t, 13>;
+
+// One map for every device, so it has its own mutex.
+std::mutex& cache_mutex() {
+  static std::mutex* m = new std::mutex();
+  return *m;
+}
+std::map<CacheKey, Choice>& cache() {
+  static auto* c = new std::map<CacheKey, Choice>();
+  return *c;
+}
+
+// The first of cuDNN's ranked candidates that runs here, is deterministic and keeps TF32 out
+// of f32 unless allowed; unsupported when none is.
+template <Direction D>
+Choice choose(cudnnHandle_t h, const Descriptors& d, DType dtype, bool tf32) {
+  using O = Ops<D>;
+  typename O::Perf perf[O::kAlgorithms];
+  int count = 0;
+  const cudnnStatus_t status = O::candidates(h, d, &count, perf);
+  if (status == CUDNN_STATUS_NOT_SUPPORTED) return {};
+  if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, "cudnnGet*Algorithm_v7", __FILE__, __LINE__);
+  for (int i = 0; i < count; ++i) {
+    const typename O::Perf& p = perf[i];
+    if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
+    if (dtype == DType::f32 && !tf32 && p.mathType != CUDNN_FMA_MATH) continue;
+    size_t bytes = 0;
+    if (O::workspace(h, d, p.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
+    return {true, static_cast<int>(p.algo), bytes, p.mathType};
+  }
+  return {};
+}
+
+bool fits_int(const ConvGeometry& g) {
+  const int64_t largest = std::max({g.batch * g.image_size(), g.batch * g.filters * g.out_pixels(),
+                                    g.filters * g.patch_size()});
+  return largest <= INT_MAX;
+}
+
+template <Direction D>
+bool run(const ConvGeometry& g, DType dtype, const Pointers& p, Device device) {
+  if (!fits_int(g)) return false;  // 4-d descriptors take int sizes and strides
+  cudnnHandle_t h = handle_for(device);
+  std::lock_guard<std::mutex> lock(handles().in_use[static_cast<size_t>(device.index)]);
+  const bool tf32 = dtype == DType::f32 && allow_tf32();
+  Descriptors d(g, dtype);
+  // f32 asks for FMA math unless TF32 is allowed; the chosen algorithm's math type is set below.
+  DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(
+      d.conv, dtype == DType::f32 ? (tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH) : CUDNN_DEFAULT_MATH));
+  const CacheKey key{static_cast<int64_t>(D), static_cast<int64_t>(dtype), tf32, device.index, g.batch, g.channels,
+                     g.height, g.width, g.filters, g.kernel_h, g.kernel_w, g.stride, g.padding};
+  Choice choice;
+  {
+    std::lock_guard<std::mutex> cache_lock(cache_mutex());
+    auto it = cache().find(key);
+    if (it != cache().end()) {
+      choice = it->second;
+    } else {
+      choice = choose<D>(h, d, dtype, tf32);
+      cache().emplace(key, choice);
+    }
+  }
+  if (!choice.supported) return false;
+  DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.math));
+  // Freed on return; the caching allocator reuses it only on this stream, after the convolution.
+  Tensor workspace;
+  if (choice.workspace > 0)
+    workspace = empty_contiguous({static_cast<int64_t>(choice.workspace)}, DType::u8, device);
+  // cuDNN's scaling factors are double for double data, float otherwise.
+  const float one_f = 1, zero_f = 0;
+  const double one_d = 1, zero_d = 0;
+  const bool f64 = dtype == DType::f64;
+  const cudnnStatus_t status =
+      Ops<D>::run(h, d, static_cast<typename Ops<D>::Algo>(choice.algo),
+                  workspace.defined() ? workspace.data_ptr() : nullptr, choice.workspace, f64 ? static_cast<const void*>(&one_d) : &one_f,
+                  f64 ? static_cast<const void*>(&zero_d) : &zero_f, p);
+  if (status == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, Ops<D>::kName, __FILE__, __LINE__);
+  return true;
+}
+
+}  // namespace
+
+bool cudnn_conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& out,
+                          Device device) {
+  return run<Direction::forward>(g, x.dtype(), {x.data_ptr(), weight.data_ptr(), out.data_ptr()}, device);
+}
+
+bool cudnn_conv2d_backward_input(const ConvGeometry& g, const Tensor& grad_out, const Tensor& weight,
+                                 const Tensor& grad_x, Device device) {
+  return run<Direction::backward_data>(g, grad_x.dtype(),
+                                       {grad_x.data_ptr(), weight.data_ptr(), grad_out.data_ptr()}, device);
+}
+
+bool cudnn_conv2d_backward_weight(const ConvGeometry& g, const Tensor& grad_out, const Tensor& x,
+                                  const Tensor& grad_weight, Device device) {
+  return run<Direction::backward_filter>(g, x.dtype(),
+                                         {x.data_ptr(), grad_weight.data_ptr(), grad_out.data_ptr()}, device);
+}
+
+}  // namespace duet::cuda

@@ -1,0 +1,189 @@
+// conv2d as im2col + cuBLAS on CUDA: the fallback of conv2d.cpp, and the plain reference path
+// under DUET_CONV_IM2COL=1. The index math is the CPU's (kernels/cpu/im2col.h): for image x_n
+// [C, H, W], col_n [C*kh*kw, Ho*Wo] holds col[(c*kh + ki)*kw + kj][oh*Wo + ow] =
+// x[c][oh*stride - padding + ki][ow*stride - padding + kj] (0 in the padding), and
+//   forward        out_n    = W [K, C*kh*kw] @ col_n
+//   input grad     grad_x_n = col2im(W^T @ grad_out_n)
+//   weight grad    grad_W   = sum_n grad_out_n @ col_n^T, one GEMM per image, accumulated in
+//                  image order on the stream (deterministic).
+// GEMMs are row-major here; blas.h is column-major, so each call computes the transpose of the
+// row-major product (C^T = B^T A^T), which is the same memory.
+// col2im gathers (one thread per input element sums its column entries), so no atomics.
+#include <algorithm>
+
+#include "duet/kernels/cuda/blas.h"
+#include "duet/kernels/cuda/conv2d.h"
+#include "duet/kernels/cuda/elementwise.cuh"
+
+namespace duet::cuda {
+namespace {
+
+// Column matrices of a chunk of images share one scratch buffer of at most this many elements
+// (256 MiB of f32), or one image's if that is larger.
+constexpr int64_t kColumnBudget = int64_t(1) << 26;
+
+struct DeviceGeometry {
+  int64_t channels, height, width, kernel_h, kernel_w, stride, padding, out_h, out_w;
+
+  explicit DeviceGeometry(const ConvGeometry& g)
+      : channels(g.channels), height(g.height), width(g.width), kernel_h(g.kernel_h), kernel_w(g.kernel_w),
+        stride(g.stride), padding(g.padding), out_h(g.out_h), out_w(g.out_w) {}
+  __device__ int64_t patch_size() const { return channels * kernel_h * kernel_w; }
+  __device__ int64_t out_pixels() const { return out_h * out_w; }
+};
+
+// col[b] for images b of a chunk starting at x: one thread per column entry.
+template <class T>
+struct Im2col {
+  const T* x;
+  T* col;
+  DeviceGeometry g;
+  __device__ void operator()(int64_t i) const {
+    const int64_t pixels = g.out_pixels(), per_image = g.patch_size() * pixels;
+    const int64_t b = i / per_image, r = (i % per_image) / pixels, p = i % pixels;
+    const int64_t c = r / (g.kernel_h * g.kernel_w), ki = (r / g.kernel_w) % g.kernel_h, kj = r % g.kernel_w;
+    const int64_t ih = (p / g.out_w) * g.stride - g.padding + ki, iw = (p % g.out_w) * g.stride - g.padding + kj;
+    const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
+    col[i] = inside ? x[((b * g.channels + c) * g.height + ih) * g.width + iw] : T(0);
+  }
+};
+
+// grad_x at one input element of a chunk: the sum of the column entries it was copied to.
+template <class T>
+struct Col2im {
+  const T* col;
+  T* grad_x;
+  DeviceGeometry g;
+  __device__ void operator()(int64_t i) const {
+    const int64_t image = g.channels * g.height * g.width, pixels = g.out_pixels();
+    const int64_t b = i / image, c = (i % image) / (g.height * g.width);
+    const int64_t ih = (i / g.width) % g.height, iw = i % g.width;
+    const T* col_b = col + b * g.patch_size() * pixels;
+    T sum = 0;
+    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+      const int64_t oh_scaled = ih + g.padding - ki;  // oh * stride
+      if (oh_scaled < 0 || oh_scaled % g.stride != 0 || oh_scaled / g.stride >= g.out_h) continue;
+      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+        const int64_t ow_scaled = iw + g.padding - kj;
+        if (ow_scaled < 0 || ow_scaled % g.stride != 0 || ow_scaled / g.stride >= g.out_w) continue;
+        const int64_t r = (c * g.kernel_h + ki) * g.kernel_w + kj;
+        sum += col_b[r * pixels + (oh_scaled / g.stride) * g.out_w + ow_scaled / g.stride];
+      }
+    }
+    grad_x[i] = sum;
+  }
+};
+
+template <class T>
+struct AddChannelBias {
+  T* out;
+  const T* bias;
+  int64_t channels, pixels;
+  __device__ void operator()(int64_t i) const { out[i] += bias[(i / pixels) % channels]; }
+};
+
+// Images per chunk, and the scratch for their column matrices (none for a pointwise conv,
+// whose images are their own column matrices).
+struct Chunks {
+  int64_t size;
+  Tensor scratch;
+
+  Chunks(const ConvGeometry& g, DType dtype, Device device) {
+    const int64_t per_image = g.patch_size() * g.out_pixels();
+    size = std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(per_image, 1), 1, g.batch);
+    if (!g.is_pointwise()) scratch = empty_contiguous({size * per_image}, dtype, device);
+  }
+  int64_t count(const ConvGeometry& g, int64_t first) const { return std::min(size, g.batch - first); }
+};
+
+// The column matrices of images [first, first + n) of x: the images themselves when pointwise.
+template <class T>
+const T* columns(const ConvGeometry& g, const Chunks& chunks, const T* x, int64_t first, int64_t n,
+                 cudaStream_t stream) {
+  const T* images = x + first * g.image_size();
+  if (g.is_pointwise()) return images;
+  T* col = chunks.scratch.data<T>();
+  launch_indexed(n * g.patch_size() * g.out_pixels(), Im2col<T>{images, col, DeviceGeometry(g)}, stream);
+  return col;
+}
+
+template <class T>
+void forward_typed(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& out, Device device,
+                   cudaStream_t stream) {
+  const Chunks chunks(g, x.dtype(), device);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels();
+  for (int64_t first = 0; first < g.batch; first += chunks.size) {
+    const int64_t n = chunks.count(g, first);
+    const T* col = columns(g, chunks, x.data<T>(), first, n, stream);
+    // out_b [K, HW] = W [K, P] @ col_b [P, HW], as out_b^T = col_b^T W^T.
+    gemm_strided_batched<T>(device, false, false, pixels, g.filters, patch, T(1), col, pixels, patch * pixels,
+                            weight.data<T>(), patch, 0, T(0), out.data<T>() + first * g.filters * pixels, pixels,
+                            g.filters * pixels, n);
+  }
+}
+
+template <class T>
+void backward_input_typed(const ConvGeometry& g, const Tensor& grad_out, const Tensor& weight, const Tensor& grad_x,
+                          Device device, cudaStream_t stream) {
+  const Chunks chunks(g, grad_x.dtype(), device);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels();
+  for (int64_t first = 0; first < g.batch; first += chunks.size) {
+    const int64_t n = chunks.count(g, first);
+    T* grad_x_chunk = grad_x.data<T>() + first * g.image_size();
+    // Pointwise: the column gradient is the image gradient, written in place.
+    T* dcol = g.is_pointwise() ? grad_x_chunk : chunks.scratch.data<T>();
+    // dcol_b [P, HW] = W^T [P, K] @ grad_out_b [K, HW], as dcol_b^T = grad_out_b^T W.
+    gemm_strided_batched<T>(device, false, true, pixels, patch, g.filters, T(1),
+                            grad_out.data<T>() + first * g.filters * pixels, pixels, g.filters * pixels,
+                            weight.data<T>(), patch, 0, T(0), dcol, pixels, patch * pixels, n);
+    if (!g.is_pointwise())
+      launch_indexed(n * g.image_size(), Col2im<T>{dcol, grad_x_chunk, DeviceGeometry(g)}, stream);
+  }
+}
+
+template <class T>
+void backward_weight_typed(const ConvGeometry& g, const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
+                           Device device, cudaStream_t stream) {
+  const Chunks chunks(g, x.dtype(), device);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels();
+  for (int64_t first = 0; first < g.batch; first += chunks.size) {
+    const int64_t n = chunks.count(g, first);
+    const T* col = columns(g, chunks, x.data<T>(), first, n, stream);
+    for (int64_t b = 0; b < n; ++b) {
+      // grad_W [K, P] (+)= grad_out_b [K, HW] @ col_b^T [HW, P], as grad_W^T = col_b grad_out_b^T.
+      const T beta = first + b == 0 ? T(0) : T(1);
+      gemm_strided_batched<T>(device, true, false, patch, g.filters, pixels, T(1), col + b * patch * pixels, pixels,
+                              0, grad_out.data<T>() + (first + b) * g.filters * pixels, pixels, 0, beta,
+                              grad_weight.data<T>(), patch, 0, 1);
+    }
+  }
+}
+
+}  // namespace
+
+void im2col_conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& out,
+                           Device device, cudaStream_t stream) {
+  dispatch_floating(x.dtype(), "conv2d_forward",
+                    [&]<class T>() { forward_typed<T>(g, x, weight, out, device, stream); });
+}
+
+void im2col_conv2d_backward_input(const ConvGeometry& g, const Tensor& grad_out, const Tensor& weight,
+                                  const Tensor& grad_x, Device device, cudaStream_t stream) {
+  dispatch_floating(grad_x.dtype(), "conv2d_backward_input",
+                    [&]<class T>() { backward_input_typed<T>(g, grad_out, weight, grad_x, device, stream); });
+}
+
+void im2col_conv2d_backward_weight(const ConvGeometry& g, const Tensor& grad_out, const Tensor& x,
+                                   const Tensor& grad_weight, Device device, cudaStream_t stream) {
+  dispatch_floating(x.dtype(), "conv2d_backward_weight",
+                    [&]<class T>() { backward_weight_typed<T>(g, grad_out, x, grad_weight, device, stream); });
+}
+
+void add_channel_bias(const Tensor& out, const Tensor& bias, cudaStream_t stream) {
+  dispatch_floating(out.dtype(), "conv2d_forward", [&]<class T>() {
+    launch_indexed(out.numel(), AddChannelBias<T>{out.data<T>(), bias.data<T>(), out.size(1), out.size(2) * out.size(3)},
+                   stream);
+  });
+}
+
+}  // namespace duet::cuda

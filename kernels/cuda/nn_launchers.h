@@ -1,0 +1,59 @@
+// Host entry points of the CUDA NN kernels, one per function of nn_kernels.h with the same
+// contract (read that header for shapes and semantics). Each checks its operands, then enqueues
+// on `stream`; the caller (cuda_nn_backend.cpp) has checked devices and made the device current.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "duet/core/tensor.h"
+
+namespace duet::cuda {
+
+// softmax.cu: one block per row, sums in double as on the CPU.
+void launch_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream);
+void launch_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
+                             cudaStream_t stream);
+void launch_log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream);
+void launch_log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
+                                 cudaStream_t stream);
+
+// cross_entropy.cu. Both check the targets on the device and wait for the answer (a stream
+// synchronisation), so a bad target throws the CPU's error instead of reading out of bounds.
+void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
+                                  const Tensor& log_probs, cudaStream_t stream);
+void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
+                                   const Tensor& grad_logits, cudaStream_t stream);
+
+// pool2d.cu
+void launch_max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+                               const Tensor& indices, cudaStream_t stream);
+void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x,
+                                cudaStream_t stream);
+void launch_avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+                               cudaStream_t stream);
+void launch_avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
+                                const Tensor& grad_x, cudaStream_t stream);
+void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cudaStream_t stream);
+void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x, cudaStream_t stream);
+
+// batch_norm.cu: one block per channel.
+void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, bool training, double momentum, double eps,
+                               const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
+                               cudaStream_t stream);
+void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                                const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                                const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                                cudaStream_t stream);
+
+// conv2d.cpp: cuDNN, or im2col + cuBLAS under DUET_CONV_IM2COL=1 or where cuDNN declines.
+void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                           int64_t padding, const Tensor& out, Device device, cudaStream_t stream);
+void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+                                  const Tensor& grad_x, Device device, cudaStream_t stream);
+void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+                                   const Tensor& grad_weight, Device device, cudaStream_t stream);
+
+}  // namespace duet::cuda

@@ -1,0 +1,279 @@
+// The CUDA NN kernels against the CPU ones on the same random inputs: softmax, log-softmax and
+// cross-entropy, pooling, batch norm and conv2d (cuDNN and im2col paths), forward and backward,
+// f32 and f64, odd sizes. Outputs sit between sentinel guard bands. (The NN kernels take
+// contiguous operands only, so there are no strided cases.)
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "duet/kernels/nn_backend.h"
+#include "duet/kernels/nn_kernels.h"
+
+using namespace duet;
+
+namespace {
+
+const Device kGpu = cuda_device(0);
+const std::vector<DType> kFloating = {DType::f32, DType::f64};
+
+kernels::NnBackend& cpu_nn() { return kernels::cpu_nn_backend(); }
+
+double tol(DType dtype, double f32_tol) { return dtype == DType::f32 ? f32_tol : 1e-11; }
+
+std::string label(const std::string& op, DType dtype, size_t c = 0) {
+  return op + " " + dtype_name(dtype) + " case " + std::to_string(c);
+}
+
+Tensor cpu_empty(const Shape& sizes, DType dtype) { return test::empty_tensor(sizes, dtype, cpu()); }
+
+void compare(const test::GuardedOutput& out, const Tensor& expected, double rtol, const std::string& what) {
+  test::require_close(out.check_and_fetch(), expected, rtol, rtol, what);
+}
+
+// i64 values in [0, classes) on both devices.
+test::TensorPair random_targets(int64_t n, int64_t classes, uint64_t seed) {
+  return test::random_pair({n}, DType::i64, 0, static_cast<double>(classes - 1), seed, true);
+}
+
+}  // namespace
+
+TEST_CASE("CUDA softmax and log-softmax match the CPU, forward and backward", "[cuda]") {
+  struct Case {
+    Shape sizes;
+    int64_t dim;
+  };
+  const std::vector<Case> cases = {{{7, 1000}, 1}, {{3, 37, 5}, 0}, {{3, 37, 5}, 1}, {{3, 37, 5}, 2}, {{1}, 0},
+                                   {{2, 3000}, 1}};
+  uint64_t seed = 3000;
+  for (DType dtype : kFloating) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const auto& [sizes, dim] = cases[c];
+      auto x = test::random_pair(sizes, dtype, -6, 6, ++seed);
+      auto grad = test::random_pair(sizes, dtype, -2, 2, ++seed);
+      for (bool log : {false, true}) {
+        const std::string op = log ? "log_softmax" : "softmax";
+        test::GuardedOutput y(sizes, dtype, kGpu);
+        Tensor y_cpu = cpu_empty(sizes, dtype);
+        if (log) {
+          kernels::log_softmax_forward(x.cuda, dim, y.view());
+          cpu_nn().log_softmax_forward(x.cpu, dim, y_cpu);
+        } else {
+          kernels::softmax_forward(x.cuda, dim, y.view());
+          cpu_nn().softmax_forward(x.cpu, dim, y_cpu);
+        }
+        compare(y, y_cpu, tol(dtype, 1e-5), label(op, dtype, c));
+        // The backward from the same forward output on both sides.
+        Tensor y_gpu = test::copy_to(y_cpu, kGpu);
+        test::GuardedOutput gx(sizes, dtype, kGpu);
+        Tensor gx_cpu = cpu_empty(sizes, dtype);
+        if (log) {
+          kernels::log_softmax_backward(grad.cuda, y_gpu, dim, gx.view());
+          cpu_nn().log_softmax_backward(grad.cpu, y_cpu, dim, gx_cpu);
+        } else {
+          kernels::softmax_backward(grad.cuda, y_gpu, dim, gx.view());
+          cpu_nn().softmax_backward(grad.cpu, y_cpu, dim, gx_cpu);
+        }
+        compare(gx, gx_cpu, tol(dtype, 1e-5), label(op + " backward", dtype, c));
+      }
+    }
+  }
+}
+
+TEST_CASE("CUDA cross-entropy matches the CPU and rejects bad targets", "[cuda]") {
+  uint64_t seed = 4000;
+  for (DType dtype : kFloating) {
+    for (const Shape& sizes : std::vector<Shape>{{13, 11}, {1, 1}, {300, 10}, {2, 1500}}) {
+      const int64_t n = sizes[0], classes = sizes[1];
+      auto logits = test::random_pair(sizes, dtype, -5, 5, ++seed);
+      auto target = random_targets(n, classes, ++seed);
+      test::GuardedOutput losses({n}, dtype, kGpu), log_probs(sizes, dtype, kGpu);
+      kernels::cross_entropy_forward(logits.cuda, target.cuda, losses.view(), log_probs.view());
+      Tensor losses_cpu = cpu_empty({n}, dtype), log_probs_cpu = cpu_empty(sizes, dtype);
+      cpu_nn().cross_entropy_forward(logits.cpu, target.cpu, losses_cpu, log_probs_cpu);
+      compare(losses, losses_cpu, tol(dtype, 1e-5), label("cross_entropy losses", dtype));
+      compare(log_probs, log_probs_cpu, tol(dtype, 1e-5), label("cross_entropy log_probs", dtype));
+
+      auto grad = test::random_pair({n}, dtype, -2, 2, ++seed);
+      Tensor log_probs_gpu = test::copy_to(log_probs_cpu, kGpu);
+      test::GuardedOutput grad_logits(sizes, dtype, kGpu);
+      kernels::cross_entropy_backward(grad.cuda, log_probs_gpu, target.cuda, grad_logits.view());
+      Tensor grad_logits_cpu = cpu_empty(sizes, dtype);
+      cpu_nn().cross_entropy_backward(grad.cpu, log_probs_cpu, target.cpu, grad_logits_cpu);
+      compare(grad_logits, grad_logits_cpu, tol(dtype, 1e-5), label("cross_entropy backward", dtype));
+    }
+  }
+  Tensor logits = test::empty_tensor({4, 3}, DType::f32, kGpu), losses = test::empty_tensor({4}, DType::f32, kGpu);
+  Tensor log_probs = test::empty_tensor({4, 3}, DType::f32, kGpu);
+  Tensor host_bad = random_targets(4, 3, 1).cpu;
+  host_bad.data<int64_t>()[2] = 3;
+  const Tensor bad = test::copy_to(host_bad, kGpu);
+  CHECK_THROWS_WITH(kernels::cross_entropy_forward(logits, bad, losses, log_probs),
+                    Catch::Contains("target[2] = 3 is out of range for 3 classes"));
+}
+
+TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
+  struct Window {
+    int64_t kernel, stride, padding;
+  };
+  const std::vector<std::pair<Shape, Window>> sliding = {
+      {{2, 3, 11, 9}, {3, 2, 1}}, {{2, 3, 10, 10}, {2, 2, 0}}, {{1, 2, 7, 13}, {3, 1, 1}}, {{3, 1, 5, 5}, {5, 1, 2}}};
+  uint64_t seed = 5000;
+  for (DType dtype : kFloating) {
+    for (size_t c = 0; c < sliding.size(); ++c) {
+      const auto& [in_sizes, w] = sliding[c];
+      const Shape out_sizes = {in_sizes[0], in_sizes[1],
+                               kernels::window_output_size(in_sizes[2], w.kernel, w.stride, w.padding),
+                               kernels::window_output_size(in_sizes[3], w.kernel, w.stride, w.padding)};
+      // Small integers make ties, so the first-maximum rule and the indices are tested.
+      auto x = test::random_pair(in_sizes, dtype, -3, 3, ++seed, true);
+      auto grad = test::random_pair(out_sizes, dtype, -2, 2, ++seed);
+
+      test::GuardedOutput out(out_sizes, dtype, kGpu), indices(out_sizes, DType::i64, kGpu);
+      kernels::max_pool2d_forward(x.cuda, w.kernel, w.stride, w.padding, out.view(), indices.view());
+      Tensor out_cpu = cpu_empty(out_sizes, dtype), indices_cpu = cpu_empty(out_sizes, DType::i64);
+      cpu_nn().max_pool2d_forward(x.cpu, w.kernel, w.stride, w.padding, out_cpu, indices_cpu);
+      test::require_identical(out.check_and_fetch(), out_cpu, label("max_pool2d", dtype, c));
+      test::require_identical(indices.check_and_fetch(), indices_cpu, label("max_pool2d indices", dtype, c));
+
+      test::GuardedOutput gx(in_sizes, dtype, kGpu);
+      kernels::max_pool2d_backward(grad.cuda, test::copy_to(indices_cpu, kGpu), gx.view());
+      Tensor gx_cpu = cpu_empty(in_sizes, dtype);
+      cpu_nn().max_pool2d_backward(grad.cpu, indices_cpu, gx_cpu);
+      compare(gx, gx_cpu, tol(dtype, 1e-6), label("max_pool2d backward", dtype, c));
+
+      test::GuardedOutput avg(out_sizes, dtype, kGpu);
+      kernels::avg_pool2d_forward(x.cuda, w.kernel, w.stride, w.padding, avg.view());
+      Tensor avg_cpu = cpu_empty(out_sizes, dtype);
+      cpu_nn().avg_pool2d_forward(x.cpu, w.kernel, w.stride, w.padding, avg_cpu);
+      compare(avg, avg_cpu, tol(dtype, 1e-6), label("avg_pool2d", dtype, c));
+
+      test::GuardedOutput agx(in_sizes, dtype, kGpu);
+      kernels::avg_pool2d_backward(grad.cuda, w.kernel, w.stride, w.padding, agx.view());
+      Tensor agx_cpu = cpu_empty(in_sizes, dtype);
+      cpu_nn().avg_pool2d_backward(grad.cpu, w.kernel, w.stride, w.padding, agx_cpu);
+      compare(agx, agx_cpu, tol(dtype, 1e-6), label("avg_pool2d backward", dtype, c));
+    }
+    // Adaptive: shrinking, growing, to 1x1, to the same size.
+    const std::vector<std::pair<Shape, Shape>> adaptive = {
+        {{2, 3, 11, 9}, {2, 3, 3, 4}}, {{1, 2, 5, 4}, {1, 2, 13, 10}}, {{2, 4, 7, 7}, {2, 4, 1, 1}},
+        {{1, 1, 6, 5}, {1, 1, 6, 5}}};
+    for (size_t c = 0; c < adaptive.size(); ++c) {
+      const auto& [in_sizes, out_sizes] = adaptive[c];
+      auto x = test::random_pair(in_sizes, dtype, -3, 3, ++seed);
+      auto grad = test::random_pair(out_sizes, dtype, -2, 2, ++seed);
+      test::GuardedOutput out(out_sizes, dtype, kGpu);
+      kernels::adaptive_avg_pool2d_forward(x.cuda, out.view());
+      Tensor out_cpu = cpu_empty(out_sizes, dtype);
+      cpu_nn().adaptive_avg_pool2d_forward(x.cpu, out_cpu);
+      compare(out, out_cpu, tol(dtype, 1e-6), label("adaptive_avg_pool2d", dtype, c));
+      test::GuardedOutput gx(in_sizes, dtype, kGpu);
+      kernels::adaptive_avg_pool2d_backward(grad.cuda, gx.view());
+      Tensor gx_cpu = cpu_empty(in_sizes, dtype);
+      cpu_nn().adaptive_avg_pool2d_backward(grad.cpu, gx_cpu);
+      compare(gx, gx_cpu, tol(dtype, 1e-6), label("adaptive_avg_pool2d backward", dtype, c));
+    }
+  }
+}
+
+TEST_CASE("CUDA batch norm matches the CPU, training and inference, forward and backward", "[cuda]") {
+  uint64_t seed = 6000;
+  for (DType dtype : kFloating) {
+    for (const Shape& sizes : std::vector<Shape>{{4, 5, 7, 3}, {9, 6}, {2, 3, 40, 41}}) {
+      const int64_t channels = sizes[1];
+      for (bool training : {true, false}) {
+        for (bool affine : {true, false}) {
+          const std::string what = label(std::string("batch_norm") + (training ? " training" : " inference") +
+                                             (affine ? " affine" : ""), dtype);
+          auto x = test::random_pair(sizes, dtype, -3, 3, ++seed);
+          auto weight = test::random_pair({channels}, dtype, 0.5, 2, ++seed);
+          auto bias = test::random_pair({channels}, dtype, -1, 1, ++seed);
+          auto mean = test::random_pair({channels}, dtype, -1, 1, ++seed);
+          auto var = test::random_pair({channels}, dtype, 0.5, 2, ++seed);
+          const Tensor w_gpu = affine ? weight.cuda : Tensor(), w_cpu = affine ? weight.cpu : Tensor();
+          const Tensor b_gpu = affine ? bias.cuda : Tensor(), b_cpu = affine ? bias.cpu : Tensor();
+          test::GuardedOutput out(sizes, dtype, kGpu), save_mean({channels}, dtype, kGpu),
+              save_invstd({channels}, dtype, kGpu);
+          kernels::batch_norm_forward(x.cuda, w_gpu, b_gpu, mean.cuda, var.cuda, training, 0.1, 1e-5, out.view(),
+                                      save_mean.view(), save_invstd.view());
+          Tensor out_cpu = cpu_empty(sizes, dtype), sm_cpu = cpu_empty({channels}, dtype),
+                 si_cpu = cpu_empty({channels}, dtype);
+          cpu_nn().batch_norm_forward(x.cpu, w_cpu, b_cpu, mean.cpu, var.cpu, training, 0.1, 1e-5, out_cpu, sm_cpu,
+                                      si_cpu);
+          compare(out, out_cpu, tol(dtype, 1e-5), what + " out");
+          compare(save_mean, sm_cpu, tol(dtype, 1e-5), what + " save_mean");
+          compare(save_invstd, si_cpu, tol(dtype, 1e-5), what + " save_invstd");
+          test::require_close(test::copy_to(mean.cuda, cpu()), mean.cpu, tol(dtype, 1e-5), tol(dtype, 1e-5),
+                              what + " running_mean");
+          test::require_close(test::copy_to(var.cuda, cpu()), var.cpu, tol(dtype, 1e-5), tol(dtype, 1e-5),
+                              what + " running_var");
+
+          auto grad = test::random_pair(sizes, dtype, -2, 2, ++seed);
+          const Tensor sm_gpu = test::copy_to(sm_cpu, kGpu), si_gpu = test::copy_to(si_cpu, kGpu);
+          test::GuardedOutput gx(sizes, dtype, kGpu), gw({channels}, dtype, kGpu), gb({channels}, dtype, kGpu);
+          kernels::batch_norm_backward(grad.cuda, x.cuda, w_gpu, sm_gpu, si_gpu, training, gx.view(),
+                                       affine ? gw.view() : Tensor(), affine ? gb.view() : Tensor());
+          Tensor gx_cpu = cpu_empty(sizes, dtype), gw_cpu = cpu_empty({channels}, dtype),
+                 gb_cpu = cpu_empty({channels}, dtype);
+          cpu_nn().batch_norm_backward(grad.cpu, x.cpu, w_cpu, sm_cpu, si_cpu, training, gx_cpu,
+                                       affine ? gw_cpu : Tensor(), affine ? gb_cpu : Tensor());
+          compare(gx, gx_cpu, tol(dtype, 1e-4), what + " grad_x");
+          if (affine) {
+            compare(gw, gw_cpu, tol(dtype, 1e-4), what + " grad_weight");
+            compare(gb, gb_cpu, tol(dtype, 1e-4), what + " grad_bias");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("CUDA conv2d matches the CPU through cuDNN and through im2col", "[cuda]") {
+  struct Case {
+    Shape x, weight;
+    int64_t stride, padding;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{2, 3, 11, 9}, {5, 3, 3, 2}, 2, 1, true}, {{3, 4, 8, 8}, {6, 4, 1, 1}, 1, 0, true},  // pointwise
+      {{1, 1, 28, 28}, {20, 1, 3, 3}, 1, 0, false}, {{2, 20, 13, 13}, {50, 20, 5, 5}, 1, 2, true},
+      {{5, 2, 7, 6}, {3, 2, 3, 3}, 3, 1, false}};
+  uint64_t seed = 7000;
+  for (bool im2col : {false, true}) {
+    if (im2col) setenv("DUET_CONV_IM2COL", "1", 1);
+    for (DType dtype : kFloating) {
+      for (size_t c = 0; c < cases.size(); ++c) {
+        const Case& cs = cases[c];
+        const std::string path = im2col ? " (im2col)" : " (cuDNN)";
+        const Shape out_sizes = {cs.x[0], cs.weight[0],
+                                 kernels::window_output_size(cs.x[2], cs.weight[2], cs.stride, cs.padding),
+                                 kernels::window_output_size(cs.x[3], cs.weight[3], cs.stride, cs.padding)};
+        auto x = test::random_pair(cs.x, dtype, -1, 1, ++seed);
+        auto w = test::random_pair(cs.weight, dtype, -1, 1, ++seed);
+        auto b = test::random_pair({cs.weight[0]}, dtype, -1, 1, ++seed);
+        auto grad = test::random_pair(out_sizes, dtype, -1, 1, ++seed);
+
+        test::GuardedOutput out(out_sizes, dtype, kGpu);
+        kernels::conv2d_forward(x.cuda, w.cuda, cs.bias ? b.cuda : Tensor(), cs.stride, cs.padding, out.view());
+        Tensor out_cpu = cpu_empty(out_sizes, dtype);
+        cpu_nn().conv2d_forward(x.cpu, w.cpu, cs.bias ? b.cpu : Tensor(), cs.stride, cs.padding, out_cpu);
+        compare(out, out_cpu, tol(dtype, 1e-4), label("conv2d_forward" + path, dtype, c));
+
+        test::GuardedOutput gx(cs.x, dtype, kGpu);
+        kernels::conv2d_backward_input(grad.cuda, w.cuda, cs.stride, cs.padding, gx.view());
+        Tensor gx_cpu = cpu_empty(cs.x, dtype);
+        cpu_nn().conv2d_backward_input(grad.cpu, w.cpu, cs.stride, cs.padding, gx_cpu);
+        compare(gx, gx_cpu, tol(dtype, 1e-4), label("conv2d_backward_input" + path, dtype, c));
+
+        test::GuardedOutput gw(cs.weight, dtype, kGpu);
+        kernels::conv2d_backward_weight(grad.cuda, x.cuda, cs.stride, cs.padding, gw.view());
+        Tensor gw_cpu = cpu_empty(cs.weight, dtype);
+        cpu_nn().conv2d_backward_weight(grad.cpu, x.cpu, cs.stride, cs.padding, gw_cpu);
+        compare(gw, gw_cpu, tol(dtype, 1e-4), label("conv2d_backward_weight" + path, dtype, c));
+      }
+    }
+    if (im2col) unsetenv("DUET_CONV_IM2COL");
+  }
+}
