@@ -104,7 +104,11 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   m.steps = config_.steps;
 
   // The same global batches for every run: the same seed gives the same order.
-  data::DataLoader loader(train_, {.batch_size = config_.batch_size, .shuffle = true, .seed = config_.seed});
+  data::DataLoaderOptions order;
+  order.batch_size = config_.batch_size;
+  order.shuffle = true;
+  order.seed = config_.seed;
+  data::DataLoader loader(train_, order);
   const int64_t total = config_.warmup + config_.steps;
   int64_t done = 0;
   double images = 0;  // in the timed steps
