@@ -14,6 +14,7 @@
 #include "duet/parallel/data_parallel.h"
 #include "duet/parallel/distributed.h"
 #include "duet/parallel/mpi_communicator.h"
+#include "duet/parallel/nccl_communicator.h"
 #include "duet/parallel/trainer.h"
 #include "plot.h"
 #include "progress.h"
@@ -64,6 +65,17 @@ int threads_per_process(int world_size) {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / sharing);
 }
 
+// --comm mpi: this process's rank. CPU ranks talk over MPI; GPU ranks over NCCL, each on the
+// GPU of its local rank (cuda:0 for the first process on a machine, cuda:1 for the next),
+// with MPI only carrying NCCL's id. `device` becomes the rank's device.
+std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device) {
+  if (device.is_cpu()) return parallel::make_mpi_communicator({.device = device});
+  auto bootstrap = parallel::make_mpi_communicator({.device = cpu(0)});
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  device = cuda_device(local ? std::atoi(local) : bootstrap->rank());
+  return parallel::make_nccl_communicator(bootstrap, device);
+}
+
 nlohmann::json epoch_json(const TrainArgs& args, const parallel::EpochStats& e) {
   return {{"epoch", e.epoch + 1},         {"model", args.model},
           {"train_loss", e.train_loss},   {"train_acc", e.train_accuracy},
@@ -101,7 +113,7 @@ int run_train(const TrainArgs& args) {
   try {
     device = Device::parse(args.device);
     if (args.comm == "mpi") {
-      comm = parallel::make_mpi_communicator({.device = device});
+      comm = mpi_rank_communicator(device);
       DUET_CHECK(args.batch_size % comm->world_size() == 0, "--batch-size ", args.batch_size,
                  " is the global batch and must be a multiple of the ", comm->world_size(), " MPI ranks");
     }

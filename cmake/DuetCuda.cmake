@@ -1,9 +1,14 @@
 # Decides whether the CUDA backend is built (DUET_CUDA = AUTO | ON | OFF) and sets DUET_HAS_CUDA.
 # AUTO builds it whenever nvcc, cuBLAS and cuDNN are all found, so CI compiles every CUDA source
 # even without a GPU; ON stops the configure, saying what is missing.
+#
+# With CUDA, NCCL is optional: DUET_HAS_NCCL (and the imported target duet::nccl) is set when
+# nccl.h and libnccl are found beside the toolkit, under Debian's paths or under NCCL_ROOT.
+# Without it, make_nccl_group throws "built without NCCL" (parallel/nccl_unavailable.cpp).
 include(CheckLanguage)
 
 set(DUET_HAS_CUDA OFF)
+set(DUET_HAS_NCCL OFF)
 
 # Stops the configure under DUET_CUDA=ON; under AUTO says why CUDA is left out.
 macro(duet_cuda_unavailable reason)
@@ -50,7 +55,23 @@ ${DUET_CUDNN_LIBRARY}); set CUDNN_ROOT to its install prefix")
       add_library(duet::cudnn UNKNOWN IMPORTED)
       set_target_properties(duet::cudnn PROPERTIES IMPORTED_LOCATION ${DUET_CUDNN_LIBRARY}
                                                    INTERFACE_INCLUDE_DIRECTORIES ${DUET_CUDNN_INCLUDE_DIR})
+
+      find_path(DUET_NCCL_INCLUDE_DIR nccl.h
+                HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
+                PATH_SUFFIXES include)
+      find_library(DUET_NCCL_LIBRARY nccl
+                   HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+                   PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
+      if(DUET_NCCL_INCLUDE_DIR AND DUET_NCCL_LIBRARY)
+        set(DUET_HAS_NCCL ON)
+        add_library(duet::nccl UNKNOWN IMPORTED)
+        set_target_properties(duet::nccl PROPERTIES IMPORTED_LOCATION ${DUET_NCCL_LIBRARY}
+                                                    INTERFACE_INCLUDE_DIRECTORIES ${DUET_NCCL_INCLUDE_DIR})
+      endif()
     endif()
   endif()
 endif()
 message(STATUS "duet: CUDA backend ${DUET_HAS_CUDA}")
+if(DUET_HAS_CUDA)
+  message(STATUS "duet: NCCL ${DUET_HAS_NCCL} (nccl.h: ${DUET_NCCL_INCLUDE_DIR}, libnccl: ${DUET_NCCL_LIBRARY})")
+endif()

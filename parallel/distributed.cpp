@@ -5,7 +5,9 @@
 #include "duet/autograd/factory.h"
 #include "duet/autograd/grad_mode.h"
 #include "duet/core/error.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "duet/nn/functional.h"
+#include "duet/parallel/nccl_communicator.h"
 #include "duet/parallel/replica_threads.h"
 
 namespace duet::parallel {
@@ -35,6 +37,16 @@ std::vector<int64_t> parameter_hashes(const nn::Module& model) {
   return hashes;
 }
 
+// NCCL where every rank has a GPU of its own; the local group (threads and device copies)
+// for CPU devices, and for virtual CUDA devices, which NCCL refuses to put on one GPU.
+std::vector<std::shared_ptr<Communicator>> make_group(const std::vector<Device>& devices, const DDPOptions& options) {
+  const bool gpus = std::all_of(devices.begin(), devices.end(), [](Device d) { return d.is_cuda(); });
+  if (gpus && devices.size() > 1 && nccl_is_built() && !cuda::virtual_devices()) {
+    return make_nccl_group(devices, {.timeout = options.comm_timeout});
+  }
+  return make_local_group(devices, {.algorithm = options.algorithm, .timeout = options.comm_timeout});
+}
+
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> model,
@@ -45,8 +57,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   check_loss_reduction(options_.loss, "DistributedDataParallel");
   DUET_CHECK(!devices_.empty(), "DistributedDataParallel: needs at least one device");
   check_model_on(*model, devices_[0]);
-  std::vector<std::shared_ptr<Communicator>> comms =
-      make_local_group(devices_, {.algorithm = options_.algorithm, .timeout = options_.comm_timeout});
+  std::vector<std::shared_ptr<Communicator>> comms = make_group(devices_, options_);
   layout_ = std::make_shared<const BucketLayout>(
       plan_buckets(model->parameters(), options_.first_bucket_bytes, options_.bucket_bytes));
   for (size_t r = 0; r < devices_.size(); ++r) {

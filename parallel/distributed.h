@@ -47,6 +47,8 @@ struct DDPOptions {
   LossReduction loss = LossReduction::mean;
   // Every this many steps, check that all replicas hold bit-identical parameters (0: never).
   int64_t check_every = 0;
+  // In one process: NCCL on distinct physical GPUs; otherwise the local group, whose
+  // all-reduce algorithm this chooses.
   LocalAlgorithm algorithm = LocalAlgorithm::ring;
   std::chrono::milliseconds comm_timeout = kDefaultCommTimeout;
 };

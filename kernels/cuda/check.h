@@ -1,4 +1,4 @@
-// Checking macros for CUDA runtime, cuBLAS and cuDNN calls. Every call into one of these
+// Checking macros for CUDA runtime, cuBLAS, cuDNN and (in builds with NCCL) NCCL calls. Every call into one of these
 // libraries goes through its macro, so a failure surfaces as a duet::Error that names the file,
 // the line, the call and the library's own message.
 #pragma once
@@ -6,6 +6,9 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
+#ifdef DUET_HAS_NCCL
+#include <nccl.h>
+#endif
 
 #include "duet/core/error.h"
 
@@ -29,6 +32,15 @@ namespace duet::cuda::detail {
                                            int line) {
   DUET_FAIL("cuDNN error at ", file, ":", line, ": ", expr, " failed: ", cudnnGetErrorString(status));
 }
+
+#ifdef DUET_HAS_NCCL
+[[noreturn]] inline void throw_nccl_error(ncclResult_t status, const char* expr, const char* file, int line) {
+  // ncclGetLastError adds NCCL's own account of the failure (which peer, which resource) when it has one.
+  const char* detail = ncclGetLastError(nullptr);
+  DUET_FAIL("NCCL error at ", file, ":", line, ": ", expr, " failed: ", ncclGetErrorString(status),
+            detail && *detail ? std::string(" (") + detail + ")" : std::string());
+}
+#endif
 
 }  // namespace duet::cuda::detail
 
@@ -55,3 +67,12 @@ namespace duet::cuda::detail {
     if (duet_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                \
       ::duet::cuda::detail::throw_cudnn_error(duet_cudnn_status_, #expr, __FILE__, __LINE__); \
   } while (0)
+
+#ifdef DUET_HAS_NCCL
+#define DUET_NCCL_CHECK(expr)                                                     \
+  do {                                                                            \
+    ncclResult_t duet_nccl_status_ = (expr);                                      \
+    if (duet_nccl_status_ != ncclSuccess)                                         \
+      ::duet::cuda::detail::throw_nccl_error(duet_nccl_status_, #expr, __FILE__, __LINE__); \
+  } while (0)
+#endif

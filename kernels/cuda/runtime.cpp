@@ -89,6 +89,14 @@ int device_count() noexcept {
 
 bool is_built() noexcept { return true; }
 
+bool virtual_devices() noexcept {
+  try {
+    return topology().virtual_devices;
+  } catch (...) {
+    return false;  // as device_count()
+  }
+}
+
 void check_device(Device device) {
   DUET_CHECK(device.is_cuda(), "expected a CUDA device, got ", device);
   const Topology& t = topology();

@@ -16,6 +16,8 @@ namespace duet::cuda {
 int device_count() noexcept;
 // True when this build has the CUDA backend compiled in.
 bool is_built() noexcept;
+// True when DUET_CUDA_VIRTUAL_DEVICES maps the logical devices onto one GPU (false without CUDA).
+bool virtual_devices() noexcept;
 
 // Returns the caching allocator's unused blocks on every CUDA device to the driver (reserved
 // bytes drop to those held by live tensors). A no-op without CUDA: nothing is ever cached.

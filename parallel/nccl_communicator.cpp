@@ -1,0 +1,405 @@
+// NCCL communicator. Compiled only with CUDA and NCCL (DUET_HAS_NCCL); see the header for the
+// stream, wait and failure semantics.
+//
+// Threading: a rank's collectives may be launched from one thread (a backward hook) and waited
+// from another (the step), so a rank's NCCL communicator is used under its own mutex: NCCL
+// forbids using one communicator from two threads at once, ncclCommAbort included.
+#ifdef DUET_HAS_NCCL
+
+#include "duet/parallel/nccl_communicator.h"
+
+#include <nccl.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+#include <thread>
+#include <utility>
+
+#include "duet/autograd/factory.h"
+#include "duet/core/error.h"
+#include "duet/kernels/cuda/check.h"
+#include "duet/kernels/cuda/device.h"
+#include "duet/parallel/ring.h"
+
+namespace duet::parallel {
+namespace {
+
+ncclDataType_t nccl_type(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return ncclFloat32;
+    case DType::f64: return ncclFloat64;
+    case DType::i64: return ncclInt64;
+    case DType::u8: return ncclUint8;
+  }
+  DUET_FAIL("NCCL: unknown dtype ", static_cast<int>(dtype));
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::avg ? ncclAvg : ncclSum; }
+
+int64_t bytes_of(const Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
+
+// An event that orders one stream after another; no timing, so recording it is cheap.
+class Event {
+ public:
+  Event() { DUET_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~Event() { cudaEventDestroy(event_); }  // a pending event is released once it completes
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// How one rank's failure reaches the others: in one process through this shared record, which
+// every rank's waits poll; across processes through the bootstrap's abort() (MPI ends the job).
+class GroupFailure {
+ public:
+  explicit GroupFailure(std::shared_ptr<Communicator> bootstrap = nullptr) : bootstrap_(std::move(bootstrap)) {}
+
+  void fail(int rank, const std::string& reason) {
+    {
+      std::lock_guard lock(mutex_);
+      if (failed_.load()) return;  // the first failure is the one reported
+      message_ = "rank " + std::to_string(rank) + ": " + reason;
+      failed_.store(true);
+    }
+    if (bootstrap_) bootstrap_->abort("NCCL group failed: " + message_);
+  }
+
+  std::optional<std::string> failure() const {
+    if (!failed_.load()) return std::nullopt;
+    std::lock_guard lock(mutex_);
+    return message_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::atomic<bool> failed_{false};
+  std::string message_;
+  std::shared_ptr<Communicator> bootstrap_;
+};
+
+// One rank's NCCL communicator, its communication stream and its failure state, shared by the
+// rank's Works (a Work may outlive its Communicator). Every member is used under `mutex`.
+struct RankState {
+  RankState(ncclComm_t comm_, int rank_, int size_, Device device_, NcclOptions options_,
+            std::shared_ptr<GroupFailure> group_)
+      : comm(comm_), rank(rank_), size(size_), device(device_), options(options_), group(std::move(group_)) {
+    try {
+      cuda::DeviceGuard guard(device);
+      DUET_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_stream, cudaStreamNonBlocking));
+    } catch (...) {
+      ncclCommDestroy(comm);
+      throw;
+    }
+  }
+
+  ~RankState() {
+    // Destructors cannot throw: failures here are ignored, the process is tearing the group down.
+    try {
+      cuda::DeviceGuard guard(device);
+      cudaStreamSynchronize(comm_stream);
+      // ncclCommDestroy finalises, which may wait on peers; after a failure they may be gone, so
+      // the communicator is aborted instead (local, never waits).
+      if (comm && group->failure()) ncclCommAbort(comm);
+      else if (comm) ncclCommDestroy(comm);
+      cudaStreamDestroy(comm_stream);
+    } catch (...) {
+    }
+  }
+
+  RankState(const RankState&) = delete;
+  RankState& operator=(const RankState&) = delete;
+
+  // Aborts this rank's NCCL communicator (its pending kernels end) and fails the group, once.
+  void fail(const std::string& reason) {
+    abort_comm();
+    group->fail(rank, reason);
+  }
+
+  void abort_comm() {
+    if (!comm) return;
+    ncclCommAbort(comm);  // its result does not matter: the communicator is unusable either way
+    comm = nullptr;
+  }
+
+  // Throws if the group has failed (on any rank), aborting this rank's communicator first.
+  void throw_if_failed(const std::string& what) {
+    if (std::optional<std::string> failure = group->failure()) {
+      abort_comm();
+      DUET_FAIL(what, " on rank ", rank, " failed: the NCCL group failed (", *failure, ")");
+    }
+  }
+
+  std::mutex mutex;
+  ncclComm_t comm = nullptr;  // null once aborted
+  const int rank;
+  const int size;
+  const Device device;
+  const NcclOptions options;
+  const std::shared_ptr<GroupFailure> group;
+  cudaStream_t comm_stream = nullptr;
+  uint64_t seq = 0;  // collectives launched, for error messages
+};
+
+// Completion of one collective: the event recorded on the communication stream after it.
+class NcclWork final : public Work {
+ public:
+  NcclWork(std::shared_ptr<RankState> state, std::string what, std::vector<Tensor> tensors)
+      : state_(std::move(state)), what_(std::move(what)), tensors_(std::move(tensors)) {}
+
+  // Dropped without wait(): the compute stream still waits for the collective before the
+  // tensors' memory can be handed to later kernels. After a failure the communicator was
+  // aborted and its kernels ended, so the memory is released as is.
+  ~NcclWork() override {
+    if (tensors_.empty() || !error_.empty()) return;
+    try {
+      std::lock_guard lock(state_->mutex);
+      if (!state_->comm) return;
+      cuda::DeviceGuard guard(state_->device);
+      cudaStreamWaitEvent(cuda::stream(state_->device), done_.get(), 0);
+    } catch (...) {  // a destructor cannot throw; the device was usable when the collective launched
+    }
+  }
+
+  cudaEvent_t done_event() const { return done_.get(); }
+
+  void wait() override {
+    if (!error_.empty()) DUET_FAIL(error_);
+    if (finished_) return;
+    try {
+      poll_until_done();
+    } catch (const std::exception& e) {
+      error_ = e.what();
+      throw;
+    }
+    cuda::DeviceGuard guard(state_->device);
+    DUET_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(state_->device), done_.get(), 0));
+    finished_ = true;
+    tensors_.clear();  // the compute stream now runs after the collective: the memory may be reused
+  }
+
+ private:
+  void poll_until_done() {
+    const auto deadline = std::chrono::steady_clock::now() + state_->options.timeout;
+    for (int polls = 0;; ++polls) {
+      cudaError_t status = cudaEventQuery(done_.get());
+      if (status == cudaSuccess) return;
+      if (status != cudaErrorNotReady) DUET_CUDA_CHECK(status);
+      {
+        std::lock_guard lock(state_->mutex);
+        state_->throw_if_failed(what_);
+        DUET_CHECK(state_->comm, what_, " on rank ", state_->rank, ": the NCCL communicator was aborted");
+        ncclResult_t async_error = ncclSuccess;
+        DUET_NCCL_CHECK(ncclCommGetAsyncError(state_->comm, &async_error));
+        if (async_error != ncclSuccess && async_error != ncclInProgress) {
+          std::string reason = what_ + " failed: " + ncclGetErrorString(async_error);
+          state_->fail(reason);
+          DUET_FAIL(reason, " (rank ", state_->rank, ")");
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+          std::string reason = what_ + " timed out after " + std::to_string(state_->options.timeout.count()) +
+                               " ms: a rank died, is stuck, or issued a different collective";
+          state_->fail(reason);
+          DUET_FAIL(reason, " (rank ", state_->rank, ")");
+        }
+      }
+      // Spin briefly for latency, then back off so a waiting rank leaves the cores to others.
+      if (polls < 1000)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+
+  std::shared_ptr<RankState> state_;
+  std::string what_;
+  std::vector<Tensor> tensors_;  // kept alive until the collective has finished
+  Event done_;
+  bool finished_ = false;
+  std::string error_;
+};
+
+class NcclCommunicator final : public Communicator {
+ public:
+  explicit NcclCommunicator(std::shared_ptr<RankState> state)
+      : state_(std::move(state)), barrier_scratch_(zeros({1}, {.device = state_->device})) {}
+
+  ~NcclCommunicator() override = default;  // the RankState, shared with the Works, owns the handles
+
+  int rank() const override { return state_->rank; }
+  int world_size() const override { return state_->size; }
+  Device device() const override { return state_->device; }
+  std::string name() const override { return "nccl"; }
+
+  void abort(const std::string& reason) override {
+    std::lock_guard lock(state_->mutex);
+    state_->fail(reason);
+  }
+
+ protected:
+  std::shared_ptr<Work> all_reduce_impl(const Tensor& t, ReduceOp op) override {
+    auto work = launch(describe_collective("all_reduce", t, parallel::name(op)), {t}, [&](ncclComm_t c, cudaStream_t s) {
+      DUET_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), count(t), nccl_type(t.dtype()), nccl_op(op), c, s));
+    });
+    t.bump_version();
+    count_bytes_sent(ring::all_reduce_bytes_sent(t.numel(), static_cast<int64_t>(t.element_size()), world_size(),
+                                                 rank()));
+    return work;
+  }
+
+  // The byte counts below are the MPI communicator's model (parallel/mpi_communicator.cpp).
+  std::shared_ptr<Work> broadcast_impl(const Tensor& t, int root) override {
+    auto work = launch(describe_collective("broadcast", t, "root " + std::to_string(root)), {t},
+                       [&](ncclComm_t c, cudaStream_t s) {
+                         DUET_NCCL_CHECK(
+                             ncclBroadcast(t.data_ptr(), t.data_ptr(), count(t), nccl_type(t.dtype()), root, c, s));
+                       });
+    if (rank() != root) t.bump_version();
+    if (rank() == root) count_bytes_sent((world_size() - 1) * bytes_of(t));
+    return work;
+  }
+
+  std::shared_ptr<Work> reduce_impl(const Tensor& t, int root, ReduceOp op) override {
+    const bool is_root = rank() == root;
+    auto work = launch(describe_collective("reduce", t, "root " + std::to_string(root) + ", " + parallel::name(op)),
+                       {t}, [&](ncclComm_t c, cudaStream_t s) {
+                         // Only the root's receive buffer is written; the others' t stay as they were.
+                         DUET_NCCL_CHECK(ncclReduce(t.data_ptr(), is_root ? t.data_ptr() : nullptr, count(t),
+                                                    nccl_type(t.dtype()), nccl_op(op), root, c, s));
+                       });
+    if (is_root) t.bump_version();
+    if (!is_root) count_bytes_sent(bytes_of(t));
+    return work;
+  }
+
+  std::shared_ptr<Work> all_gather_impl(const Tensor& t, const Tensor& out) override {
+    auto work = launch(describe_collective("all_gather", t), {t, out}, [&](ncclComm_t c, cudaStream_t s) {
+      DUET_NCCL_CHECK(ncclAllGather(t.data_ptr(), out.data_ptr(), count(t), nccl_type(t.dtype()), c, s));
+    });
+    count_bytes_sent((world_size() - 1) * bytes_of(t));
+    return work;
+  }
+
+  // NCCL has no barrier: a one-element all-reduce completes only once every rank launched it.
+  std::shared_ptr<Work> barrier_impl() override {
+    return launch(describe_collective("barrier", Tensor()), {barrier_scratch_}, [&](ncclComm_t c, cudaStream_t s) {
+      DUET_NCCL_CHECK(ncclAllReduce(barrier_scratch_.data_ptr(), barrier_scratch_.data_ptr(), 1, ncclFloat32, ncclSum,
+                                    c, s));
+    });
+  }
+
+ private:
+  static size_t count(const Tensor& t) { return static_cast<size_t>(t.numel()); }
+
+  // Orders the communication stream after the compute stream's queued work, enqueues the
+  // collective there and records its completion. An empty tensor moves nothing: NCCL is not
+  // called (every rank has the same shape, so every rank skips it).
+  template <class Enqueue>
+  std::shared_ptr<Work> launch(const std::string& op, std::vector<Tensor> tensors, Enqueue enqueue) {
+    std::lock_guard lock(state_->mutex);
+    const std::string what = op + " (collective #" + std::to_string(++state_->seq) + ")";
+    state_->throw_if_failed(what);
+    DUET_CHECK(state_->comm, what, " on rank ", rank(), ": the NCCL communicator was aborted");
+    cuda::DeviceGuard guard(device());
+    Event inputs_ready;
+    DUET_CUDA_CHECK(cudaEventRecord(inputs_ready.get(), cuda::stream(device())));
+    DUET_CUDA_CHECK(cudaStreamWaitEvent(state_->comm_stream, inputs_ready.get(), 0));
+    const bool moves_data = tensors.front().numel() > 0;
+    auto work = std::make_shared<NcclWork>(state_, what, std::move(tensors));
+    if (moves_data) enqueue(state_->comm, state_->comm_stream);
+    DUET_CUDA_CHECK(cudaEventRecord(work->done_event(), state_->comm_stream));
+    return work;
+  }
+
+  std::shared_ptr<RankState> state_;
+  Tensor barrier_scratch_;
+};
+
+void check_nccl_device(const char* function, Device device) {
+  DUET_CHECK(device.is_cuda(), function, ": NCCL moves CUDA tensors, got ", device,
+             " (for CPU devices use make_local_group or make_mpi_communicator)");
+  cuda::check_device(device);
+}
+
+void check_options(const char* function, const NcclOptions& options) {
+  DUET_CHECK(options.timeout.count() > 0, function, ": timeout must be positive");
+}
+
+}  // namespace
+
+bool nccl_is_built() noexcept { return true; }
+
+std::vector<std::shared_ptr<Communicator>> make_nccl_group(const std::vector<Device>& devices, NcclOptions options) {
+  DUET_CHECK(!devices.empty(), "make_nccl_group: no devices");
+  check_options("make_nccl_group", options);
+  std::vector<int> physical;
+  std::unordered_set<Device> seen;
+  for (const Device& d : devices) {
+    check_nccl_device("make_nccl_group", d);
+    DUET_CHECK(seen.insert(d).second, "make_nccl_group: ", d, " appears twice; the devices must be distinct");
+    int gpu = cuda::physical_device(d.index);
+    for (size_t j = 0; j < physical.size(); ++j) {
+      DUET_CHECK(physical[j] != gpu, "make_nccl_group: ", devices[j], " and ", d, " both run on physical GPU ", gpu,
+                 " (virtual devices, DUET_CUDA_VIRTUAL_DEVICES), and NCCL refuses two ranks on one GPU; use "
+                 "make_local_group for virtual devices");
+    }
+    physical.push_back(gpu);
+  }
+  const int n = static_cast<int>(devices.size());
+  std::vector<ncclComm_t> comms(devices.size(), nullptr);
+  DUET_NCCL_CHECK(ncclCommInitAll(comms.data(), n, physical.data()));
+
+  auto group = std::make_shared<GroupFailure>();
+  std::vector<std::shared_ptr<RankState>> states;
+  try {
+    for (int r = 0; r < n; ++r) {
+      // From here on the RankState owns comms[r] (and destroys it should its constructor throw).
+      ncclComm_t comm = std::exchange(comms[static_cast<size_t>(r)], nullptr);
+      states.push_back(std::make_shared<RankState>(comm, r, n, devices[static_cast<size_t>(r)], options, group));
+    }
+  } catch (...) {
+    for (ncclComm_t comm : comms)
+      if (comm) ncclCommDestroy(comm);
+    throw;
+  }
+  std::vector<std::shared_ptr<Communicator>> out;
+  for (auto& state : states) out.push_back(std::make_shared<NcclCommunicator>(std::move(state)));
+  return out;
+}
+
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap, Device device,
+                                                     NcclOptions options) {
+  DUET_CHECK(bootstrap, "make_nccl_communicator: no bootstrap communicator");
+  DUET_CHECK(bootstrap->device().is_cpu(), "make_nccl_communicator: the bootstrap communicator must move host "
+             "tensors (the MPI one), got ", bootstrap->name(), " on ", bootstrap->device());
+  check_nccl_device("make_nccl_communicator", device);
+  check_options("make_nccl_communicator", options);
+
+  // Rank 0's unique id, as raw bytes in a u8 tensor, is what ties the processes' ranks together.
+  ncclUniqueId id{};
+  Tensor id_bytes = empty({static_cast<int64_t>(sizeof(id))}, {.dtype = DType::u8, .device = bootstrap->device()});
+  if (bootstrap->rank() == 0) {
+    DUET_NCCL_CHECK(ncclGetUniqueId(&id));
+    std::memcpy(id_bytes.data_ptr(), &id, sizeof(id));
+  }
+  bootstrap->broadcast(id_bytes, 0);
+  std::memcpy(&id, id_bytes.data_ptr(), sizeof(id));
+
+  ncclComm_t comm = nullptr;
+  {
+    cuda::DeviceGuard guard(device);
+    DUET_NCCL_CHECK(ncclCommInitRank(&comm, bootstrap->world_size(), id, bootstrap->rank()));
+  }
+  const int rank = bootstrap->rank(), size = bootstrap->world_size();
+  auto group = std::make_shared<GroupFailure>(std::move(bootstrap));
+  return std::make_shared<NcclCommunicator>(std::make_shared<RankState>(comm, rank, size, device, options, group));
+}
+
+}  // namespace duet::parallel
+
+#endif  // DUET_HAS_NCCL

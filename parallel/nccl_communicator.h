@@ -1,0 +1,57 @@
+// The NCCL communicator: one rank per physical GPU, over CUDA tensors (DESIGN.md section 6).
+//
+// Two ways to build a group:
+//   - one process driving N GPUs, one thread per rank: make_nccl_group(devices);
+//   - one process per GPU (mpirun): make_nccl_communicator(bootstrap, device), where rank 0's
+//     ncclUniqueId travels to the other ranks through a CPU communicator (the MPI one).
+// NCCL refuses two ranks on one GPU, so virtual devices (DUET_CUDA_VIRTUAL_DEVICES) need the
+// local communicator instead; make_nccl_group says so.
+//
+// Streams: each rank has its own non-blocking communication stream. A collective first waits
+// (on the GPU, through an event) for the work already queued on the rank's compute stream,
+// cuda::stream(device), then runs on the communication stream, so an async all-reduce overlaps
+// the compute queued after it (strategy B's buckets overlap the rest of backward).
+//
+// Work::wait() blocks the calling thread until the collective has finished on the GPU (that
+// is where the timeout and NCCL's asynchronous errors are checked) and orders the compute stream
+// after it. After wait() the result may be used by anything: later kernels on the compute
+// stream, and host reads, which copy through the compute stream anyway. The tensors stay alive
+// until the collective has finished, even if the Work is dropped without wait().
+//
+// stats().bytes_sent is the same model as the MPI communicator's (a ring all-reduce's
+// 2(n-1)/n of the tensor, and so on), not a measurement of NCCL's own algorithms.
+//
+// Errors: every NCCL call is checked. A wait that outlasts the timeout, an asynchronous NCCL
+// error, or abort() on any rank aborts this rank's NCCL communicator (ncclCommAbort) and fails
+// the group: in one process every rank's pending and later collectives throw a duet::Error
+// naming the rank and the reason; across processes the bootstrap communicator's abort() runs
+// (MPI ends the job). Creating the group blocks inside NCCL without a timeout.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "duet/parallel/communicator.h"
+
+namespace duet::parallel {
+
+struct NcclOptions {
+  std::chrono::milliseconds timeout = kDefaultCommTimeout;
+};
+
+// False in a build without CUDA or without NCCL, where the factories below throw.
+bool nccl_is_built() noexcept;
+
+// One connected communicator per device, rank i on devices[i] (distinct CUDA devices on
+// distinct physical GPUs). Each rank must then be driven from its own thread.
+std::vector<std::shared_ptr<Communicator>> make_nccl_group(const std::vector<Device>& devices,
+                                                           NcclOptions options = {});
+
+// This process's rank of a group with one process per GPU: collective over `bootstrap` (a CPU
+// communicator, typically make_mpi_communicator()), whose rank and world size it takes. The
+// bootstrap is kept, so that a failure here can fail the whole job through its abort().
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap, Device device,
+                                                     NcclOptions options = {});
+
+}  // namespace duet::parallel
