@@ -296,6 +296,7 @@ TEST_CASE("pooling gradcheck", "[nn][gradcheck]") {
   check_gradient([](const Inputs& in) { return F::max_pool2d(in[0], {.kernel = 3, .stride = 2, .padding = 1}); },
                  {distinct({1, 2, 7, 6})});
   check_gradient([](const Inputs& in) { return F::avg_pool2d(in[0], {.kernel = 2}); }, {input({2, 2, 5, 7})});
+  check_gradient([](const Inputs& in) { return F::avg_pool2d(in[0], {.kernel = 2}); }, {input({2, 2, 4, 6})});
   check_gradient([](const Inputs& in) { return F::avg_pool2d(in[0], {.kernel = 3, .stride = 2, .padding = 1}); },
                  {input({1, 2, 7, 6})});
   check_gradient([](const Inputs& in) { return F::avg_pool2d(in[0], {.kernel = 2, .stride = 1, .padding = 1}); },
