@@ -4,7 +4,7 @@ BUILD_TYPE ?= Release
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 
-.PHONY: all deps configure build test train clean
+.PHONY: all deps configure build test train bench clean
 
 all: build
 
@@ -25,6 +25,12 @@ test: build
 
 train: build
 	$(BUILD_DIR)/apps/duet train $(ARGS)
+
+# duet against PyTorch on this machine's CPU (docs/performance.md); ARGS=--strategies adds duet compare.
+bench: configure
+	@bench/setup.sh
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target duet_bench gemm_peak duet_cli
+	/usr/bin/python3 bench/run.py --build-dir $(BUILD_DIR) $(ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log

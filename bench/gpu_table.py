@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""bench/gpu.sh's table: duet's GPU training throughput next to PyTorch's, eager and compiled,
+from the JSON lines the runs left in a folder (<framework>-<mode>-<model>.json; a missing or
+empty file is a run that failed or was skipped, and its log says which)."""
+import json
+import os
+import sys
+
+MODELS = ["lenet", "lenet-relu", "resnet18"]
+RUNS = ["duet", "eager", "compile"]  # the mode field of each run
+
+
+def load(folder, mode, model):
+    path = os.path.join(folder, f"{mode}-{model}.json")
+    try:
+        with open(path) as f:
+            lines = [line for line in f.read().splitlines() if line.startswith("{")]
+        return json.loads(lines[-1]) if lines else None
+    except (OSError, ValueError):
+        return None
+
+
+def main(folder):
+    results = {(mode, model): load(folder, mode, model) for mode in RUNS for model in MODELS}
+
+    def rate(mode, model):
+        r = results[(mode, model)]
+        return r["train_images_per_second"] if r else None
+
+    def cell(x):
+        return f"{x:,.0f}" if x is not None else "failed/skipped"
+
+    def ratio(a, b):
+        return f"{a / b:.2f}" if a is not None and b else "-"
+
+    header = ["model", "duet img/s", "PyTorch eager img/s", "duet/eager", "PyTorch compile img/s", "duet/compile"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for model in MODELS:
+        d, e, c = rate("duet", model), rate("eager", model), rate("compile", model)
+        lines.append("| " + " | ".join([model, cell(d), cell(e), ratio(d, e), cell(c), ratio(d, c)]) + " |")
+    sources = sorted({r["data"] for r in results.values() if r})
+    any_run = next((r for r in results.values() if r), None)
+    torch_run = next((r for r in results.values() if r and r["framework"] == "torch"), None)
+    lines.append("")
+    if any_run:
+        lines.append(f"Training throughput on {any_run['device']}, batch {any_run['batch_size']}, SGD, TF32 "
+                     f"{'on' if any_run['tf32'] else 'off'}; median of timed windows after warm-up. "
+                     f"Data: {', '.join(sources)}."
+                     + (f" PyTorch {torch_run['torch_version']}." if torch_run else ""))
+    else:
+        lines.append("No run succeeded; see the logs.")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,185 @@
+#!/usr/bin/python3
+"""`make bench`: duet against PyTorch on this machine's CPU, side by side, in one run.
+
+For each model it alternates fresh processes (duet, PyTorch on 1..N threads, duet, ...) for
+--repeats rounds, takes the median of each configuration, compares duet with PyTorch at its
+best thread count, and holds duet's GFLOP/s against the GEMM peak that bench/gemm_peak
+measures. It prints one Markdown table on stdout (progress goes to stderr) and writes the
+whole result, every sample included, as JSON. It builds nothing: `make bench` does that first.
+
+    /usr/bin/python3 bench/run.py --build-dir build [--strategies] [--out bench/results.json]
+"""
+import argparse
+import datetime
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+import fashion_mnist_np  # noqa: E402
+import strategies  # noqa: E402
+from processes import DISTURBED, BenchError, progress, run_undisturbed  # noqa: E402
+from summary import summarize  # noqa: E402
+from table import table  # noqa: E402
+
+# (warm-up, timed) training batches of 256 per run: a few seconds of training each, so the
+# whole `make bench` stays within about 5 minutes on a 2-core machine.
+WORKLOADS = {"mlp": (20, 500), "lenet": (10, 80), "lenet-relu": (10, 50)}
+BATCH_SIZE, LR = 256, 0.1
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description="duet vs PyTorch on the CPU (make bench)")
+    p.add_argument("--build-dir", default=os.path.join(HERE, "..", "build"))
+    p.add_argument("--out", default=os.path.join(HERE, "results.json"), help="where the JSON goes")
+    p.add_argument("--repeats", type=int, default=3, help="alternating rounds; the median is reported")
+    p.add_argument("--models", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
+    p.add_argument("--max-torch-threads", type=int, default=os.cpu_count(),
+                   help="PyTorch runs on 1..this many threads (default: every core)")
+    p.add_argument("--scale", type=float, default=1.0, help="multiplies the timed batch counts (0.1 for a smoke test)")
+    p.add_argument("--strategies", action="store_true",
+                   help="also run `duet compare` (single, dp, ddp on 2 logical CPU devices)")
+    p.add_argument("--retries", type=int, default=3,
+                   help="reruns of a run during which other processes used over 10%% of the CPUs")
+    p.add_argument("--data-dir", default=None, help=f"Fashion-MNIST IDX files (default {fashion_mnist_np.DEFAULT_DIR})")
+    args = p.parse_args()
+    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in args.models if m not in WORKLOADS]
+    if unknown:
+        p.error(f"unknown model(s) {', '.join(unknown)}: expected some of {', '.join(WORKLOADS)}")
+    if args.repeats < 1 or args.max_torch_threads < 1 or args.scale <= 0 or args.retries < 0:
+        p.error("--repeats and --max-torch-threads must be at least 1, --scale positive, --retries >= 0")
+    return args
+
+
+def programs(build_dir):
+    """The built programs, or a BenchError saying how to build them."""
+    paths = {"duet_bench": os.path.join(build_dir, "bench", "duet_bench"),
+             "gemm_peak": os.path.join(build_dir, "bench", "gemm_peak"),
+             "duet": os.path.join(build_dir, "apps", "duet")}
+    for name in ("duet_bench", "gemm_peak"):
+        if not os.access(paths[name], os.X_OK):
+            raise BenchError(f"{paths[name]} is missing: run `make bench`, or cmake --build {build_dir} --target {name}")
+    return paths
+
+
+def check_torch():
+    """PyTorch must import in the interpreter that runs torch_bench.py."""
+    done = subprocess.run([sys.executable, "-c", "import torch, numpy"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BenchError(f"{sys.executable} cannot import torch and numpy: run bench/setup.sh (it installs "
+                         f"Debian's python3-torch and python3-numpy)\n{done.stderr.strip()}")
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def measure_gemm_peak(paths, retries):
+    progress("sgemm peak: OpenBLAS on 1 thread, then one 1-thread GEMM per core concurrently")
+    peak = run_undisturbed([paths["gemm_peak"]], "gemm_peak", retries)
+    progress(f"sgemm peak {peak['single_thread_gflops']:.1f} GFLOP/s on 1 thread, "
+             f"{peak['concurrent_gflops']:.1f} for {peak['concurrent_threads']} concurrent")
+    return peak
+
+
+def best_peak(samples):
+    """The highest of each figure over the measurements: a peak is a best case."""
+    best = {key: value for key, value in samples[0].items() if key != "other_cpu_load"}
+    for key in ("single_thread_gflops", "concurrent_gflops"):
+        best[key] = max(s[key] for s in samples)
+    best["samples"] = samples
+    return best
+
+
+def measure_model(model, args, paths, torch_threads):
+    """Alternates duet, PyTorch at each thread count (and duet compare) for --repeats rounds."""
+    warmup, timed = WORKLOADS[model]
+    timed = max(1, round(timed * args.scale))
+    common = ["--model", model, "--batches", str(timed), "--warmup", str(warmup), "--batch-size", str(BATCH_SIZE),
+              "--lr", str(LR)] + (["--data-dir", args.data_dir] if args.data_dir else [])
+    duet_runs, torch_runs, strategy_runs = [], {t: [] for t in torch_threads}, []
+    for round_ in range(1, args.repeats + 1):
+        tag = f"{model} round {round_}/{args.repeats}"
+        progress(f"{tag}: duet ({timed} batches after {warmup} warm-up)")
+        duet_runs.append(run_undisturbed([paths["duet_bench"], *common], f"duet_bench {model}", args.retries))
+        progress(f"{tag}: duet {duet_runs[-1]['train_images_per_second']:,.0f} img/s on {duet_runs[-1]['threads']} threads")
+        for threads in torch_threads:
+            command = [sys.executable, os.path.join(HERE, "torch_bench.py"), *common, "--threads", str(threads)]
+            run = run_undisturbed(command, f"torch_bench {model} --threads {threads}", args.retries)
+            torch_runs[threads].append(run)
+            progress(f"{tag}: PyTorch {threads} thread(s) {run['train_images_per_second']:,.0f} img/s")
+        if args.strategies:
+            run = strategies.run_compare(paths["duet"], model, timed, BATCH_SIZE, args.data_dir)
+            strategy_runs.append(run)
+            progress(f"{tag}: duet compare " + ", ".join(f"{k} {v:,.0f}" for k, v in run.items()) + " img/s")
+    return duet_runs, torch_runs, strategy_runs
+
+
+def neighbour_load(summaries, gemm_peak):
+    """How much other processes disturbed the kept runs: the largest share of the CPUs they
+    took during one run, and how many runs they took over DISTURBED of them."""
+    loads = [r.get("other_cpu_load", 0.0) for r in gemm_peak["samples"]]
+    for s in summaries:
+        loads += [r.get("other_cpu_load", 0.0) for r in s["duet"]["samples"]]
+        for row in s["torch_by_threads"].values():
+            loads += [r.get("other_cpu_load", 0.0) for r in row["samples"]]
+    return {"max": max(loads), "disturbed_runs": sum(load > DISTURBED for load in loads), "runs": len(loads)}
+
+
+def main():
+    args = parse_args()
+    data_dir = args.data_dir or fashion_mnist_np.DEFAULT_DIR
+    if fashion_mnist_np.missing_files(data_dir):
+        raise BenchError(fashion_mnist_np.missing_message(data_dir))
+    paths = programs(args.build_dir)
+    check_torch()
+    if args.strategies:
+        strategies.check_compare(paths["duet"])
+    torch_threads = list(range(1, args.max_torch_threads + 1))
+
+    # The peak is measured before each model, spread over the run, and the best kept: a
+    # neighbour busy during one measurement would otherwise lower the roofline.
+    peak_samples, measured = [], {}
+    for model in args.models:
+        peak_samples.append(measure_gemm_peak(paths, args.retries))
+        measured[model] = measure_model(model, args, paths, torch_threads)
+    gemm_peak = best_peak(peak_samples)
+    summaries = [summarize(model, *measured[model], gemm_peak) for model in args.models]
+
+    torch_version = summaries[0]["torch"]["samples"][0]["torch_version"] if summaries else None
+    result = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": {"cpu": cpu_model(), "logical_cpus": os.cpu_count()},
+        "torch_version": torch_version,
+        "settings": {"batch_size": BATCH_SIZE, "optimizer": "sgd", "lr": LR, "repeats": args.repeats,
+                     "torch_threads": torch_threads, "scale": args.scale,
+                     "workloads": {m: {"warmup": w, "batches": max(1, round(b * args.scale))}
+                                   for m, (w, b) in WORKLOADS.items() if m in args.models}},
+        "gemm_peak": gemm_peak,
+        "other_cpu_load": neighbour_load(summaries, gemm_peak),
+        "models": summaries,
+    }
+    print(table(summaries, gemm_peak, result["other_cpu_load"], args.out))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+    progress(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as e:
+        print(f"bench: error: {e}", file=sys.stderr)
+        sys.exit(1)

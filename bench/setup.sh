@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what `make bench` needs beyond duet's own dependencies: Debian's PyTorch (the CPU
+# anchor) and NumPy, only when /usr/bin/python3 cannot import torch, so a second run is instant.
+set -euo pipefail
+
+python=/usr/bin/python3
+if "$python" -c "import torch, numpy" 2>/dev/null; then
+  exit 0
+fi
+
+echo "bench/setup.sh: $python cannot import torch; installing python3-torch python3-numpy" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "bench/setup.sh: run as root or install sudo" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends python3-torch python3-numpy
+"$python" -c "import torch" || { echo "bench/setup.sh: torch still cannot be imported" >&2; exit 1; }

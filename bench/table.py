@@ -1,0 +1,39 @@
+"""The one comparison table `make bench` prints, as Markdown (docs/performance.md holds a copy)."""
+
+
+def _count(x):
+    return f"{x:,.0f}"
+
+
+def table(summaries, gemm_peak, other_cpu_load, json_path):
+    """other_cpu_load: {"max", "disturbed_runs", "runs"} from run.py."""
+    with_strategies = any("strategies" in s for s in summaries)
+    header = ["model", "MFLOP/img", "duet img/s", "PyTorch img/s (threads)", "duet/PyTorch",
+              "eval img/s duet", "eval img/s PyTorch", "RSS MiB duet", "RSS MiB PyTorch",
+              "duet GFLOP/s", "duet % of peak"]
+    if with_strategies:
+        header += ["single img/s", "dp img/s", "ddp img/s"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for s in summaries:
+        duet, torch = s["duet"], s["torch"]
+        row = [s["model"], f"{s['flop_per_image'] / 1e6:.2f}", _count(duet["train_images_per_second"]),
+               f"{_count(torch['train_images_per_second'])} ({s['torch_best_threads']})",
+               f"{s['train_ratio_duet_over_torch']:.2f}",
+               _count(duet["eval_images_per_second"]), _count(torch["eval_images_per_second"]),
+               f"{duet['peak_rss_mib']:.0f}", f"{torch['peak_rss_mib']:.0f}",
+               f"{duet['gflops']:.1f}", f"{100 * duet['fraction_of_peak']:.0f}%"]
+        if with_strategies:
+            strategies = s.get("strategies", {})
+            row += [_count(strategies[k]) if k in strategies else "-" for k in ("single", "dp", "ddp")]
+        lines.append("| " + " | ".join(row) + " |")
+    duet_threads = summaries[0]["duet"]["threads"] if summaries else 0
+    lines.append("")
+    lines.append(f"Peak: sgemm {gemm_peak['n']}^3 through OpenBLAS, {gemm_peak['single_thread_gflops']:.1f} GFLOP/s on "
+                 f"1 thread, {gemm_peak['concurrent_gflops']:.1f} GFLOP/s for {gemm_peak['concurrent_threads']} "
+                 f"concurrent 1-thread GEMMs. duet ran on {duet_threads} threads; its % of peak is against "
+                 f"{summaries[0]['duet']['peak_is'] if summaries else '-'}.")
+    lines.append(f"Medians of {len(summaries[0]['duet']['samples']) if summaries else 0} alternating runs. Other "
+                 f"processes used over 10% of the CPUs during {other_cpu_load['disturbed_runs']} of the "
+                 f"{other_cpu_load['runs']} runs kept (at most {100 * other_cpu_load['max']:.0f}%); "
+                 f"{json_path} has each run's other_cpu_load.")
+    return "\n".join(lines)

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""PyTorch's side of `make bench`, the twin of bench/duet_bench.cpp: the same model, init,
+data, batches and plain SGD, timed the same way. Prints one JSON line.
+
+Run with Debian's python3-torch:  /usr/bin/python3 bench/torch_bench.py --model lenet --threads 1
+"""
+import argparse
+import json
+import resource
+import sys
+import time
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="lenet", choices=["mlp", "lenet", "lenet-relu"])
+    p.add_argument("--batches", type=int, default=60, help="timed training batches")
+    p.add_argument("--warmup", type=int, default=10, help="untimed batches first")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    p.add_argument("--batch-size", type=int, default=256)
+    p.add_argument("--lr", type=float, default=0.1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data-dir", default=None)
+    return p.parse_args()
+
+
+args = parse_args()
+import torch  # noqa: E402  (threads are set before anything runs in parallel)
+
+torch.set_num_threads(args.threads)
+torch.set_num_interop_threads(1)
+
+import fashion_mnist_np  # noqa: E402
+import torch_models  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+
+
+def to_input(images_u8):
+    """u8 -> f32 in [0, 1], as duet's DataLoader does (x * (1/255))."""
+    return images_u8.to(torch.float32).mul_(1.0 / 255.0)
+
+
+def shuffled_batches(images, labels, batch_size, generator):
+    """Endless shuffled batches (the last, short one of each epoch included), as duet's loader."""
+    while True:
+        order = torch.randperm(labels.numel(), generator=generator)
+        for first in range(0, labels.numel(), batch_size):
+            index = order[first:first + batch_size]
+            yield to_input(images[index]), labels[index]
+
+
+def train_step(net, optimizer, x, y):
+    """What duet's SingleDevice::train_step does: step, then read the loss and the hits."""
+    optimizer.zero_grad(set_to_none=True)  # duet drops the gradients too
+    logits = net(x)
+    loss = F.cross_entropy(logits, y)
+    loss.backward()
+    optimizer.step()
+    return loss.item(), (logits.argmax(1) == y).sum().item()
+
+
+def time_training(net, optimizer, batches, warmup, timed):
+    images = 0
+    start = time.perf_counter()
+    for step in range(warmup + timed):
+        if step == warmup:
+            start = time.perf_counter()
+        x, y = next(batches)
+        loss, _ = train_step(net, optimizer, x, y)
+        if step >= warmup:
+            images += y.numel()
+    return images / (time.perf_counter() - start), loss
+
+
+def time_evaluation(net, images, labels, batch_size):
+    net.eval()
+    correct = 0
+    start = time.perf_counter()
+    with torch.no_grad():
+        for first in range(0, labels.numel(), batch_size):
+            x = to_input(images[first:first + batch_size])
+            correct += (net(x).argmax(1) == labels[first:first + batch_size]).sum().item()
+    seconds = time.perf_counter() - start
+    net.train()
+    return labels.numel() / seconds, correct / labels.numel()
+
+
+def main():
+    data_dir = args.data_dir or fashion_mnist_np.DEFAULT_DIR
+    try:
+        train_x, train_y = (torch.from_numpy(a.copy()) for a in fashion_mnist_np.load("train", data_dir))
+        test_x, test_y = (torch.from_numpy(a.copy()) for a in fashion_mnist_np.load("test", data_dir))
+    except (OSError, ValueError) as e:
+        print(f"torch_bench: error: {e}", file=sys.stderr)
+        return 2
+    torch.manual_seed(args.seed)
+    net = torch_models.make(args.model)
+    forward, backward = torch_models.count_flops(net)
+    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)
+    batches = shuffled_batches(train_x, train_y, args.batch_size, torch.Generator().manual_seed(args.seed))
+
+    train_ips, last_loss = time_training(net, optimizer, batches, args.warmup, args.batches)
+    eval_ips, accuracy = time_evaluation(net, test_x, test_y, args.batch_size)
+    print(json.dumps({
+        "framework": "torch", "torch_version": torch.__version__, "model": args.model,
+        "threads": torch.get_num_threads(), "batch_size": args.batch_size, "warmup": args.warmup,
+        "batches": args.batches, "train_images_per_second": train_ips, "eval_images_per_second": eval_ips,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+        "last_loss": last_loss, "test_accuracy": accuracy,
+        "parameters": sum(p.numel() for p in net.parameters()),
+        "forward_flop_per_image": forward, "flop_per_image": forward + backward}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
