@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "duet/duet.h"
+#include "strategy_fixtures.h"
 
 using namespace duet;
 using namespace duet::parallel;
@@ -20,70 +21,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-std::vector<Device> cpus(int n) {
-  std::vector<Device> devices;
-  for (int i = 0; i < n; ++i) devices.push_back(cpu(i));
-  return devices;
-}
-
-// Random images in [0, 1) and random labels: equivalence needs no real data.
-data::Batch random_batch(int64_t rows, uint64_t seed, Shape image = {1, 28, 28}) {
-  Generator g(seed);
-  Shape sizes = {rows};
-  sizes.insert(sizes.end(), image.begin(), image.end());
-  std::mt19937 labels_rng(static_cast<unsigned>(seed));
-  std::vector<int64_t> labels(static_cast<size_t>(rows));
-  for (int64_t& label : labels) label = static_cast<int64_t>(labels_rng() % 10);
-  return {rand(sizes, {}, &g), from_vector(labels, {rows})};
-}
-
-// 12 and 7 rows give unequal shards (7 over 2: 4 + 3, over 3: 3 + 3 + 1); 2 rows over 3
-// devices leaves one device without examples.
-std::vector<data::Batch> five_batches() {
-  std::vector<data::Batch> batches;
-  int64_t rows[] = {12, 7, 12, 2, 7};
-  for (uint64_t i = 0; i < 5; ++i) batches.push_back(random_batch(rows[i], 100 + i));
-  return batches;
-}
-
-std::unique_ptr<optim::Optimizer> sgd(std::vector<Tensor> params) {
-  return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
-}
-
-// The same initial weights for every strategy.
-std::shared_ptr<nn::Module> fresh(const std::string& model) {
-  manual_seed(7);
-  return nn::models::make(model);
-}
-
-using Params = std::vector<std::pair<std::string, std::vector<double>>>;
-
-Params trained(Strategy& strategy, const std::vector<data::Batch>& batches) {
-  for (const data::Batch& b : batches) strategy.train_step(b);
-  Params out;
-  for (const auto& [name, p] : strategy.model().named_parameters()) out.emplace_back(name, p.to_vector<double>());
-  return out;
-}
-
-// The largest, over the parameters, of max|a - b| / max|b|: relative to each tensor's scale,
-// so elements near zero do not blow it up.
-double max_relative_diff(const Params& a, const Params& b) {
-  REQUIRE(a.size() == b.size());
-  double worst = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(a[i].second.size() == b[i].second.size());
-    double diff = 0, scale = 1e-12;
-    for (size_t j = 0; j < a[i].second.size(); ++j) {
-      diff = std::max(diff, std::fabs(a[i].second[j] - b[i].second[j]));
-      scale = std::max(scale, std::fabs(b[i].second[j]));
-    }
-    worst = std::max(worst, diff / scale);
-  }
-  return worst;
-}
-
-// Caps so small that lenet-relu and mlp get several buckets each.
-DDPOptions tiny_buckets() { return {.first_bucket_bytes = 4 << 10, .bucket_bytes = 64 << 10}; }
+using namespace duet::test;
 
 // A one-layer model whose forward throws on cpu:1, so that one replica fails.
 class ThrowsOnCpu1Impl final : public nn::Cloneable<ThrowsOnCpu1Impl> {

@@ -1,10 +1,12 @@
-// End to end on cuda:0: lenet-relu (conv2d, relu, avg pooling, linear, cross-entropy) trained for
-// three SGD steps from the same seed on the CPU and on the GPU ends with the same parameters.
-// TF32 stays off (the default), so f32 results differ only by rounding.
+// End to end on cuda:0: lenet-relu (conv2d, relu, avg pooling, linear, cross-entropy) and
+// resnet18 (batch norm, residual adds, adaptive pooling) trained for three SGD steps from the
+// same seed on the CPU and on the GPU end with the same parameters. TF32 stays off (the
+// default), so f32 results differ only by rounding.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "duet/duet.h"
@@ -21,9 +23,10 @@ constexpr int kSteps = 3;
 
 // The model after kSteps steps on `device` over the given batch; built from kSeed on the CPU
 // and then moved, so both runs start from the very same parameters.
-std::shared_ptr<nn::Module> train(Device device, const Tensor& images, const Tensor& labels) {
+std::shared_ptr<nn::Module> train(const std::string& name, Device device, const Tensor& images,
+                                  const Tensor& labels) {
   manual_seed(kSeed);
-  std::shared_ptr<nn::Module> model = nn::models::make("lenet-relu");
+  std::shared_ptr<nn::Module> model = nn::models::make(name);
   model->to(device);
   optim::SGD sgd(model->parameters(), {.lr = 0.1, .momentum = 0.9});
   const Tensor x = images.to(device), y = labels.to(device);
@@ -38,16 +41,18 @@ std::shared_ptr<nn::Module> train(Device device, const Tensor& images, const Ten
 
 }  // namespace
 
-TEST_CASE("lenet-relu trains to the same parameters on cuda:0 as on the CPU", "[cuda]") {
+TEST_CASE("lenet-relu and resnet18 train to the same parameters on cuda:0 as on the CPU", "[cuda]") {
   REQUIRE_FALSE(cuda::allow_tf32());
+  const std::string name = GENERATE(as<std::string>{}, "lenet-relu", "resnet18");
+  INFO(name);
   manual_seed(7);
   const Tensor images = randn({16, 1, 28, 28});
   std::vector<int64_t> classes;
   for (int64_t i = 0; i < 16; ++i) classes.push_back((i * 7) % 10);
   const Tensor labels = from_vector(classes, {16}, {.dtype = DType::i64});
 
-  const auto on_cpu = train(cpu(), images, labels);
-  const auto on_gpu = train(cuda_device(0), images, labels);
+  const auto on_cpu = train(name, cpu(), images, labels);
+  const auto on_gpu = train(name, cuda_device(0), images, labels);
   const auto cpu_params = on_cpu->named_parameters(), gpu_params = on_gpu->named_parameters();
   REQUIRE(cpu_params.size() == gpu_params.size());
   for (size_t p = 0; p < cpu_params.size(); ++p) {

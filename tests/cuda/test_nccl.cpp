@@ -272,9 +272,9 @@ TEST_CASE("an NCCL collective that a rank never joins times out", "[cuda][multig
   CHECK_THAT(error, Contains("timed out after 300 ms"));
 }
 
-// Registered with DUET_CUDA_VIRTUAL_DEVICES=2 by tests/CMakeLists.txt: two logical devices on GPU 0.
+// Registered with DUET_CUDA_VIRTUAL_DEVICES=4 by tests/CMakeLists.txt: four logical devices on GPU 0.
 TEST_CASE("make_nccl_group refuses two virtual devices on one GPU", "[cuda][virtual]") {
-  REQUIRE(virtual_devices());  // run through ctest, which sets DUET_CUDA_VIRTUAL_DEVICES=2
+  REQUIRE(virtual_devices());  // run through ctest, which sets DUET_CUDA_VIRTUAL_DEVICES=4
   REQUIRE(cuda::device_count() >= 2);
   const char* expected_error = nccl_is_built() ? "both run on physical GPU 0" : "built without NCCL";
   CHECK_THROWS_WITH(make_nccl_group(cuda_devices(2)), Contains(expected_error));

@@ -1,0 +1,43 @@
+// What the strategy-equivalence tests share, on the CPU (tests/cpu/test_strategies.cpp) and
+// on GPUs (tests/cuda/test_cuda_strategies.cpp): random batches, seeded models, training a
+// strategy on them, and comparing the parameters it ends with.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "duet/duet.h"
+
+namespace duet::test {
+
+std::vector<Device> cpus(int n);  // cpu:0 .. cpu:n-1
+std::vector<Device> gpus(int n);  // cuda:0 .. cuda:n-1
+
+// Random images in [0, 1) and random labels, on the CPU: equivalence needs no real data.
+data::Batch random_batch(int64_t rows, uint64_t seed, Shape image = {1, 28, 28});
+
+// 12 and 7 rows give unequal shards (7 over 2: 4 + 3, over 3: 3 + 3 + 1); 2 rows over 3
+// devices leaves one device without examples.
+std::vector<data::Batch> five_batches();
+
+// SGD, lr 0.1, momentum 0.9.
+std::unique_ptr<optim::Optimizer> sgd(std::vector<Tensor> params);
+
+// The same initial weights for every strategy (seed 7), on `device`.
+std::shared_ptr<nn::Module> fresh(const std::string& model, Device device = cpu(0));
+
+using Params = std::vector<std::pair<std::string, std::vector<double>>>;
+
+// Trains `strategy` on `batches` and returns its model's parameters.
+Params trained(parallel::Strategy& strategy, const std::vector<data::Batch>& batches);
+
+// The largest, over the parameters, of max|a - b| / max|b|: relative to each tensor's scale,
+// so elements near zero do not blow it up.
+double max_relative_diff(const Params& a, const Params& b);
+
+// Caps so small that lenet-relu and mlp get several buckets each.
+parallel::DDPOptions tiny_buckets();
+
+}  // namespace duet::test
