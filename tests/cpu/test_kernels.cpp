@@ -11,6 +11,7 @@
 #include "duet/core/storage.h"
 #include "duet/core/tensor.h"
 #include "duet/kernels/backend.h"
+#include "duet/kernels/exp_f32.h"
 #include "duet/kernels/cpu/thread_pool.h"
 #include "duet/kernels/kernels.h"
 
@@ -156,6 +157,23 @@ TEST_CASE("every unary op on a few values", "[kernels]") {
   Tensor big_out = empty_tensor(DType::f32, {2});
   unary(UnaryOp::sigmoid, big, big_out);
   CHECK(values<float>(big_out) == std::vector<float>{0.0f, 1.0f});
+  Tensor nan = make<float>({1}, {std::nanf("")});
+  unary(UnaryOp::sigmoid, nan, big_out.narrow(0, 0, 1));
+  CHECK(std::isnan(values<float>(big_out)[0]));  // a diverging run must stay visible
+}
+
+TEST_CASE("exp_f32 is within 2 ulp of exp over the float range, 0 and inf beyond", "[kernels]") {
+  double worst = 0;
+  for (double x = -87.0; x < 88.3; x += 0.001) {
+    const float xf = static_cast<float>(x);
+    const double want = std::exp(static_cast<double>(xf));
+    worst = std::max(worst, std::fabs(kernels::exp_f32(xf) - want) / want);
+  }
+  CHECK(worst < 2 * 1.2e-7);  // an ulp is at most 2^-23 (1.2e-7) relative
+  CHECK(kernels::exp_f32(0.0f) == 1.0f);
+  CHECK(kernels::exp_f32(-100.0f) == 0.0f);
+  CHECK(kernels::exp_f32(100.0f) == std::numeric_limits<float>::infinity());
+  CHECK(std::isnan(kernels::exp_f32(std::nanf(""))));
 }
 
 TEST_CASE("neg and abs take integer dtypes; math ops need floating", "[kernels]") {
