@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 namespace duet::kernels::cpu {
 
@@ -36,29 +37,34 @@ inline OutputRange valid_outputs(int64_t out, int64_t in, int64_t offset, int64_
   return {lo, std::max(lo, hi)};
 }
 
-// Visits every row segment of the column matrix: span(col_offset, cols, input_offset) for the
-// output row oh of col row r, where col_offset = r * Ho*Wo + oh * Wo. Output columns
-// [cols.first, cols.last) read the input at input_offset + (ow - cols.first) * stride; the
-// others lie in the padding. A whole output row in the padding comes with an empty range.
-template <class Span>
-void for_each_patch_span(const ConvGeometry& g, Span&& span) {
-  const int64_t pixels = g.out_pixels();
+// Copies n elements: 32-byte blocks, the last one overlapping the one before, so a short row
+// (10 to 30 floats here) costs a few vector moves instead of a call to memmove.
+template <class T>
+inline void copy_row(T* dst, const T* src, int64_t n) {
+  constexpr int64_t kBlock = 32 / sizeof(T);
+  if (n < kBlock) {
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+    return;
+  }
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) std::memcpy(dst + i, src + i, 32);
+  if (i < n) std::memcpy(dst + n - kBlock, src + n - kBlock, 32);
+}
+
+// Calls row(r, rows, cols, input_offset) for every row r = (c, ki, kj) of the column matrix:
+// its output rows [rows.first, rows.last) and columns [cols.first, cols.last) read the input,
+// starting at input_offset for (rows.first, cols.first) and moving by stride (columns) and
+// stride * width (rows); every other entry of the row lies in the padding.
+template <class Row>
+void for_each_patch_row(const ConvGeometry& g, Row&& row) {
   for (int64_t c = 0; c < g.channels; ++c) {
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
       const OutputRange rows = valid_outputs(g.out_h, g.height, ki - g.padding, g.stride);
       for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
-        const int64_t r = (c * g.kernel_h + ki) * g.kernel_w + kj;
         const OutputRange cols = valid_outputs(g.out_w, g.width, kj - g.padding, g.stride);
-        for (int64_t oh = 0; oh < g.out_h; ++oh) {
-          const int64_t col_offset = r * pixels + oh * g.out_w;
-          if (oh < rows.first || oh >= rows.last) {
-            span(col_offset, OutputRange{0, 0}, int64_t{0});
-            continue;
-          }
-          const int64_t ih = oh * g.stride - g.padding + ki;
-          const int64_t iw = cols.first * g.stride - g.padding + kj;
-          span(col_offset, cols, (c * g.height + ih) * g.width + iw);
-        }
+        const int64_t ih = rows.first * g.stride - g.padding + ki;
+        const int64_t iw = cols.first * g.stride - g.padding + kj;
+        row((c * g.kernel_h + ki) * g.kernel_w + kj, rows, cols, (c * g.height + ih) * g.width + iw);
       }
     }
   }
@@ -67,17 +73,23 @@ void for_each_patch_span(const ConvGeometry& g, Span&& span) {
 // col [patch_size, out_pixels] from one image x [C, H, W].
 template <class T>
 void im2col(const ConvGeometry& g, const T* x, T* col) {
-  for_each_patch_span(g, [&](int64_t col_offset, OutputRange cols, int64_t in_offset) {
-    T* dst = col + col_offset;
-    std::fill(dst, dst + cols.first, T(0));
+  const int64_t wo = g.out_w, pixels = g.out_pixels(), step = g.stride * g.width;
+  for_each_patch_row(g, [&](int64_t r, OutputRange rows, OutputRange cols, int64_t in_offset) {
+    T* dst = col + r * pixels;
     const T* src = x + in_offset;
     const int64_t n = cols.last - cols.first;
-    if (g.stride == 1) {
-      std::copy(src, src + n, dst + cols.first);
-    } else {
-      for (int64_t i = 0; i < n; ++i) dst[cols.first + i] = src[i * g.stride];
+    std::fill(dst, dst + rows.first * wo, T(0));
+    for (int64_t oh = rows.first; oh < rows.last; ++oh, src += step) {
+      T* out = dst + oh * wo;
+      std::fill(out, out + cols.first, T(0));
+      if (g.stride == 1) {
+        copy_row(out + cols.first, src, n);
+      } else {
+        for (int64_t i = 0; i < n; ++i) out[cols.first + i] = src[i * g.stride];
+      }
+      std::fill(out + cols.last, out + wo, T(0));
     }
-    std::fill(dst + cols.last, dst + g.out_w, T(0));
+    std::fill(dst + rows.last * wo, dst + pixels, T(0));
   });
 }
 
@@ -85,11 +97,18 @@ void im2col(const ConvGeometry& g, const T* x, T* col) {
 template <class T>
 void col2im(const ConvGeometry& g, const T* col, T* x) {
   std::fill(x, x + g.image_size(), T(0));
-  for_each_patch_span(g, [&](int64_t col_offset, OutputRange cols, int64_t in_offset) {
-    const T* src = col + col_offset + cols.first;
+  const int64_t wo = g.out_w, step = g.stride * g.width;
+  for_each_patch_row(g, [&](int64_t r, OutputRange rows, OutputRange cols, int64_t in_offset) {
+    const T* src = col + r * g.out_pixels() + rows.first * wo + cols.first;
     T* dst = x + in_offset;
     const int64_t n = cols.last - cols.first;
-    for (int64_t i = 0; i < n; ++i) dst[i * g.stride] += src[i];
+    for (int64_t oh = rows.first; oh < rows.last; ++oh, src += wo, dst += step) {
+      if (g.stride == 1) {  // contiguous: the loop vectorises
+        for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+      } else {
+        for (int64_t i = 0; i < n; ++i) dst[i * g.stride] += src[i];
+      }
+    }
   });
 }
 
