@@ -35,6 +35,7 @@ struct CompareArgs {
   std::string trace;
   bool predict = false;
   bool plots = true;
+  bool floor = true;
 };
 
 // The runs in order: single first (the reference for the parameter differences), then every
@@ -54,9 +55,8 @@ std::vector<parallel::StrategyRun> plan_runs(const CompareArgs& args) {
 class RunProgress {
  public:
   RunProgress() : terminal_(::isatty(STDERR_FILENO)) {}
-  void start(size_t index, size_t count, const parallel::StrategyRun& run) {
-    std::snprintf(prefix_, sizeof prefix_, "[%zu/%zu] %s on %d device(s)", index + 1, count, run.strategy.c_str(),
-                  run.strategy == "single" ? 1 : run.devices);
+  void start(size_t index, size_t count, const std::string& what) {
+    std::snprintf(prefix_, sizeof prefix_, "[%zu/%zu] %s", index + 1, count, what.c_str());
     if (!terminal_) std::fprintf(stderr, "%s ...\n", prefix_);
   }
   void step(int64_t done, int64_t total) {
@@ -159,12 +159,21 @@ int run_compare(CompareArgs args) {
                                        : "CUDA devices";
   parallel::Experiment experiment(config, std::move(train_set));
   std::vector<parallel::StrategyRun> runs = plan_runs(args);
+  const bool floor = args.floor && !runs.empty() && runs.front().strategy == "single";
+  const size_t count = runs.size() + (floor ? 1 : 0);
   RunProgress progress;
+  auto on_step = [&](int64_t done, int64_t total) { progress.step(done, total); };
   try {
     for (size_t i = 0; i < runs.size(); ++i) {
-      progress.start(i, runs.size(), runs[i]);
-      report.runs.push_back(experiment.run(runs[i], [&](int64_t done, int64_t total) { progress.step(done, total); }));
+      const int devices = runs[i].strategy == "single" ? 1 : runs[i].devices;
+      progress.start(i, count, runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
+      report.runs.push_back(experiment.run(runs[i], on_step));
       progress.finish(report.runs.back());
+    }
+    if (floor) {
+      progress.start(runs.size(), count, "rounding floor: single on reversed batches");
+      report.rounding_floor = experiment.rounding_floor(on_step);
+      progress.finish(*report.rounding_floor);
     }
     if (args.predict) report.predictions = predictions(args, experiment, report.runs);
   } catch (const Error& e) {
@@ -200,6 +209,8 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON of every phase on every device here");
   cmd->add_flag("--predict", args->predict, "Also print the cost model's step times on 2, 4 and 8 GPUs");
   cmd->add_flag("!--no-plots", args->plots, "Skip the PNG plots");
+  cmd->add_flag("!--no-floor", args->floor,
+                "Skip the rounding-floor run (single-device training again, each batch reversed)");
   cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
 }
 

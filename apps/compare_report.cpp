@@ -32,6 +32,8 @@ std::string diff_cell(const std::optional<double>& diff) {
   return text;
 }
 
+nlohmann::json optional_json(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
+
 template <class Row>
 void write_checked(const std::string& path, const char* what, Row write) {
   std::ofstream out(path);
@@ -49,16 +51,23 @@ void print_results(const CompareReport& report, std::FILE* out) {
                static_cast<long long>(c.warmup), static_cast<unsigned long long>(c.seed), report.device_kind.c_str());
   std::fprintf(out, "%-15s %3s %8s %8s |", "strategy", "dev", "img/s", "ms/step");
   for (const char* head : kPhaseHeads) std::fprintf(out, " %7s", head);
-  std::fprintf(out, " | %9s  %-17s %10s %10s\n", "MB/step", "peak MiB/device", "final loss", "param diff");
+  std::fprintf(out, " | %9s  %-17s %10s %10s %10s\n", "MB/step", "peak MiB/device", "final loss", "diff@1",
+               "diff@end");
   for (const auto& run : report.runs) {
     std::fprintf(out, "%-15s %3d %8.0f %8.2f |", run.strategy.c_str(), run.devices, run.images_per_second,
                  run.ms_per_step);
     for (double ms : run.phase_ms) std::fprintf(out, " %7.2f", ms);
-    std::fprintf(out, " | %9.3f  %-17s %10.5f %10s\n", run.bytes_per_step / 1e6, memory_cell(run).c_str(),
-                 run.final_loss, diff_cell(run.max_param_diff).c_str());
+    std::fprintf(out, " | %9.3f  %-17s %10.5f %10s %10s\n", run.bytes_per_step / 1e6, memory_cell(run).c_str(),
+                 run.final_loss, diff_cell(run.first_step_param_diff).c_str(),
+                 diff_cell(run.max_param_diff).c_str());
   }
   std::fprintf(out, "phases: mean ms per step, the slowest device's for ddp; bwd includes dp's gradient reduce; "
-                    "param diff: largest |parameter - single's| after the last step\n");
+                    "diff@1, diff@end: largest |parameter - single's| after the first and the last step\n");
+  if (const auto& floor = report.rounding_floor) {
+    std::fprintf(out, "rounding floor: single again, each batch's images in reverse order (the same math, other "
+                      "float roundings), ends diff@1 %s, diff@end %s from single\n",
+                 diff_cell(floor->first_step_param_diff).c_str(), diff_cell(floor->max_param_diff).c_str());
+  }
 }
 
 void print_predictions(const CompareReport& report, std::FILE* out) {
@@ -103,7 +112,13 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                        {"bytes_per_step", run.bytes_per_step},
                        {"peak_memory", memory},
                        {"final_loss", run.final_loss},
-                       {"max_param_diff", run.max_param_diff ? nlohmann::json(*run.max_param_diff) : nlohmann::json()}});
+                       {"first_step_param_diff", optional_json(run.first_step_param_diff)},
+                       {"max_param_diff", optional_json(run.max_param_diff)}});
+  }
+  nlohmann::json floor;  // null without a floor run
+  if (const auto& f = report.rounding_floor) {
+    floor = {{"first_step_param_diff", optional_json(f->first_step_param_diff)},
+             {"max_param_diff", optional_json(f->max_param_diff)}};
   }
   nlohmann::json predictions = nlohmann::json::array();
   for (const auto& row : report.predictions) {
@@ -112,14 +127,14 @@ void write_results_json(const CompareReport& report, const std::string& path) {
     };
     predictions.push_back({{"strategy", row.strategy},
                            {"devices", row.devices},
-                           {"measured_ms", row.measured_ms ? nlohmann::json(*row.measured_ms) : nlohmann::json()},
+                           {"measured_ms", optional_json(row.measured_ms)},
                            {"nvlink", one(row.nvlink)},
                            {"pcie", one(row.pcie)}});
   }
   const auto& c = report.config;
   nlohmann::json doc = {{"model", c.model},   {"batch_size", c.batch_size}, {"steps", c.steps},
                         {"warmup", c.warmup}, {"seed", c.seed},             {"devices", report.device_kind},
-                        {"results", results}, {"predictions", predictions}};
+                        {"results", results}, {"rounding_floor", floor},  {"predictions", predictions}};
   write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
 }
 
@@ -127,13 +142,15 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
   write_checked(path, "results.csv", [&](std::ostream& out) {
     out << "strategy,devices,images_per_second,ms_per_step";
     for (size_t i = 0; i < kNumPhases; ++i) out << ',' << parallel::name(static_cast<Phase>(i)) << "_ms";
-    out << ",bytes_per_step,peak_bytes_per_device,final_loss,max_param_diff\n";
+    out << ",bytes_per_step,peak_bytes_per_device,final_loss,first_step_param_diff,max_param_diff\n";
     for (const auto& run : report.runs) {
       out << run.strategy << ',' << run.devices << ',' << run.images_per_second << ',' << run.ms_per_step;
       for (double ms : run.phase_ms) out << ',' << ms;
       out << ',' << run.bytes_per_step << ',';
       for (size_t i = 0; i < run.memory.size(); ++i) out << (i ? ";" : "") << run.memory[i].peak_bytes;
       out << ',' << run.final_loss << ',';
+      if (run.first_step_param_diff) out << *run.first_step_param_diff;
+      out << ',';
       if (run.max_param_diff) out << *run.max_param_diff;
       out << '\n';
     }

@@ -22,6 +22,7 @@ struct CompareReport {
   parallel::ExperimentConfig config;
   std::string device_kind;  // "logical CPU devices on 2 hardware threads", "CUDA"
   std::vector<parallel::RunMeasurement> runs;
+  std::optional<parallel::RunMeasurement> rounding_floor;  // Experiment::rounding_floor, unless --no-floor
   std::vector<PredictionRow> predictions;  // empty without --predict
 };
 

@@ -6,6 +6,7 @@
 
 #include "duet/core/allocator.h"
 #include "duet/core/error.h"
+#include "duet/autograd/ops.h"
 #include "duet/core/generator.h"
 #include "duet/nn/models/models.h"
 #include "duet/parallel/data_parallel.h"
@@ -33,6 +34,16 @@ double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector
     for (size_t j = 0; j < a[i].size(); ++j) worst = std::max(worst, std::fabs(a[i][j] - b[i][j]));
   }
   return worst;
+}
+
+// The batch with its images (and labels) in reverse order.
+data::Batch reversed(const data::Batch& batch) {
+  std::vector<Tensor> x, y;
+  for (int64_t i = batch.x.size(0); i-- > 0;) {
+    x.push_back(batch.x.narrow(0, i, 1));
+    y.push_back(batch.y.narrow(0, i, 1));
+  }
+  return {cat(x, 0), cat(y, 0)};
 }
 
 }  // namespace
@@ -96,6 +107,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
     }
   }
   std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group);
+  const bool is_reference = !reference_ && run.strategy == "single" && !run.reversed_batches;
 
   RunMeasurement m;
   m.strategy = run.strategy;
@@ -117,7 +129,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   while (done < total) {
     for (const data::Batch& batch : loader) {
       if (done == config_.warmup) start = Clock::now();
-      StepResult r = strategy->train_step(batch);
+      StepResult r = strategy->train_step(run.reversed_batches ? reversed(batch) : batch);
       const PhaseTimes& phases = strategy->last_phases();
       m.events.insert(m.events.end(), phases.events.begin(), phases.events.end());
       if (done >= config_.warmup) {
@@ -127,6 +139,13 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
       }
       m.final_loss = r.loss;
       ++done;
+      if (done == 1) {
+        std::vector<std::vector<double>> params = parameter_values(strategy->model());
+        if (is_reference) reference_first_step_params_ = params;
+        if (!reference_first_step_params_.empty()) {
+          m.first_step_param_diff = max_abs_diff(params, reference_first_step_params_);
+        }
+      }
       if (on_step) on_step(done, total);
       if (done == total) break;
     }
@@ -142,12 +161,17 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   }
 
   std::vector<std::vector<double>> params = parameter_values(strategy->model());
-  if (!reference_ && run.strategy == "single") {
+  if (is_reference) {
     reference_ = m;
     reference_params_ = params;
   }
   if (reference_) m.max_param_diff = max_abs_diff(params, reference_params_);
   return m;
+}
+
+RunMeasurement Experiment::rounding_floor(const std::function<void(int64_t, int64_t)>& on_step) {
+  DUET_CHECK(reference_, "Experiment: the rounding floor needs a single-device run first");
+  return run({.strategy = "single", .devices = 1, .reversed_batches = true}, on_step);
 }
 
 StepProfile Experiment::profile() const {

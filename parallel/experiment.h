@@ -44,6 +44,9 @@ struct ExperimentConfig {
 struct StrategyRun {
   std::string strategy;
   int devices = 1;
+  // Feed every batch with its images in reverse order: the same gradients in exact arithmetic,
+  // other float roundings (the rounding floor).
+  bool reversed_batches = false;
 };
 
 struct DeviceMemory {
@@ -62,8 +65,12 @@ struct RunMeasurement {
   std::array<double, kNumPhases> phase_ms{};  // mean per timed step
   double bytes_per_step = 0;                  // between devices
   std::vector<DeviceMemory> memory;
-  double final_loss = 0;                 // the last step's
-  std::optional<double> max_param_diff;  // max |p - p_single| over every parameter element
+  double final_loss = 0;  // the last step's
+  // max |p - p_single| over every parameter element, after the first step and after the last.
+  // After one step the strategies differ only by the order of float additions; training then
+  // amplifies that (Experiment::rounding_floor measures by how much).
+  std::optional<double> first_step_param_diff;
+  std::optional<double> max_param_diff;
   std::vector<PhaseEvent> events;        // every step, warm-up included
 };
 
@@ -76,6 +83,12 @@ class Experiment {
   // on_step(done, total) reports progress.
   RunMeasurement run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step = {});
 
+  // Single-device training again, with every batch's images in reverse order. In exact
+  // arithmetic nothing changes (every sum over the batch has the same terms), so its parameter
+  // differences from the reference are what float rounding alone produces: the floor against
+  // which dp's and ddp's differences are read. Throws if there was no single-device run yet.
+  RunMeasurement rounding_floor(const std::function<void(int64_t, int64_t)>& on_step = {});
+
   // What the cost model needs, from the reference single-device run; throws if there was none.
   StepProfile profile() const;
   const ExperimentConfig& config() const { return config_; }
@@ -84,7 +97,8 @@ class Experiment {
   ExperimentConfig config_;
   data::TensorDataset train_;
   std::optional<RunMeasurement> reference_;
-  std::vector<std::vector<double>> reference_params_;
+  std::vector<std::vector<double>> reference_params_;             // after the last step
+  std::vector<std::vector<double>> reference_first_step_params_;  // after the first
   StepProfile sizes_;  // the model's byte counts, filled by the first run
 };
 

@@ -17,6 +17,8 @@ for strategy in single dp ddp ddp-unbucketed; do
   grep -qE "^$strategy +[12] +[0-9]+ " "$work/run" || fail "no $strategy row in: $(cat "$work/run")"
 done
 grep -q "cost model (alpha-beta)" "$work/run" || fail "no predictions printed"
+grep -qE "^rounding floor: .* ends diff@1 [0-9.e+-]+, diff@end [0-9.e+-]+ from single" "$work/run" \
+  || fail "no rounding floor line in: $(cat "$work/run")"
 grep -qE "^ddp +8 +- +\|" "$work/run" || fail "no prediction for 8 devices"
 for file in results/results.json results/results.csv results/phases.png results/throughput.png trace.json; do
   [ -s "$work/$file" ] || fail "$file was not written"
@@ -25,6 +27,7 @@ done
 [ "$(wc -l < "$work/results/results.csv")" -eq 8 ] || fail "results.csv should have 8 lines"
 grep -q '"traceEvents"' "$work/trace.json" || fail "trace.json is not a trace"
 grep -q '"images_per_second"' "$work/results/results.json" || fail "results.json lacks images_per_second"
+grep -q '"rounding_floor": {' "$work/results/results.json" || fail "results.json lacks the rounding floor"
 
 echo "$failures failure(s)"
 [ $failures -eq 0 ]

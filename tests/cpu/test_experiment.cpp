@@ -39,6 +39,7 @@ TEST_CASE("Experiment runs every strategy on the same batches and measures it", 
   RunMeasurement single = experiment.run({"single", 2});  // single ignores the device count
   CHECK(single.devices == 1);
   CHECK(single.max_param_diff == 0.0);
+  CHECK(single.first_step_param_diff == 0.0);
   CHECK(single.steps == 4);
   CHECK(single.images_per_second > 0);
   CHECK(single.phase_ms[static_cast<size_t>(Phase::forward)] > 0);
@@ -53,6 +54,8 @@ TEST_CASE("Experiment runs every strategy on the same batches and measures it", 
     CHECK(m.device_names == std::vector<std::string>{"cpu:0", "cpu:1"});
     REQUIRE(m.max_param_diff.has_value());
     CHECK(*m.max_param_diff < 1e-5);
+    REQUIRE(m.first_step_param_diff.has_value());
+    CHECK(*m.first_step_param_diff <= *m.max_param_diff);
     CHECK(std::fabs(m.final_loss - single.final_loss) < 1e-5);
     CHECK(m.bytes_per_step > 0);
     REQUIRE(m.memory.size() == 2);
@@ -69,6 +72,24 @@ TEST_CASE("Experiment runs every strategy on the same batches and measures it", 
   CHECK(profile.input_bytes == 16 * 28 * 28 * 4);
   CHECK(profile.forward_ms > 0);
   CHECK_THROWS_WITH(experiment.run({"zero", 2}), Contains("unknown strategy 'zero'"));
+}
+
+TEST_CASE("the rounding floor reruns single-device training on reversed batches", "[experiment]") {
+  for (const char* model : {"mlp", "lenet-relu"}) {
+    INFO(model);
+    Experiment experiment(small_config(model), random_images());
+    CHECK_THROWS_WITH(experiment.rounding_floor(), Contains("single-device run first"));
+    RunMeasurement single = experiment.run({"single", 1});
+    RunMeasurement floor = experiment.rounding_floor();
+    REQUIRE(floor.first_step_param_diff.has_value());
+    REQUIRE(floor.max_param_diff.has_value());
+    // Only the order of float additions changed: rounding-sized differences, but not none.
+    CHECK(*floor.first_step_param_diff > 0);
+    CHECK(*floor.max_param_diff < 1e-5);
+    CHECK(std::fabs(floor.final_loss - single.final_loss) < 1e-5);
+    // The floor is not the reference: a second floor run compares against the same single run.
+    CHECK(experiment.rounding_floor().max_param_diff == floor.max_param_diff);
+  }
 }
 
 TEST_CASE("Experiment needs a single-device run before it can profile", "[experiment]") {
