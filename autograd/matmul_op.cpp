@@ -48,6 +48,20 @@ Tensor batched_matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+// A transposed matrix, as Linear's weight.t(): its gradient is best computed column-major too.
+bool is_column_major(const Tensor& t) {
+  return t.dim() == 2 && t.size(0) > 1 && t.size(1) > 1 && t.stride(0) == 1 && t.stride(1) == t.size(0);
+}
+
+// x @ y for an operand's gradient, column-major when the operand is: computed as (y^T x^T)^T.
+// Undoing the operand's transpose then gives the leaf a dense gradient that AccumulateGrad
+// keeps as it is, instead of copying it through a transpose at every step.
+Tensor gradient_matmul(bool column_major, const Tensor& x, const Tensor& y) {
+  if (!column_major || x.dim() != 2 || y.dim() != 2) return batched_matmul(x, y);
+  NoGradGuard no_grad;
+  return batched_matmul(y.t(), x.t()).t();
+}
+
 // A 1-D operand as a matrix: [k] -> [1,k] on the left, [k] -> [k,1] on the right.
 Tensor as_matrix(const Tensor& t, bool left) {
   NoGradGuard no_grad;
@@ -67,7 +81,8 @@ class MatmulBackward final : public Node {
  public:
   MatmulBackward(const Tensor& a, const Tensor& b, Shape full_out_shape)
       : a_shape_(a.sizes()), b_shape_(b.sizes()), full_out_shape_(std::move(full_out_shape)),
-        a_is_vector_(a.dim() == 1), b_is_vector_(b.dim() == 1) {
+        a_is_vector_(a.dim() == 1), b_is_vector_(b.dim() == 1), a_column_major_(is_column_major(a)),
+        b_column_major_(is_column_major(b)) {
     // grad_a reads b and grad_b reads a: keep only what the needed gradients read.
     if (b.requires_grad()) a_ = SavedTensor(a);
     if (a.requires_grad()) b_ = SavedTensor(b);
@@ -79,11 +94,11 @@ class MatmulBackward final : public Node {
     Tensor grad_a, grad_b;
     if (autograd::input_needs_grad(*this, 0)) {
       Tensor b = as_matrix(b_.unpack(*this), /*left=*/false);
-      grad_a = unbroadcast(batched_matmul(g, b.transpose(-1, -2)), a_shape_, a_is_vector_, true);
+      grad_a = unbroadcast(gradient_matmul(a_column_major_, g, b.transpose(-1, -2)), a_shape_, a_is_vector_, true);
     }
     if (autograd::input_needs_grad(*this, 1)) {
       Tensor a = as_matrix(a_.unpack(*this), /*left=*/true);
-      grad_b = unbroadcast(batched_matmul(a.transpose(-1, -2), g), b_shape_, b_is_vector_, false);
+      grad_b = unbroadcast(gradient_matmul(b_column_major_, a.transpose(-1, -2), g), b_shape_, b_is_vector_, false);
     }
     return {grad_a, grad_b};
   }
@@ -103,6 +118,7 @@ class MatmulBackward final : public Node {
 
   Shape a_shape_, b_shape_, full_out_shape_;
   bool a_is_vector_, b_is_vector_;
+  bool a_column_major_, b_column_major_;
   SavedTensor a_, b_;
 };
 
