@@ -41,6 +41,14 @@ void require_bitwise_equal(const Tensor& actual, const Tensor& expected, const s
   CHECK(first == -1);
 }
 
+// Runs check(dtype, n, config) for f64 and f32, every size and every configuration.
+template <class Config, class Check>
+void for_every_case(const std::vector<Config>& configs, Check&& check) {
+  for (DType dtype : {DType::f64, DType::f32})
+    for (int64_t n : kSizes)
+      for (const Config& config : configs) check(dtype, n, config);
+}
+
 std::string label(const char* op, DType dtype, int64_t n, int step, const std::string& options) {
   return std::string(op) + " " + dtype_name(dtype) + "[" + std::to_string(n) + "] step " + std::to_string(step) +
          " " + options;
@@ -79,49 +87,39 @@ void adam_reference(const Tensor& p, Tensor g, const Tensor& m, const Tensor& v,
 
 TEST_CASE("fused SGD equals the unfused ops bit for bit, every option, f64 and f32", "[optim][kernels]") {
   Generator gen(11);
-  for (DType dtype : {DType::f64, DType::f32}) {
-    for (int64_t n : kSizes) {
-      for (const kernels::SgdUpdateArgs& config : sgd_configs()) {
-        Tensor p_fused = randn({n}, {.dtype = dtype}, &gen);
-        Tensor p_ref = p_fused.clone();
-        Tensor buf_fused = zeros({n}, {.dtype = dtype}), buf_ref = zeros({n}, {.dtype = dtype});
-        for (int step = 0; step < kSteps; ++step) {
-          Tensor g = randn({n}, {.dtype = dtype}, &gen);
-          kernels::SgdUpdateArgs args = config;
-          args.first_step = step == 0;
-          kernels::sgd_update(p_fused, g, config.momentum != 0 ? buf_fused : Tensor(), args);
-          sgd_reference(p_ref, g, buf_ref, args);
-          std::string what = label("sgd", dtype, n, step, describe(config));
-          require_bitwise_equal(p_fused, p_ref, what + " param");
-          require_bitwise_equal(buf_fused, buf_ref, what + " momentum buffer");
-        }
-      }
+  for_every_case(sgd_configs(), [&](DType dtype, int64_t n, const kernels::SgdUpdateArgs& config) {
+    Tensor p_fused = randn({n}, {.dtype = dtype}, &gen), p_ref = p_fused.clone();
+    Tensor buf_fused = zeros({n}, {.dtype = dtype}), buf_ref = zeros({n}, {.dtype = dtype});
+    for (int step = 0; step < kSteps; ++step) {
+      Tensor g = randn({n}, {.dtype = dtype}, &gen);
+      kernels::SgdUpdateArgs args = config;
+      args.first_step = step == 0;
+      kernels::sgd_update(p_fused, g, config.momentum != 0 ? buf_fused : Tensor(), args);
+      sgd_reference(p_ref, g, buf_ref, args);
+      std::string what = label("sgd", dtype, n, step, describe(config));
+      require_bitwise_equal(p_fused, p_ref, what + " param");
+      require_bitwise_equal(buf_fused, buf_ref, what + " momentum buffer");
     }
-  }
+  });
 }
 
 TEST_CASE("fused Adam and AdamW equal the unfused ops bit for bit, f64 and f32", "[optim][kernels]") {
   Generator gen(12);
-  for (DType dtype : {DType::f64, DType::f32}) {
-    for (int64_t n : kSizes) {
-      for (const kernels::AdamUpdateArgs& config : adam_configs()) {
-        Tensor p_fused = randn({n}, {.dtype = dtype}, &gen);
-        Tensor p_ref = p_fused.clone();
-        Tensor m_fused = zeros({n}, {.dtype = dtype}), v_fused = zeros({n}, {.dtype = dtype});
-        Tensor m_ref = zeros({n}, {.dtype = dtype}), v_ref = zeros({n}, {.dtype = dtype});
-        for (int step = 1; step <= kSteps; ++step) {
-          Tensor g = randn({n}, {.dtype = dtype}, &gen);
-          const kernels::AdamUpdateArgs args = bias_corrected(config, step);
-          kernels::adam_update(p_fused, g, m_fused, v_fused, args);
-          adam_reference(p_ref, g, m_ref, v_ref, args);
-          std::string what = label("adam", dtype, n, step, describe(config));
-          require_bitwise_equal(p_fused, p_ref, what + " param");
-          require_bitwise_equal(m_fused, m_ref, what + " exp_avg");
-          require_bitwise_equal(v_fused, v_ref, what + " exp_avg_sq");
-        }
-      }
+  for_every_case(adam_configs(), [&](DType dtype, int64_t n, const kernels::AdamUpdateArgs& config) {
+    Tensor p_fused = randn({n}, {.dtype = dtype}, &gen), p_ref = p_fused.clone();
+    Tensor m_fused = zeros({n}, {.dtype = dtype}), v_fused = zeros({n}, {.dtype = dtype});
+    Tensor m_ref = zeros({n}, {.dtype = dtype}), v_ref = zeros({n}, {.dtype = dtype});
+    for (int step = 1; step <= kSteps; ++step) {
+      Tensor g = randn({n}, {.dtype = dtype}, &gen);
+      const kernels::AdamUpdateArgs args = bias_corrected(config, step);
+      kernels::adam_update(p_fused, g, m_fused, v_fused, args);
+      adam_reference(p_ref, g, m_ref, v_ref, args);
+      std::string what = label("adam", dtype, n, step, describe(config));
+      require_bitwise_equal(p_fused, p_ref, what + " param");
+      require_bitwise_equal(m_fused, m_ref, what + " exp_avg");
+      require_bitwise_equal(v_fused, v_ref, what + " exp_avg_sq");
     }
-  }
+  });
 }
 
 TEST_CASE("fused updates on a 2-D parameter and an empty one", "[optim][kernels]") {
