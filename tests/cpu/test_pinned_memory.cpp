@@ -30,7 +30,7 @@ TEST_CASE("pin_memory is for host memory only", "[pinned][errors]") {
                       Contains("empty: pin_memory applies to host memory, not to cuda:0"));
 }
 
-TEST_CASE("pinning without a GPU is a clear error; with one it works", "[pinned]") {
+TEST_CASE("pinning without a GPU is a clear error, and with one it works", "[pinned]") {
   Tensor t = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   if (cuda::device_count() == 0) {
     const std::string reason = no_pinning_reason();
