@@ -1,4 +1,5 @@
-// Conversions between devices and dtypes, clone, and the host copy behind item()/to_vector().
+// Conversions between devices and dtypes, clone, pin_memory, and the host copy behind
+// item()/to_vector().
 // Every conversion is one kernels::copy into a fresh contiguous tensor; kernels::copy is the
 // only kernel that moves data between devices.
 #include <cstring>
@@ -40,13 +41,17 @@ class CopyBackward final : public Node {
   Device device_;
 };
 
-Tensor differentiable_copy(const Tensor& src, DType dtype, Device device, const char* node_name) {
-  Tensor out = converted(src, dtype, device);
+// Records `out`, a fresh copy of `src`, in the graph when src needs a gradient.
+Tensor recorded_copy(const Tensor& src, Tensor out, const char* node_name) {
   // Only floating tensors carry gradients; a cast to an integer type ends the graph.
-  if (is_floating(dtype) && autograd::needs_grad({src})) {
+  if (is_floating(out.dtype()) && autograd::needs_grad({src})) {
     autograd::record(std::make_shared<CopyBackward>(node_name, src), {src}, {out});
   }
   return out;
+}
+
+Tensor differentiable_copy(const Tensor& src, DType dtype, Device device, const char* node_name) {
+  return recorded_copy(src, converted(src, dtype, device), node_name);
 }
 
 }  // namespace
@@ -62,6 +67,14 @@ Tensor Tensor::to(DType dtype) const {
 }
 
 Tensor Tensor::clone() const { return differentiable_copy(*this, dtype(), device(), "CloneBackward"); }
+
+Tensor Tensor::pin_memory() const {
+  DUET_CHECK(device().is_cpu(), "pin_memory: only host tensors can be pinned, got ", describe());
+  if (is_pinned()) return *this;
+  Tensor out = empty(sizes(), {.dtype = dtype(), .device = device(), .pin_memory = true});
+  if (out.numel() > 0) kernels::copy(*this, out);
+  return recorded_copy(*this, std::move(out), "PinMemoryBackward");
+}
 
 void Tensor::copy_to_host(void* dst, DType as) const {
   const size_t bytes = static_cast<size_t>(numel()) * duet::element_size(as);

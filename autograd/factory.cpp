@@ -5,6 +5,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "duet/core/allocator.h"
 #include "duet/core/error.h"
 #include "duet/kernels/kernels.h"
 
@@ -18,8 +19,14 @@ Tensor finish(Tensor t, const TensorOptions& options) {
   return t;
 }
 
+// The options of the tensor before it is filled: everything but requires_grad.
+TensorOptions before_finish(TensorOptions options) {
+  options.requires_grad = false;
+  return options;
+}
+
 Tensor filled(Shape sizes, double value, const TensorOptions& options) {
-  Tensor t = empty(std::move(sizes), {.dtype = options.dtype, .device = options.device});
+  Tensor t = empty(std::move(sizes), before_finish(options));
   if (t.numel() > 0) kernels::fill(t, value);
   return finish(std::move(t), options);
 }
@@ -39,9 +46,12 @@ template <class T> using stored_t = std::conditional_t<std::is_same_v<T, int>, i
 
 Tensor empty(Shape sizes, TensorOptions options) {
   for (int64_t s : sizes) DUET_CHECK(s >= 0, "empty: negative size in shape ", shape_str(sizes));
+  DUET_CHECK(!options.pin_memory || options.device.is_cpu(), "empty: pin_memory applies to host memory, not to ",
+             options.device);
+  const size_t bytes = static_cast<size_t>(numel(sizes)) * element_size(options.dtype);
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(sizes)) * element_size(options.dtype),
-                                            options.device);
+  impl->storage = options.pin_memory ? std::make_shared<Storage>(bytes, options.device, pinned_allocator())
+                                     : std::make_shared<Storage>(bytes, options.device);
   impl->strides = contiguous_strides(sizes);
   impl->sizes = std::move(sizes);
   impl->dtype = options.dtype;
@@ -59,7 +69,7 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
   DUET_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start ", start, " and end ", end,
              " must be finite");
   auto n = static_cast<int64_t>(std::max(0.0, std::ceil((end - start) / step)));
-  Tensor t = empty({n}, {.dtype = options.dtype, .device = options.device});
+  Tensor t = empty({n}, before_finish(options));
   if (n > 0) kernels::arange(t, start, step);
   return finish(std::move(t), options);
 }
@@ -68,7 +78,7 @@ Tensor arange(double end, TensorOptions options) { return arange(0, end, 1, opti
 
 Tensor rand(Shape sizes, TensorOptions options, Generator* generator) {
   check_random_dtype("rand", options.dtype);
-  Tensor t = empty(std::move(sizes), {.dtype = options.dtype, .device = options.device});
+  Tensor t = empty(std::move(sizes), before_finish(options));
   Generator& gen = generator_or_default(generator);
   // One 32-bit number per element.
   uint64_t first_block = gen.reserve(static_cast<uint64_t>(t.numel()));
@@ -78,7 +88,7 @@ Tensor rand(Shape sizes, TensorOptions options, Generator* generator) {
 
 Tensor randn(Shape sizes, TensorOptions options, Generator* generator) {
   check_random_dtype("randn", options.dtype);
-  Tensor t = empty(std::move(sizes), {.dtype = options.dtype, .device = options.device});
+  Tensor t = empty(std::move(sizes), before_finish(options));
   Generator& gen = generator_or_default(generator);
   // Box-Muller turns each pair of numbers into two normals: reserve an even count.
   auto count = static_cast<uint64_t>(t.numel());
@@ -100,8 +110,9 @@ Tensor from_vector(const std::vector<T>& values, Shape sizes, TensorOptions opti
   S* dst = host.template data<S>();
   for (size_t i = 0; i < values.size(); ++i) dst[i] = static_cast<S>(values[i]);
   DType dtype = options.dtype == DType::f32 ? dtype_of<S>() : options.dtype;
-  if (dtype == host.dtype() && options.device == host.device()) return finish(std::move(host), options);
-  Tensor out = empty(std::move(sizes), {.dtype = dtype, .device = options.device});
+  if (dtype == host.dtype() && options.device == host.device() && !options.pin_memory)
+    return finish(std::move(host), options);
+  Tensor out = empty(std::move(sizes), {.dtype = dtype, .device = options.device, .pin_memory = options.pin_memory});
   kernels::copy(host, out);
   return finish(std::move(out), options);
 }

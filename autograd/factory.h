@@ -13,6 +13,9 @@ struct TensorOptions {
   DType dtype = DType::f32;
   Device device = cpu();
   bool requires_grad = false;
+  // Page-locked host memory (a CPU device only), for asynchronous copies to a GPU; see
+  // Tensor::pin_memory().
+  bool pin_memory = false;
 };
 
 Tensor empty(Shape sizes, TensorOptions options = {});

@@ -77,7 +77,8 @@ void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) con
 // ---- in-place writes ----
 namespace {
 
-// In-place ops are not recorded, so they must not silently change a graph's values.
+// In-place ops are not recorded, so they must not silently change a graph's values. Nor may
+// they change pinned memory that an asynchronous copy to a GPU still reads: they wait for it.
 void check_writable(const Tensor& t, const char* op) {
   DUET_CHECK(!(GradMode::is_enabled() && t.requires_grad()), op, ": in-place write to ",
              t.describe(), ", which requires grad; do it under NoGradGuard (as optimizers do)");
@@ -85,6 +86,7 @@ void check_writable(const Tensor& t, const char* op) {
     DUET_CHECK(t.stride(d) != 0 || t.size(d) <= 1, op, ": in-place write to an expanded tensor ",
                t.describe(), " (several elements share one memory location); use contiguous() first");
   }
+  t.storage()->wait_for_pending_reads();
 }
 
 void check_same_device(const Tensor& t, const Tensor& other, const char* op) {

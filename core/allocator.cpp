@@ -46,6 +46,21 @@ void register_allocator(DeviceType type, Allocator* allocator) {
   registry()[static_cast<size_t>(type)].store(allocator);
 }
 
+namespace {
+std::atomic<Allocator*>& pinned_registry() {
+  static std::atomic<Allocator*> pinned{nullptr};
+  return pinned;
+}
+}  // namespace
+
+Allocator& pinned_allocator() {
+  Allocator* a = pinned_registry().load();
+  DUET_CHECK(a != nullptr, "cannot allocate pinned (page-locked) host memory: duet was built without CUDA");
+  return *a;
+}
+
+void register_pinned_allocator(Allocator* allocator) { pinned_registry().store(allocator); }
+
 MemoryStats memory_stats(Device device) {
   Counters& c = counters(device);
   return {c.current.load(), c.peak.load(), c.reserved.load(), c.allocations.load()};

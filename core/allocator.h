@@ -23,12 +23,23 @@ class Allocator {
   virtual ~Allocator() = default;
   virtual void* allocate(size_t bytes, Device device) = 0;
   virtual void deallocate(void* ptr, size_t bytes, Device device) = 0;
+  // True for page-locked host memory, which a GPU reads asynchronously (pinned_allocator()).
+  virtual bool is_pinned() const { return false; }
+  // Returns once no asynchronous copy still reads the block at `ptr`, so the host may write it.
+  // Only pinned memory is ever read asynchronously.
+  virtual void wait_for_pending_reads(void* ptr) {}
 };
 
 // The allocator for `device`. Throws if that device type has none (e.g. CUDA in a CPU-only build).
 Allocator& allocator_for(Device device);
 // Installs the allocator for a device type. The pointer must outlive every tensor.
 void register_allocator(DeviceType type, Allocator* allocator);
+
+// Page-locked (pinned) host memory for CPU devices, from the CUDA runtime: copies from it to a
+// GPU run asynchronously. kernels/cuda registers it; in a build without CUDA this throws
+// "built without CUDA", and with CUDA but no GPU its allocate() throws.
+Allocator& pinned_allocator();
+void register_pinned_allocator(Allocator* allocator);
 
 MemoryStats memory_stats(Device device);
 void reset_peak_memory(Device device);

@@ -17,6 +17,8 @@ int64_t Tensor::stride(int64_t dim) const {
   return strides()[static_cast<size_t>(normalize_dim(dim, this->dim(), "stride"))];
 }
 
+bool Tensor::is_pinned() const { return storage()->is_pinned(); }
+
 bool Tensor::is_contiguous() const {
   int64_t expected = 1;
   for (size_t i = sizes().size(); i-- > 0;) {

@@ -100,6 +100,11 @@ class Tensor {
   Tensor to(Device device) const;  // differentiable; returns *this when already there
   Tensor to(DType dtype) const;    // differentiable between floating types
   Tensor clone() const;            // a differentiable contiguous copy
+  // A contiguous copy in page-locked host memory (this tensor when already pinned), so that
+  // to(cuda) from it runs asynchronously. Host tensors only; needs a CUDA device (throws
+  // "built without CUDA" or "no CUDA device is available" otherwise).
+  Tensor pin_memory() const;
+  bool is_pinned() const;  // its storage is page-locked host memory
   template <class T> T item() const;
   template <class T> std::vector<T> to_vector() const;
   std::string str() const;  // PyTorch-style printing

@@ -5,6 +5,20 @@
 #include "duet/autograd/factory.h"
 
 namespace duet::data {
+namespace {
+
+// Runs `probe` (a tiny allocation) and rethrows its error naming the option: a loader that
+// cannot deliver its batches fails here, not later on its background thread.
+template <class Probe>
+void check_option(const char* option, Probe&& probe) {
+  try {
+    probe();
+  } catch (const Error& e) {
+    DUET_FAIL("DataLoader: ", option, ": ", e.what());
+  }
+}
+
+}  // namespace
 
 DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options,
                        std::shared_ptr<const Sampler> sampler)
@@ -17,6 +31,8 @@ DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options,
              "DataLoader: expected CPU images [N, ...] and labels [N], got ", dataset_.images.describe(),
              " and ", dataset_.labels.describe());
   DUET_CHECK(options_.normalize_std.value_or(1.0) > 0, "DataLoader: normalize_std must be positive");
+  if (options_.pin_memory) check_option("pin_memory", [] { empty({1}, {.pin_memory = true}); });
+  if (options_.device) check_option("device", [this] { empty({1}, {.device = *options_.device}); });
   if (!sampler_) {
     if (options_.shuffle) sampler_ = std::make_shared<RandomSampler>(options_.seed);
     else sampler_ = std::make_shared<SequentialSampler>();
@@ -42,7 +58,8 @@ Batch DataLoader::make_batch(const std::vector<int64_t>& order, int64_t b) const
   Shape x_shape = dataset_.images.sizes();
   x_shape[0] = count;
   int64_t per_example = dataset_.images.numel() / std::max<int64_t>(dataset_.size(), 1);
-  Batch batch{empty(x_shape), empty({count}, {.dtype = DType::i64})};
+  Batch batch{empty(x_shape, {.pin_memory = options_.pin_memory}),
+              empty({count}, {.dtype = DType::i64, .pin_memory = options_.pin_memory})};
   float* x = batch.x.data<float>();
   int64_t* y = batch.y.data<int64_t>();
   const int64_t* labels = dataset_.labels.data<int64_t>();
@@ -62,6 +79,11 @@ Batch DataLoader::make_batch(const std::vector<int64_t>& order, int64_t b) const
     }
   }
   return batch;
+}
+
+Batch DataLoader::delivered(Batch batch) const {
+  if (!options_.device) return batch;
+  return {batch.x.to(*options_.device), batch.y.to(*options_.device)};
 }
 
 void DataLoader::start_epoch() {
@@ -86,7 +108,7 @@ void DataLoader::start_epoch() {
         if (stop_) return;
       }
       try {
-        Batch batch = make_batch(order_, b);
+        Batch batch = delivered(make_batch(order_, b));
         std::lock_guard lock(mutex_);
         ready_.push_back(std::move(batch));
         ++produced_;
@@ -114,7 +136,7 @@ void DataLoader::stop_producer() {
 std::optional<Batch> DataLoader::next_batch() {
   int64_t batches = (static_cast<int64_t>(order_.size()) + options_.batch_size - 1) / options_.batch_size;
   if (consumed_ >= batches) return std::nullopt;
-  if (options_.prefetch == 0) return make_batch(order_, consumed_++);
+  if (options_.prefetch == 0) return delivered(make_batch(order_, consumed_++));
   std::unique_lock lock(mutex_);
   changed_.wait(lock, [&] { return !ready_.empty() || error_; });
   if (error_) std::rethrow_exception(error_);

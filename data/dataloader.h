@@ -3,6 +3,11 @@
 //
 //   data::DataLoader train(data::FashionMNIST::train(), {.batch_size = 256, .shuffle = true});
 //   for (auto& [x, y] : train) { ... }   // x: f32 [B, 1, 28, 28] in [0, 1], y: i64 [B]
+//
+// For a GPU, {.pin_memory = true, .device = cuda_device(0)} has the background thread assemble
+// each batch in page-locked memory and queue its copy to the GPU asynchronously, so batch k+1
+// is made and sent while the host queues step k's kernels. The copy runs on the device's one
+// stream, so the kernels that use the batch always see it arrived.
 #pragma once
 
 #include <condition_variable>
@@ -34,6 +39,12 @@ struct DataLoaderOptions {
   std::optional<double> normalize_mean;
   std::optional<double> normalize_std;
   int prefetch = 2;  // batches made ahead by the background thread; 0 = made on demand
+  // Assemble batches in page-locked (pinned) host memory, from which copies to a GPU run
+  // asynchronously. Needs a CUDA device: the constructor throws otherwise.
+  bool pin_memory = false;
+  // Deliver batches on this device, copied there by the background thread as soon as they are
+  // made (asynchronously to a GPU when pin_memory is set). Unset: they stay on the host (cpu:0).
+  std::optional<Device> device;
 };
 
 class DataLoader {
@@ -53,7 +64,8 @@ class DataLoader {
   const TensorDataset& dataset() const { return dataset_; }
   const DataLoaderOptions& options() const { return options_; }
 
-  // Builds batch `b` of the given order (what the background thread runs).
+  // Builds batch `b` of the given order on the host, pinned when pin_memory is set (what the
+  // background thread runs before moving the batch to options().device).
   Batch make_batch(const std::vector<int64_t>& order, int64_t b) const;
 
   class Iterator {
@@ -76,6 +88,7 @@ class DataLoader {
  private:
   void start_epoch();
   void stop_producer();
+  Batch delivered(Batch batch) const;  // on options().device
   std::optional<Batch> next_batch();
 
   TensorDataset dataset_;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "duet/kernels/kernels.h"
+#include "duet/kernels/optim_kernels.h"
 
 namespace duet::kernels {
 
@@ -28,6 +29,11 @@ class Backend {
   virtual void arange(const Tensor& out, double start, double step) = 0;
   virtual void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) = 0;
   virtual void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) = 0;
+  // The fused optimizer updates; optim_dispatch.cpp has checked the operands (optim_kernels.h).
+  virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                          const SgdUpdateArgs& args) = 0;
+  virtual void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                           const Tensor& exp_avg_sq, const AdamUpdateArgs& args) = 0;
 };
 
 Backend& cpu_backend();

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "duet/autograd/grad_mode.h"
-#include "duet/autograd/ops.h"
+#include "duet/kernels/optim_kernels.h"
 
 namespace duet::optim {
 
@@ -13,27 +13,29 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Optimizer(std::mov
   DUET_CHECK(options.eps > 0 && options.weight_decay >= 0, "Adam: eps must be > 0 and weight_decay >= 0");
 }
 
+// One fused kernel per parameter (kernels/optim_kernels.h).
 void Adam::step() {
   NoGradGuard no_grad;
   ++step_count_;
   double t = static_cast<double>(step_count_);
-  double bias1 = 1 - std::pow(options_.beta1, t), bias2 = 1 - std::pow(options_.beta2, t);
+  const kernels::AdamUpdateArgs args{.lr = lr(),
+                                     .beta1 = options_.beta1,
+                                     .beta2 = options_.beta2,
+                                     .eps = options_.eps,
+                                     .weight_decay = options_.weight_decay,
+                                     .decoupled_weight_decay = options_.decoupled_weight_decay,
+                                     .bias_correction1 = 1 - std::pow(options_.beta1, t),
+                                     .bias_correction2 = 1 - std::pow(options_.beta2, t)};
   for (size_t i = 0; i < params().size(); ++i) {
     const Tensor& p = params()[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    if (options_.weight_decay != 0) {
-      if (options_.decoupled_weight_decay) p.mul_(1 - lr() * options_.weight_decay);
-      else g = g + p * options_.weight_decay;
-    }
-    Tensor& m = buffer(i, "exp_avg");
-    Tensor& v = buffer(i, "exp_avg_sq");
-    m.mul_(options_.beta1);
-    m.add_(g, 1 - options_.beta1);
-    v.mul_(options_.beta2);
-    v.add_(g * g, 1 - options_.beta2);
-    Tensor denom = sqrt(v) / std::sqrt(bias2) + options_.eps;
-    p.add_(m / denom, -lr() / bias1);
+    const Tensor& m = buffer(i, "exp_avg");
+    const Tensor& v = buffer(i, "exp_avg_sq");
+    kernels::adam_update(p, g.contiguous(), m, v, args);
+    p.bump_version();
+    m.bump_version();
+    v.bump_version();
   }
 }
 

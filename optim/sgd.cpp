@@ -1,7 +1,7 @@
 #include "duet/optim/sgd.h"
 
 #include "duet/autograd/grad_mode.h"
-#include "duet/autograd/ops.h"
+#include "duet/kernels/optim_kernels.h"
 
 namespace duet::optim {
 
@@ -11,25 +11,28 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
              "SGD: nesterov needs momentum > 0 and dampening 0");
 }
 
+// One fused kernel per parameter (kernels/optim_kernels.h), with PyTorch's semantics: the
+// momentum buffer starts as the first step's gradient, undamped.
 void SGD::step() {
   NoGradGuard no_grad;
   for (size_t i = 0; i < params().size(); ++i) {
     const Tensor& p = params()[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    if (options_.weight_decay != 0) g = g + p * options_.weight_decay;
+    kernels::SgdUpdateArgs args{.lr = lr(),
+                                .momentum = options_.momentum,
+                                .dampening = options_.dampening,
+                                .weight_decay = options_.weight_decay,
+                                .nesterov = options_.nesterov,
+                                .first_step = false};
+    Tensor velocity;
     if (options_.momentum != 0) {
-      bool first = !has_buffer(i, "momentum_buffer");
-      Tensor& velocity = buffer(i, "momentum_buffer");
-      if (first) {
-        velocity.copy_(g);
-      } else {
-        velocity.mul_(options_.momentum);
-        velocity.add_(g, 1 - options_.dampening);
-      }
-      g = options_.nesterov ? g + velocity * options_.momentum : velocity;
+      args.first_step = !has_buffer(i, "momentum_buffer");
+      velocity = buffer(i, "momentum_buffer");
     }
-    p.add_(g, -lr());
+    kernels::sgd_update(p, g.contiguous(), velocity, args);
+    p.bump_version();
+    if (velocity.defined()) velocity.bump_version();
   }
   ++step_count_;
 }

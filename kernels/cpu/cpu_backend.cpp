@@ -35,6 +35,14 @@ void CpuBackend::normal(const Tensor& out, uint64_t seed, uint64_t offset, doubl
                         double stddev) {
   cpu::normal(out, seed, offset, mean, stddev);
 }
+void CpuBackend::sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                            const SgdUpdateArgs& args) {
+  cpu::sgd_update(param, grad, momentum_buffer, args);
+}
+void CpuBackend::adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
+                             const Tensor& exp_avg_sq, const AdamUpdateArgs& args) {
+  cpu::adam_update(param, grad, exp_avg, exp_avg_sq, args);
+}
 
 }  // namespace cpu
 

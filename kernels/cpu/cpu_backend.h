@@ -25,6 +25,10 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
 // random.cpp
 void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high);
 void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev);
+// optim_update.cpp
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdUpdateArgs& args);
+void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                 const AdamUpdateArgs& args);
 
 class CpuBackend final : public Backend {
  public:
@@ -43,6 +47,10 @@ class CpuBackend final : public Backend {
   void arange(const Tensor& out, double start, double step) override;
   void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) override;
   void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) override;
+  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                  const SgdUpdateArgs& args) override;
+  void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                   const AdamUpdateArgs& args) override;
 };
 
 }  // namespace duet::kernels::cpu

@@ -23,6 +23,7 @@
 #include "duet/core/error.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/pinned_allocator.h"
 #include "duet/kernels/cuda/runtime.h"
 
 namespace duet::cuda {
@@ -184,6 +185,7 @@ CachingAllocator& caching_allocator() {
 
 void empty_cache() {
   for (int i = 0; i < device_count(); ++i) caching_allocator().release_cached(cuda_device(i));
+  release_cached_pinned_memory();
 }
 
 }  // namespace duet::cuda

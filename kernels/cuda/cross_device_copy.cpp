@@ -9,6 +9,7 @@
 #include "duet/kernels/backend.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/pinned_allocator.h"
 
 namespace duet::cuda {
 namespace {
@@ -26,7 +27,9 @@ Tensor dense_like(const Tensor& src, const Tensor& dst) {
 }
 
 // Both dense with the same byte size. The copy is queued on the CUDA side's stream, so it runs
-// after the kernels already queued there, then waited for.
+// after the kernels already queued there and before those queued later. It is waited for,
+// except from pinned host memory to a GPU: that copy runs while the host goes on, and the
+// pinned allocator keeps the source block from being reused or rewritten until it is done.
 void copy_bytes(const Tensor& src, const Tensor& dst) {
   size_t bytes = static_cast<size_t>(dst.numel()) * dst.element_size();
   if (src.device().is_cuda() && dst.device().is_cuda() && src.device() != dst.device()) {
@@ -40,6 +43,10 @@ void copy_bytes(const Tensor& src, const Tensor& dst) {
   // cudaMemcpyDefault: unified addressing tells host from device memory, and copies between
   // two GPUs go peer-to-peer or through the host as the driver sees fit.
   DUET_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDefault, s));
+  if (src.device().is_cpu() && src.is_pinned()) {
+    record_pinned_read(src.storage()->data(), gpu);
+    return;
+  }
   DUET_CUDA_CHECK(cudaStreamSynchronize(s));
 }
 

@@ -83,6 +83,18 @@ class CudaBackend final : public kernels::Backend {
     OnDevice on("normal", out, {});
     launch_normal(out, seed, offset, mean, stddev, on.stream());
   }
+
+  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                  const kernels::SgdUpdateArgs& args) override {
+    OnDevice on("sgd_update", param, {&grad, &momentum_buffer});
+    launch_sgd_update(param, grad, momentum_buffer, args, on.stream());
+  }
+
+  void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                   const kernels::AdamUpdateArgs& args) override {
+    OnDevice on("adam_update", param, {&grad, &exp_avg, &exp_avg_sq});
+    launch_adam_update(param, grad, exp_avg, exp_avg_sq, args, on.stream());
+  }
 };
 
 [[maybe_unused]] const bool registered = [] {

@@ -4,6 +4,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "duet/core/device.h"
 
 namespace duet::cuda {
@@ -11,6 +13,9 @@ namespace duet::cuda {
 // Throws duet::Error unless `device` is cuda:i with i < device_count(), saying why not
 // (no driver, no GPU, index out of range).
 void check_device(Device device);
+
+// Throws duet::Error "<what>: no CUDA device is available (<why>)" unless there is a GPU.
+void require_gpu(const std::string& what);
 
 // The physical GPU that logical device cuda:`index` runs on: 0 under
 // DUET_CUDA_VIRTUAL_DEVICES, else `index` itself.

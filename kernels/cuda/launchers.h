@@ -10,6 +10,7 @@
 
 #include "duet/core/tensor.h"
 #include "duet/kernels/kernels.h"
+#include "duet/kernels/optim_kernels.h"
 
 namespace duet::cuda {
 
@@ -49,5 +50,12 @@ void launch_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double lo
                     cudaStream_t stream);
 void launch_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev,
                    cudaStream_t stream);
+
+// optim_update.cu: the contract of kernels/optim_kernels.h (f32 and f64, contiguous); the
+// momentum buffer is undefined without momentum.
+void launch_sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
+                       const kernels::SgdUpdateArgs& args, cudaStream_t stream);
+void launch_adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                        const kernels::AdamUpdateArgs& args, cudaStream_t stream);
 
 }  // namespace duet::cuda

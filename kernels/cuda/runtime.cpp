@@ -97,10 +97,15 @@ bool virtual_devices() noexcept {
   }
 }
 
+void require_gpu(const std::string& what) {
+  const Topology& t = topology();
+  if (t.logical == 0) DUET_FAIL(what, ": no CUDA device is available (", t.unavailable, ")");
+}
+
 void check_device(Device device) {
   DUET_CHECK(device.is_cuda(), "expected a CUDA device, got ", device);
+  require_gpu("cannot use " + device.str());
   const Topology& t = topology();
-  if (t.logical == 0) DUET_FAIL("cannot use ", device, ": no CUDA device is available (", t.unavailable, ")");
   if (device.index < 0 || device.index >= t.logical) {
     DUET_FAIL("cannot use ", device, ": only ", t.logical, " CUDA device(s) exist",
               t.virtual_devices ? " (virtual, from " : "", t.virtual_devices ? kVirtualDevicesEnv : "",

@@ -20,7 +20,8 @@ bool is_built() noexcept;
 bool virtual_devices() noexcept;
 
 // Returns the caching allocator's unused blocks on every CUDA device to the driver (reserved
-// bytes drop to those held by live tensors). A no-op without CUDA: nothing is ever cached.
+// bytes drop to those held by live tensors), and the cached pinned host blocks too, once the
+// copies still reading them have finished. A no-op without CUDA: nothing is ever cached.
 void empty_cache();
 
 // TF32 tensor cores for f32 matmul (cuBLAS) and convolution (cuDNN). Off by default, so f32

@@ -7,6 +7,7 @@
 
 #include "duet/data/dataloader.h"
 #include "duet/duet.h"
+#include "duet/kernels/cuda/runtime.h"
 
 using namespace duet;
 using Catch::Matchers::Contains;
@@ -90,4 +91,37 @@ TEST_CASE("DistributedSampler partitions the (padded) order across ranks", "[dat
   CHECK(std::set<int64_t>(all.begin(), all.end()).size() == 10);  // every example is seen
   CHECK(data::DistributedSampler(2, 1, false).indices(5, 0) == std::vector<int64_t>{1, 3, 0});
   CHECK_THROWS_WITH(data::DistributedSampler(2, 2), Contains("rank 2"));
+}
+
+TEST_CASE("DataLoader delivers each batch on the requested device, the same values as on cpu:0", "[data]") {
+  for (int prefetch : {0, 2}) {
+    data::DataLoader host(tiny(), {.batch_size = 4, .shuffle = true, .seed = 3, .prefetch = prefetch});
+    data::DataLoader moved(tiny(), {.batch_size = 4, .shuffle = true, .seed = 3, .prefetch = prefetch,
+                                    .device = cpu(1)});
+    std::vector<data::Batch> expected;
+    for (auto& batch : host) expected.push_back(batch);
+    size_t b = 0;
+    for (auto& [x, y] : moved) {
+      REQUIRE(b < expected.size());
+      CHECK(x.device() == cpu(1));
+      CHECK(y.device() == cpu(1));
+      CHECK(x.to_vector<float>() == expected[b].x.to_vector<float>());
+      CHECK(y.to_vector<int64_t>() == expected[b].y.to_vector<int64_t>());
+      ++b;
+    }
+    CHECK(b == expected.size());
+  }
+}
+
+TEST_CASE("DataLoader: pin_memory and a CUDA device without a GPU fail at construction, saying why", "[data][errors]") {
+  if (cuda::device_count() > 0) return;  // tests/cuda/test_cuda_pinned.cpp covers the working case
+  const std::string reason = cuda::is_built() ? "no CUDA device is available" : "built without CUDA";
+  REQUIRE_THROWS_WITH(data::DataLoader(tiny(), {.pin_memory = true}),
+                      Contains("DataLoader: pin_memory: cannot allocate pinned (page-locked) host memory") &&
+                          Contains(reason));
+  REQUIRE_THROWS_WITH(data::DataLoader(tiny(), {.device = cuda_device(0)}),
+                      Contains("DataLoader: device: cannot use cuda:0") && Contains(reason));
+  // The default loader needs nothing of the sort.
+  data::DataLoader plain(tiny(), {.batch_size = 5});
+  for (auto& [x, y] : plain) CHECK_FALSE(x.is_pinned());
 }

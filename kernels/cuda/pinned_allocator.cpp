@@ -1,0 +1,197 @@
+// Pinned host memory: page-locked with cudaHostAlloc, so the GPU's copy engine reads it directly
+// and a host-to-device copy from it can run while the host goes on (cross_device_copy.cpp).
+//
+// Page-locking is slow (it maps and locks every page), so freed blocks are cached per logical
+// CPU device in power-of-two bins and handed out again, as PyTorch's host allocator does. The
+// danger of asynchrony is reuse: a block freed right after its copy was queued must not be
+// rewritten before the GPU has read it. Each asynchronous read records a CUDA event on the
+// reading stream; a cached block is reused only once all of its events have completed, and
+// empty_cache() waits for them before freeing.
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "duet/core/allocator.h"
+#include "duet/core/error.h"
+#include "duet/kernels/cuda/check.h"
+#include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/pinned_allocator.h"
+
+namespace duet::cuda {
+namespace {
+
+constexpr size_t kMinBin = 512;
+
+size_t bin_size(size_t bytes) {
+  size_t bin = kMinBin;
+  while (bin < bytes) bin *= 2;
+  return bin;
+}
+
+// Drops the events whose work has completed; true when none is left.
+bool reads_finished(std::vector<cudaEvent_t>& reads) {
+  std::erase_if(reads, [](cudaEvent_t e) {
+    cudaError_t status = cudaEventQuery(e);
+    if (status == cudaErrorNotReady) {
+      cudaGetLastError();  // "not ready" is an answer, not an error to report later
+      return false;
+    }
+    DUET_CUDA_CHECK(status);
+    DUET_CUDA_CHECK(cudaEventDestroy(e));
+    return true;
+  });
+  return reads.empty();
+}
+
+void wait_and_destroy(std::vector<cudaEvent_t>& reads) {
+  for (cudaEvent_t e : reads) {
+    DUET_CUDA_CHECK(cudaEventSynchronize(e));
+    DUET_CUDA_CHECK(cudaEventDestroy(e));
+  }
+  reads.clear();
+}
+
+struct Block {
+  size_t size = 0;                  // bytes page-locked (the bin size)
+  std::vector<cudaEvent_t> reads;   // asynchronous copies that may still read it
+};
+
+class PinnedAllocator final : public Allocator {
+ public:
+  bool is_pinned() const override { return true; }
+
+  void* allocate(size_t bytes, Device device) override {
+    DUET_CHECK(device.is_cpu(), "pinned memory is host memory: cannot allocate it for ", device);
+    require_gpu("cannot allocate pinned (page-locked) host memory");
+    if (bytes == 0) return nullptr;  // nothing to point at; deallocate(nullptr) is a no-op
+    const size_t size = bin_size(bytes);
+    if (void* ptr = take_cached(device, size)) {
+      record_memory(device, static_cast<int64_t>(bytes), 0);
+      return ptr;
+    }
+    void* ptr = page_locked(size);
+    {
+      std::lock_guard lock(mutex_);
+      live_.emplace(ptr, Block{size, {}});
+    }
+    record_memory(device, static_cast<int64_t>(bytes), static_cast<int64_t>(size));
+    return ptr;
+  }
+
+  void deallocate(void* ptr, size_t bytes, Device device) override {
+    if (!ptr) return;
+    {
+      std::lock_guard lock(mutex_);
+      auto it = live_.find(ptr);
+      if (it == live_.end()) {
+        // From Storage's destructor, which cannot throw: a foreign pointer means corruption.
+        std::fprintf(stderr, "duet: pinned allocator asked to free %p, which it never allocated\n", ptr);
+        std::abort();
+      }
+      cached_[key(device, it->second.size)].emplace_back(ptr, std::move(it->second));
+      live_.erase(it);
+    }
+    record_memory(device, -static_cast<int64_t>(bytes), 0);
+  }
+
+  void wait_for_pending_reads(void* ptr) override {
+    // Under the lock: a concurrent record or prune must not touch the events being waited on.
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(ptr);
+    if (it != live_.end()) wait_and_destroy(it->second.reads);
+  }
+
+  void record_read(void* ptr, Device gpu) {
+    std::lock_guard lock(mutex_);
+    auto it = live_.find(ptr);
+    DUET_CHECK(it != live_.end(), "record_pinned_read: ", ptr, " is not a live pinned block");
+    reads_finished(it->second.reads);  // a tensor copied every step must not pile up events
+    DeviceGuard guard(gpu);
+    cudaEvent_t event = nullptr;
+    DUET_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    it->second.reads.push_back(event);  // before recording: destroyed with the block if that throws
+    DUET_CUDA_CHECK(cudaEventRecord(event, stream(gpu)));
+  }
+
+  void release_cached() {
+    std::map<Key, std::vector<std::pair<void*, Block>>> cached;
+    {
+      std::lock_guard lock(mutex_);
+      cached.swap(cached_);
+    }
+    for (auto& [k, blocks] : cached) {
+      for (auto& [ptr, block] : blocks) {
+        wait_and_destroy(block.reads);
+        DUET_CUDA_CHECK(cudaFreeHost(ptr));
+        record_memory(cpu(k.first), 0, -static_cast<int64_t>(block.size));
+      }
+    }
+  }
+
+ private:
+  using Key = std::pair<int, size_t>;  // (logical CPU device, bin size)
+  static Key key(Device device, size_t size) { return {device.index, size}; }
+
+  // A cached block of this bin that no copy reads any more, moved back to the live set; or null.
+  void* take_cached(Device device, size_t size) {
+    std::lock_guard lock(mutex_);
+    auto it = cached_.find(key(device, size));
+    if (it == cached_.end()) return nullptr;
+    auto& blocks = it->second;
+    for (auto b = blocks.begin(); b != blocks.end(); ++b) {
+      if (!reads_finished(b->second.reads)) continue;
+      void* ptr = b->first;
+      live_.emplace(ptr, std::move(b->second));
+      blocks.erase(b);
+      return ptr;
+    }
+    return nullptr;
+  }
+
+  // cudaHostAlloc, retried once after returning the cache to the driver. Portable: every
+  // GPU's context sees the block as pinned, not only the current one's.
+  void* page_locked(size_t size) {
+    void* ptr = nullptr;
+    cudaError_t status = cudaHostAlloc(&ptr, size, cudaHostAllocPortable);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      release_cached();
+      status = cudaHostAlloc(&ptr, size, cudaHostAllocPortable);
+    }
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      DUET_FAIL("out of pinned host memory: cudaHostAlloc could not page-lock ", size, " bytes");
+    }
+    DUET_CUDA_CHECK(status);
+    return ptr;
+  }
+
+  std::mutex mutex_;
+  std::unordered_map<void*, Block> live_;                      // blocks owned by storages
+  std::map<Key, std::vector<std::pair<void*, Block>>> cached_;  // freed blocks, maybe still read
+};
+
+// Leaked on purpose, like the device allocator: tensors in static storage may be freed late.
+PinnedAllocator& the_allocator() {
+  static PinnedAllocator* allocator = new PinnedAllocator();
+  return *allocator;
+}
+
+// Registered at load time; no CUDA call happens until the first pinned allocation.
+[[maybe_unused]] const bool registered = [] {
+  register_pinned_allocator(&the_allocator());
+  return true;
+}();
+
+}  // namespace
+
+void record_pinned_read(void* block, Device gpu) { the_allocator().record_read(block, gpu); }
+
+void release_cached_pinned_memory() { the_allocator().release_cached(); }
+
+}  // namespace duet::cuda
