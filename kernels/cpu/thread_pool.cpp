@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -17,6 +18,14 @@ namespace duet::kernels::cpu {
 namespace {
 
 thread_local bool t_in_parallel_region = false;
+
+constexpr int kSpinMicroseconds = 50;
+
+inline void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 // One parallel loop: chunks are claimed with an atomic counter by whoever is free.
 class Job {
@@ -82,6 +91,7 @@ class Pool {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       queue_.push_back(job);
+      queued_.fetch_add(1, std::memory_order_release);
     }
     for (int64_t i = 1; i < chunks; ++i) wake_.notify_one();
     job->work();  // the caller works too, so the job ends even if every worker is busy
@@ -106,9 +116,24 @@ class Pool {
     workers_.clear();
   }
 
+  // A worker that just finished a job looks for the next one for a while before it sleeps: a
+  // training step runs its parallel loops back to back, and waking a sleeping thread costs
+  // tens of microseconds, as much as a small loop itself.
+  void spin_for_work() {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+    while (queued_.load(std::memory_order_acquire) == 0 && std::chrono::steady_clock::now() < until) {
+      for (int i = 0; i < 64 && queued_.load(std::memory_order_relaxed) == 0; ++i) pause();
+    }
+  }
+
   void worker_loop() {
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
+      if (queue_.empty() && !stop_) {
+        lock.unlock();
+        spin_for_work();
+        lock.lock();
+      }
       wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
       if (stop_) return;
       std::shared_ptr<Job> job = queue_.front();  // keeps the job alive past its caller's return
@@ -125,12 +150,16 @@ class Pool {
   }
   void remove_locked(Job* job) {
     auto it = std::find_if(queue_.begin(), queue_.end(), [job](const auto& j) { return j.get() == job; });
-    if (it != queue_.end()) queue_.erase(it);
+    if (it != queue_.end()) {
+      queue_.erase(it);
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+    }
   }
 
   std::mutex mutex_, resize_mutex_;
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
+  std::atomic<int> queued_{0};  // queue_.size(), readable without the mutex
   std::vector<std::thread> workers_;
   bool stop_ = false;
   std::atomic<int> size_{1};

@@ -128,7 +128,7 @@ TEST_CASE("gather joins parts from several devices onto the target", "[parallel]
   CHECK_THROWS_WITH(parallel::gather({}, cpu(0)), Contains("no tensors"));
 }
 
-TEST_CASE("broadcast copies a list of tensors; replica 0 is the master itself", "[parallel]") {
+TEST_CASE("broadcast copies a list of tensors, and replica 0 is the master itself", "[parallel]") {
   Tensor w = random_leaf({3, 2}, 2);
   Tensor b = random_leaf({2}, 3);
   Tensor buffer = counting(1, 2);  // like running stats: needs no grad

@@ -53,7 +53,7 @@ TEST_CASE("IDX: corrupt headers give errors that name the file and the problem",
   CHECK_THROWS_WITH(parse(idx_bytes(0x08, {}, {})), Contains("0 dimensions"));
 }
 
-TEST_CASE("IDX: gzip and plain files read the same; a truncated gzip is an error", "[data][idx]") {
+TEST_CASE("IDX: gzip and plain files read the same, and a truncated gzip is an error", "[data][idx]") {
   std::vector<uint8_t> bytes = idx_bytes(0x08, {4}, {9, 8, 7, 6});
   std::string plain = temp_path("plain.idx"), gz = temp_path("packed.idx.gz");
   std::ofstream(plain, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));

@@ -176,7 +176,7 @@ TEST_CASE("exp_f32 is within 2 ulp of exp over the float range, 0 and inf beyond
   CHECK(std::isnan(kernels::exp_f32(std::nanf(""))));
 }
 
-TEST_CASE("neg and abs take integer dtypes; math ops need floating", "[kernels]") {
+TEST_CASE("neg and abs take integer dtypes, math ops need floating", "[kernels]") {
   Tensor i = make<int64_t>({3}, {-3, 0, 5});
   Tensor i_out = empty_tensor(DType::i64, {3});
   unary(UnaryOp::abs, i, i_out);
@@ -292,7 +292,7 @@ TEST_CASE("unary_backward uses x or y as each op needs", "[kernels]") {
   REQUIRE_THROWS_WITH(unary_backward(UnaryOp::relu, gp, Tensor(), yp, gxp), Contains("relu"));
 }
 
-TEST_CASE("binary_backward writes both partials at out's shape; either may be skipped", "[kernels]") {
+TEST_CASE("binary_backward writes both partials at out's shape, and either may be skipped", "[kernels]") {
   Tensor a = make<double>({2, 1}, {2.0, 3.0});
   Tensor b = make<double>({3}, {1.0, 2.0, 4.0});
   Tensor g = make<double>({2, 3}, {1, 1, 1, 1, 1, 1});

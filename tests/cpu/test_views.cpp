@@ -30,7 +30,7 @@ TEST_CASE("view and reshape share storage and infer one -1", "[views]") {
   CHECK(x.version() == v.version());
 }
 
-TEST_CASE("view of a transposed tensor fails clearly; reshape copies", "[views]") {
+TEST_CASE("view of a transposed tensor fails clearly, and reshape copies", "[views]") {
   Tensor t = grid().t();  // [4, 3] with strides [1, 4]
   CHECK(t.strides() == Shape{1, 4});
   CHECK_FALSE(t.is_contiguous());
