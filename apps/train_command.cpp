@@ -3,6 +3,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "duet/parallel/trainer.h"
 #include "plot.h"
 #include "progress.h"
+#include "step_profile.h"
 
 namespace duet::apps {
 namespace {
@@ -36,6 +38,7 @@ struct TrainArgs {
   std::vector<int> device_ids;  // instead of --devices: these indices of --device's type
   std::string comm = "local";
   std::string save, resume, metrics, plot;
+  bool profile = false;
 };
 
 // The flag combinations that cannot work, as one message; empty when the flags are fine.
@@ -196,10 +199,18 @@ int run_train(const TrainArgs& args) {
   }
 
   ProgressBar bar(stderr, args.epochs);
+  std::optional<StepProfile> profile;
+  if (args.profile && leader) profile.emplace();
   parallel::TrainerCallbacks callbacks;
-  if (leader) callbacks.on_step = [&](const parallel::StepProgress& p) { bar.update(p); };
+  if (leader) {
+    callbacks.on_step = [&](const parallel::StepProgress& p) {
+      bar.update(p);
+      if (profile) profile->after_step(strategy.last_phases());
+    };
+  }
   callbacks.on_epoch = [&](const parallel::EpochStats& e) {
     if (!leader) return;
+    if (profile) profile->after_epoch();
     bar.finish();
     std::printf("epoch %2lld  loss %.4f  train acc %.3f  test acc %.3f  %.1f s  %.0f img/s\n",
                 static_cast<long long>(e.epoch + 1), e.train_loss, e.train_accuracy, e.test_accuracy, e.seconds,
@@ -227,6 +238,7 @@ int run_train(const TrainArgs& args) {
   }
   double seconds = 0;
   for (const auto& e : history) seconds += e.seconds;
+  if (profile) profile->print(stdout, seconds, comm ? 1 : static_cast<int>(group.size()));
   std::printf("test acc %.2f, %.1f sec/epoch on %s\n", history.back().test_accuracy,
               seconds / static_cast<double>(history.size()), strategy.devices().c_str());
   if (!args.plot.empty()) {
@@ -267,6 +279,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--resume", args->resume, "Continue from this checkpoint")->check(CLI::ExistingFile);
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");
   cmd->add_option("--plot", args->plot, "Draw loss and accuracy curves to this PNG");
+  cmd->add_flag("--profile", args->profile, "Print where a training step's time goes: per phase and per kernel");
   cmd->callback([args, &exit_code] { exit_code = run_train(*args); });
 }
 

@@ -5,6 +5,7 @@
 #include "duet/core/error.h"
 #include "duet/kernels/backend.h"
 #include "duet/kernels/cpu/thread_pool.h"
+#include "duet/kernels/profiler.h"
 
 namespace duet::kernels {
 namespace {
@@ -87,37 +88,45 @@ Backend& backend_for(DeviceType type) {
 void register_cross_device_copy(CrossDeviceCopy fn) { cross_device_copy().store(fn); }
 
 void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
+  profiler::Scope profile(name(op));
   backend_for(out.device().type).unary(op, in, out);
 }
 
 void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
                     const Tensor& grad_in) {
+  profiler::Scope profile(name(op), "backward");
   backend_for(grad_in.device().type).unary_backward(op, grad, in, out, grad_in);
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  profiler::Scope profile(name(op));
   backend_for(out.device().type).binary(op, a, b, out);
 }
 
 void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
                      const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) {
   if (!grad_a.defined() && !grad_b.defined()) return;
+  profiler::Scope profile(name(op), "backward");
   backend_for(grad.device().type).binary_backward(op, grad, a, b, out, grad_a, grad_b);
 }
 
 void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out) {
+  profiler::Scope profile(name(op));
   backend_for(out.device().type).reduce(op, in, dims, out);
 }
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
+  profiler::Scope profile(__func__);
   backend_for(out.device().type).matmul(a, b, out);
 }
 
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  profiler::Scope profile(__func__);
   backend_for(out.device().type).where(cond, a, b, out);
 }
 
 void copy(const Tensor& src, const Tensor& dst) {
+  profiler::Scope profile(__func__);
   if (src.device().type == dst.device().type) {
     // Two logical CPU devices share host memory: a plain copy.
     backend_for(dst.device().type).copy(src, dst);
@@ -129,17 +138,23 @@ void copy(const Tensor& src, const Tensor& dst) {
   fn(src, dst);
 }
 
-void fill(const Tensor& out, double value) { backend_for(out.device().type).fill(out, value); }
+void fill(const Tensor& out, double value) {
+  profiler::Scope profile(__func__);
+  backend_for(out.device().type).fill(out, value);
+}
 
 void arange(const Tensor& out, double start, double step) {
+  profiler::Scope profile(__func__);
   backend_for(out.device().type).arange(out, start, step);
 }
 
 void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) {
+  profiler::Scope profile(__func__);
   backend_for(out.device().type).uniform(out, seed, offset, low, high);
 }
 
 void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) {
+  profiler::Scope profile(__func__);
   backend_for(out.device().type).normal(out, seed, offset, mean, stddev);
 }
 

@@ -4,6 +4,7 @@
 
 #include "duet/core/error.h"
 #include "duet/kernels/backend.h"
+#include "duet/kernels/profiler.h"
 
 namespace duet::kernels {
 namespace {
@@ -48,6 +49,7 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
     check_operands("sgd_update", {{"param", param}, {"grad", grad}});
   }
   if (param.numel() == 0) return;
+  profiler::Scope profile(__func__);
   backend_for(param.device().type).sgd_update(param, grad, args.momentum != 0 ? momentum_buffer : Tensor(), args);
 }
 
@@ -58,6 +60,7 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
   check_operands("adam_update",
                  {{"param", param}, {"grad", grad}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
   if (param.numel() == 0) return;
+  profiler::Scope profile(__func__);
   backend_for(param.device().type).adam_update(param, grad, exp_avg, exp_avg_sq, args);
 }
 

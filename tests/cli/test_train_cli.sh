@@ -30,6 +30,14 @@ if ! "$duet" train --model mlp --lr 0.2 --epochs 2 --resume "$work/ckpt.safetens
   fail "resumed run: $(cat "$work/run2")"
 fi
 [ "$(wc -l < "$work/m.jsonl")" -eq 2 ] || fail "metrics should have 2 lines"
+# --profile: the phase and kernel tables come before the d2l-style last line.
+if ! "$duet" train --model mlp --epochs 1 --profile > "$work/profile" 2>&1 \
+     || ! grep -qE "^profile: 235 training steps, [0-9.]+ ms per step" "$work/profile" \
+     || ! grep -qE "^matmul +5\.0 +[0-9.]+ +[0-9.]+$" "$work/profile" \
+     || ! grep -qE "^\(outside the kernels\)" "$work/profile" \
+     || ! tail -n 1 "$work/profile" | grep -qE "^test acc 0\.[0-9]+, [0-9.]+ sec/epoch on \[cpu:0\]$"; then
+  fail "--profile run: $(cat "$work/profile")"
+fi
 [ -s "$work/curves.png" ] || fail "no plot written"
 expect_bad "expects tensor '0.weight'" --model lenet --resume "$work/ckpt.safetensors"
 
