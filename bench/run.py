@@ -35,7 +35,7 @@ def parse_args():
     p = argparse.ArgumentParser(description="duet vs PyTorch on the CPU (make bench)")
     p.add_argument("--build-dir", default=os.path.join(HERE, "..", "build"))
     p.add_argument("--out", default=os.path.join(HERE, "results.json"), help="where the JSON goes")
-    p.add_argument("--repeats", type=int, default=3, help="alternating rounds; the median is reported")
+    p.add_argument("--repeats", type=int, default=5, help="alternating rounds; the median is reported")
     p.add_argument("--models", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
     p.add_argument("--max-torch-threads", type=int, default=os.cpu_count(),
                    help="PyTorch runs on 1..this many threads (default: every core)")

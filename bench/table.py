@@ -8,7 +8,7 @@ def _count(x):
 def table(summaries, gemm_peak, other_cpu_load, json_path):
     """other_cpu_load: {"max", "disturbed_runs", "runs"} from run.py."""
     with_strategies = any("strategies" in s for s in summaries)
-    header = ["model", "MFLOP/img", "duet img/s", "PyTorch img/s (threads)", "duet/PyTorch",
+    header = ["model", "MFLOP/img", "duet img/s", "PyTorch img/s (torch threads)", "duet/PyTorch",
               "eval img/s duet", "eval img/s PyTorch", "RSS MiB duet", "RSS MiB PyTorch",
               "duet GFLOP/s", "duet % of peak"]
     if with_strategies:
@@ -31,7 +31,9 @@ def table(summaries, gemm_peak, other_cpu_load, json_path):
     lines.append(f"Peak: sgemm {gemm_peak['n']}^3 through OpenBLAS, {gemm_peak['single_thread_gflops']:.1f} GFLOP/s on "
                  f"1 thread, {gemm_peak['concurrent_gflops']:.1f} GFLOP/s for {gemm_peak['concurrent_threads']} "
                  f"concurrent 1-thread GEMMs. duet ran on {duet_threads} threads; its % of peak is against "
-                 f"{summaries[0]['duet']['peak_is'] if summaries else '-'}.")
+                 f"{summaries[0]['duet']['peak_is'] if summaries else '-'}. PyTorch's threads are "
+                 f"torch.set_num_threads; its GEMMs run in Debian's OpenBLAS, whose own threads use every core "
+                 f"whatever that setting (docs/performance.md).")
     lines.append(f"Medians of {len(summaries[0]['duet']['samples']) if summaries else 0} alternating runs. Other "
                  f"processes used over 10% of the CPUs during {other_cpu_load['disturbed_runs']} of the "
                  f"{other_cpu_load['runs']} runs kept (at most {100 * other_cpu_load['max']:.0f}%); "
