@@ -11,28 +11,23 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "duet/core/macros.h"
 
 namespace duet::kernels {
 
-DUET_HD inline uint32_t bits_of(float x) {
+// std::bit_cast between float and uint32_t, for host and device code alike.
+template <class To, class From>
+DUET_HD inline To bit_cast_f32(From x) {
+  static_assert(sizeof(To) == 4 && sizeof(From) == 4, "float <-> uint32_t only");
 #if defined(__CUDA_ARCH__)
-  return __float_as_uint(x);
+  if constexpr (std::is_same_v<To, uint32_t>) return __float_as_uint(x);
+  else return __uint_as_float(x);
 #else
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-#endif
-}
-
-DUET_HD inline float float_of(uint32_t u) {
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(u);
-#else
-  float x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
+  To out;
+  std::memcpy(&out, &x, sizeof out);
+  return out;
 #endif
 }
 
@@ -56,7 +51,7 @@ DUET_HD inline float exp_f32(float x) {
   p = p * r + 5.0000001201e-1f;
   const float exp_r = p * r * r + r + 1.0f;
   // 2^n: the exponent field n + 127, from t's low bits (n << 23 wraps modulo 2^32 as needed).
-  const float two_n = float_of((bits_of(t) << 23) + (127u << 23));
+  const float two_n = bit_cast_f32<float>((bit_cast_f32<uint32_t>(t) << 23) + (127u << 23));
   return exp_r * two_n;
 }
 
