@@ -19,7 +19,7 @@
 #include "duet/parallel/trainer.h"
 #include "plot.h"
 #include "progress.h"
-#include "step_profile.h"
+#include "training_profile.h"
 
 namespace duet::apps {
 namespace {
@@ -199,7 +199,7 @@ int run_train(const TrainArgs& args) {
   }
 
   ProgressBar bar(stderr, args.epochs);
-  std::optional<StepProfile> profile;
+  std::optional<TrainingProfile> profile;
   if (args.profile && leader) profile.emplace();
   parallel::TrainerCallbacks callbacks;
   if (leader) {

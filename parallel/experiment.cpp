@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "duet/autograd/ops.h"
 #include "duet/core/allocator.h"
 #include "duet/core/error.h"
-#include "duet/autograd/ops.h"
 #include "duet/core/generator.h"
 #include "duet/nn/models/models.h"
 #include "duet/parallel/data_parallel.h"

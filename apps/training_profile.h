@@ -11,10 +11,10 @@
 
 namespace duet::apps {
 
-class StepProfile {
+class TrainingProfile {
  public:
-  StepProfile();   // turns the kernel profiler on
-  ~StepProfile();  // and off
+  TrainingProfile();  // turns the kernel profiler on
+  ~TrainingProfile();  // and off
 
   void after_step(const parallel::PhaseTimes& phases);  // from the trainer's on_step
   void after_epoch();                                   // drops the evaluation's kernels

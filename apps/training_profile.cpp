@@ -1,23 +1,23 @@
-#include "step_profile.h"
+#include "training_profile.h"
 
 namespace duet::apps {
 
-StepProfile::StepProfile() {
+TrainingProfile::TrainingProfile() {
   kernels::profiler::take();  // start from zero
   kernels::profiler::set_enabled(true);
 }
 
-StepProfile::~StepProfile() { kernels::profiler::set_enabled(false); }
+TrainingProfile::~TrainingProfile() { kernels::profiler::set_enabled(false); }
 
-void StepProfile::after_step(const parallel::PhaseTimes& phases) {
+void TrainingProfile::after_step(const parallel::PhaseTimes& phases) {
   ++steps_;
   for (size_t i = 0; i < parallel::kNumPhases; ++i) phases_.ms[i] += phases.ms[i];
   kernels::profiler::accumulate(kernels_, kernels::profiler::take());
 }
 
-void StepProfile::after_epoch() { kernels::profiler::take(); }
+void TrainingProfile::after_epoch() { kernels::profiler::take(); }
 
-void StepProfile::print(std::FILE* out, double training_seconds, int device_threads) const {
+void TrainingProfile::print(std::FILE* out, double training_seconds, int device_threads) const {
   if (steps_ == 0) return;
   const double steps = static_cast<double>(steps_);
   const double step_ms = training_seconds * 1e3 / steps;
