@@ -102,11 +102,12 @@ struct RankState {
     // Destructors cannot throw: failures here are ignored, the process is tearing the group down.
     try {
       cuda::DeviceGuard guard(device);
-      cudaStreamSynchronize(comm_stream);
       // ncclCommDestroy finalises, which may wait on peers; after a failure they may be gone, so
-      // the communicator is aborted instead (local, never waits).
-      if (comm && group->failure()) ncclCommAbort(comm);
-      else if (comm) ncclCommDestroy(comm);
+      // the communicator is aborted instead (local, never waits). Abort before synchronising: a
+      // collective still waiting for a failed peer never finishes, and only the abort ends it.
+      if (group->failure()) abort_comm();
+      cudaStreamSynchronize(comm_stream);
+      if (comm) ncclCommDestroy(comm);
       cudaStreamDestroy(comm_stream);
     } catch (...) {
     }
@@ -167,6 +168,11 @@ class NcclWork final : public Work {
   }
 
   cudaEvent_t done_event() const { return done_.get(); }
+
+  // The collective could not be queued. Called under the rank's mutex, where the Work is then
+  // dropped: its destructor must not take that mutex again (it would deadlock), and has nothing
+  // to order after.
+  void launch_failed(const std::string& error) { error_ = error.empty() ? what_ + " failed to launch" : error; }
 
   void wait() override {
     if (!error_.empty()) DUET_FAIL(error_);
@@ -311,8 +317,13 @@ class NcclCommunicator final : public Communicator {
     DUET_CUDA_CHECK(cudaStreamWaitEvent(state_->comm_stream, inputs_ready.get(), 0));
     const bool moves_data = tensors.front().numel() > 0;
     auto work = std::make_shared<NcclWork>(state_, what, std::move(tensors));
-    if (moves_data) enqueue(state_->comm, state_->comm_stream);
-    DUET_CUDA_CHECK(cudaEventRecord(work->done_event(), state_->comm_stream));
+    try {
+      if (moves_data) enqueue(state_->comm, state_->comm_stream);
+      DUET_CUDA_CHECK(cudaEventRecord(work->done_event(), state_->comm_stream));
+    } catch (const std::exception& e) {
+      work->launch_failed(e.what());  // dropped below, while this thread holds state_->mutex
+      throw;
+    }
     return work;
   }
 

@@ -32,6 +32,11 @@ Tensor keep_gpu_busy() {
   return out;
 }
 
+// Leaves a free block for n floats in kGpu's cache, so that copying n floats there later needs
+// no cudaMalloc. That, and cudaHostAlloc, may wait for the GPU to go idle: both must happen
+// before keep_gpu_busy(), or the copy under test would find an idle GPU and finish at once.
+void cache_gpu_block(int64_t n) { empty({n}, {.device = kGpu}); }
+
 bool all_equal(const Tensor& t, float value) {
   std::vector<float> values = t.to_vector<float>();
   for (float v : values)
@@ -88,8 +93,9 @@ TEST_CASE("copies from pinned memory to a GPU deliver the host's exact bytes", "
 
 TEST_CASE("a freed pinned block is not reused while a copy still reads it", "[cuda]") {
   const int64_t n = int64_t{1} << 20;
-  Tensor busy = keep_gpu_busy();
   Tensor src = full({n}, 1.0, {.pin_memory = true});
+  cache_gpu_block(n);
+  Tensor busy = keep_gpu_busy();
   void* block = src.data_ptr();
   Tensor dst = src.to(kGpu);  // queued behind the matmuls
   src = Tensor();             // freed at once, its copy still pending
@@ -104,8 +110,9 @@ TEST_CASE("a freed pinned block is not reused while a copy still reads it", "[cu
 
 TEST_CASE("an in-place write to a pinned tensor waits for the copy that reads it", "[cuda]") {
   const int64_t n = int64_t{1} << 20;
-  Tensor busy = keep_gpu_busy();
   Tensor src = full({n}, 1.0, {.pin_memory = true});
+  cache_gpu_block(n);
+  Tensor busy = keep_gpu_busy();
   Tensor dst = src.to(kGpu);
   src.fill_(2.0);  // must wait until the copy has read the ones
   CHECK(all_equal(dst, 1.0f));
