@@ -99,7 +99,7 @@ struct LogSumExpAcc {
   static constexpr A kNegInf = -std::numeric_limits<A>::infinity();
   A max = kNegInf, sum = 0;
   void combine(A m, A s) {  // folds in a pair (m, s) of another range
-    if (m == kNegInf) return;
+    if (m == kNegInf && !std::isnan(s)) return;  // a NaN sum must survive the merge
     if (m > max) {
       sum = sum * std::exp(max - m) + s;
       max = m;
@@ -109,7 +109,8 @@ struct LogSumExpAcc {
   }
   void add(T v, int64_t) { combine(static_cast<A>(v), 1); }
   void merge(const LogSumExpAcc& o) { combine(o.max, o.sum); }
-  A result(int64_t) const { return std::isinf(max) ? max : max + std::log(sum); }
+  // A NaN anywhere leaves sum NaN, even beside an infinity: the result is then NaN, as PyTorch's.
+  A result(int64_t) const { return std::isinf(max) && !std::isnan(sum) ? max : max + std::log(sum); }
 };
 
 // n elements from p with an element stride; `first` is the index of the first one.

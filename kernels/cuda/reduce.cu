@@ -101,7 +101,9 @@ struct LogSumExpAcc {
   using A = SumType<T>;
   A max = kNegInfinity<A>, sum = 0;
   __device__ void combine(A m, A s) {
-    if (m == kNegInfinity<A>) return;
+    // Skip an empty or all -inf range, but not one that saw a NaN (max -inf, sum NaN): the tree
+    // merges such a thread's accumulator into another one, which must turn NaN as on the CPU.
+    if (m == kNegInfinity<A> && !std::isnan(s)) return;
     if (m > max) {
       sum = sum * std::exp(max - m) + s;
       max = m;
@@ -111,7 +113,8 @@ struct LogSumExpAcc {
   }
   __device__ void add(T v, int64_t) { combine(static_cast<A>(v), 1); }
   __device__ void merge(const LogSumExpAcc& o) { combine(o.max, o.sum); }
-  __device__ A result(int64_t) const { return std::isinf(max) ? max : max + std::log(sum); }
+  // As the CPU's: a NaN sum wins over an infinite max.
+  __device__ A result(int64_t) const { return std::isinf(max) && !std::isnan(sum) ? max : max + std::log(sum); }
 };
 
 template <class Acc>

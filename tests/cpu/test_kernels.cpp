@@ -577,6 +577,18 @@ TEST_CASE("logsumexp is stable for large values and -inf rows", "[kernels]") {
   REQUIRE_THROWS_WITH(reduce(ReduceOp::logsumexp, ints, {0}, iout), Contains("logsumexp") && Contains("i64"));
 }
 
+TEST_CASE("logsumexp is NaN wherever a NaN is, even beside an infinity", "[kernels]") {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = make<float>({4, 2}, {nan, -inf, inf, nan, -inf, nan, inf, 1});
+  Tensor out = empty_tensor(DType::f32, {4, 1});
+  reduce(ReduceOp::logsumexp, x, {1}, out);
+  const std::vector<float> got = values<float>(out);
+  CHECK(std::isnan(got[0]));
+  CHECK(std::isnan(got[1]));
+  CHECK(std::isnan(got[2]));
+  CHECK(got[3] == inf);
+}
+
 TEST_CASE("a large full sum is split over threads and stays accurate", "[kernels]") {
   const int64_t n = 1 << 20;
   Tensor x = make<float>({n}, std::vector<float>(static_cast<size_t>(n), 0.1f));

@@ -129,7 +129,8 @@ void require_close(const Tensor& actual, const Tensor& expected, double rtol, do
   std::ostringstream report;
   for (int64_t i = 0; i < a.numel(); ++i) {
     double x = value_at(a, i), y = value_at(e, i);
-    bool same = (std::isnan(x) && std::isnan(y)) || std::abs(x - y) <= atol + rtol * std::abs(y);
+    // x == y first: equal infinities differ by NaN, which no tolerance accepts.
+    bool same = x == y || (std::isnan(x) && std::isnan(y)) || std::abs(x - y) <= atol + rtol * std::abs(y);
     if (!same && bad++ < 5) report << "  [" << i << "] cuda " << x << " vs cpu " << y << "\n";
   }
   INFO(what << ": " << bad << " of " << a.numel() << " elements differ\n" << report.str());

@@ -4,11 +4,14 @@
 // sentinel guard bands.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "cuda_test_util.h"
 #include "duet/kernels/backend.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/kernels.h"
 
 using namespace duet;
@@ -109,6 +112,61 @@ TEST_CASE("CUDA reductions reject what the CPU rejects", "[cuda]") {
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::max, empty, {0}, test::empty_tensor({1, 3}, DType::f32, kGpu)), Error);
 }
 
+TEST_CASE("CUDA reductions propagate NaN and infinities as the CPU does", "[cuda]") {
+  // Short rows, so most threads of a block see one element or none: a NaN held by a thread that
+  // saw nothing else must survive the block's merge tree. Row 0 finite, row 1 a NaN at 5, row 2
+  // all -inf, row 3 a +inf, row 4 NaNs at 2 and 7.
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (DType dtype : {DType::f32, DType::f64}) {
+    Tensor host = test::empty_tensor({5, 10}, dtype, cpu());
+    dispatch_floating(dtype, "test", [&]<class T>() {
+      T* x = host.data<T>();
+      for (int64_t i = 0; i < 50; ++i) x[i] = static_cast<T>(std::sin(0.7 * static_cast<double>(i)));
+      x[15] = static_cast<T>(nan);
+      for (int64_t j = 20; j < 30; ++j) x[j] = static_cast<T>(-inf);
+      x[33] = static_cast<T>(inf);
+      x[42] = x[47] = static_cast<T>(nan);
+    });
+    const Tensor in = test::copy_to(host, kGpu);
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::argmax, ReduceOp::logsumexp}) {
+      const DType out_dtype = op == ReduceOp::argmax ? DType::i64 : dtype;
+      test::GuardedOutput out({5, 1}, out_dtype, kGpu);
+      kernels::reduce(op, in, {1}, out.view());
+      Tensor expected = test::empty_tensor({5, 1}, out_dtype, cpu());
+      kernels::cpu_backend().reduce(op, host, {1}, expected);
+      const double tol = out_dtype == DType::f32 ? 1e-5 : (out_dtype == DType::f64 ? 1e-12 : 0.0);
+      test::require_close(out.check_and_fetch(), expected, tol, tol,
+                          std::string(kernels::name(op)) + " with NaN and inf, " + dtype_name(dtype));
+    }
+  }
+}
+
+TEST_CASE("CUDA reductions over an empty dim give the CPU's identities", "[cuda]") {
+  // No element per output: sum 0, mean NaN, logsumexp -inf.
+  for (DType dtype : {DType::f32, DType::f64, DType::i64}) {
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::mean, ReduceOp::logsumexp}) {
+      if (!is_floating(dtype) && op != ReduceOp::sum) continue;
+      test::GuardedOutput out({1, 3}, dtype, kGpu);
+      kernels::reduce(op, test::empty_tensor({0, 3}, dtype, kGpu), {0}, out.view());
+      Tensor expected = test::empty_tensor({1, 3}, dtype, cpu());
+      kernels::cpu_backend().reduce(op, test::empty_tensor({0, 3}, dtype, cpu()), {0}, expected);
+      test::require_close(out.check_and_fetch(), expected, 0, 0,
+                          std::string(kernels::name(op)) + " over an empty dim, " + dtype_name(dtype));
+    }
+  }
+}
+
+TEST_CASE("CUDA reductions are deterministic, also when split into parts", "[cuda]") {
+  auto in = test::random_pair({3, 200003}, DType::f32, -4, 4, 1500);
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::logsumexp}) {
+    test::GuardedOutput first({3, 1}, DType::f32, kGpu), second({3, 1}, DType::f32, kGpu);
+    kernels::reduce(op, in.cuda, {1}, first.view());
+    kernels::reduce(op, in.cuda, {1}, second.view());
+    test::require_identical(second.check_and_fetch(), first.check_and_fetch(),
+                            std::string(kernels::name(op)) + " run twice");
+  }
+}
+
 namespace {
 
 struct MatmulCase {
@@ -163,4 +221,22 @@ TEST_CASE("CUDA matmul rejects mismatched shapes and integer dtypes", "[cuda]") 
   CHECK_THROWS_AS(kernels::matmul(ints, test::empty_tensor({4, 2}, DType::i64, kGpu),
                                   test::empty_tensor({3, 2}, DType::i64, kGpu)),
                   Error);
+}
+
+TEST_CASE("CUDA matmul uses TF32 only while it is allowed", "[cuda]") {
+  // Restores the default even when a check fails, so later tests run without TF32.
+  struct Tf32Off {
+    ~Tf32Off() { cuda::set_allow_tf32(false); }
+  } restore;
+  auto a = test::random_pair({64, 256}, DType::f32, -1, 1, 2500);
+  auto b = test::random_pair({256, 48}, DType::f32, -1, 1, 2501);
+  Tensor expected = test::empty_tensor({64, 48}, DType::f32, cpu());
+  kernels::cpu_backend().matmul(a.cpu, b.cpu, expected);
+  for (bool tf32 : {true, false}) {  // off last: the handle's math mode must be reset, not sticky
+    cuda::set_allow_tf32(tf32);
+    test::GuardedOutput out({64, 48}, DType::f32, kGpu);
+    kernels::matmul(a.cuda, b.cuda, out.view());
+    const double tol = tf32 ? 5e-2 : 1e-4;  // TF32 rounds the inputs to 10 mantissa bits
+    test::require_close(out.check_and_fetch(), expected, tol, tol, tf32 ? "matmul with TF32" : "matmul after TF32");
+  }
 }
