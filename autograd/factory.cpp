@@ -7,6 +7,7 @@
 
 #include "duet/core/allocator.h"
 #include "duet/core/error.h"
+#include "duet/kernels/cuda/graph.h"
 #include "duet/kernels/kernels.h"
 
 namespace duet {
@@ -35,8 +36,14 @@ Generator& generator_or_default(Generator* generator) {
   return generator ? *generator : default_generator();
 }
 
-void check_random_dtype(const char* op, DType dtype) {
-  DUET_CHECK(is_floating(dtype), op, ": expected a floating dtype (f32 or f64), got ", dtype_name(dtype));
+// Also refuses to draw on a device whose work a CUDA graph is recording: the numbers would be
+// baked into the graph, and every replay would reuse them.
+void check_random(const char* op, const TensorOptions& options) {
+  DUET_CHECK(is_floating(options.dtype), op, ": expected a floating dtype (f32 or f64), got ",
+             dtype_name(options.dtype));
+  DUET_CHECK(!cuda::capturing(options.device), op, " on ", options.device,
+             ": random numbers cannot be recorded in a CUDA graph (every replay would reuse them); "
+             "train models with dropout without --cuda-graph");
 }
 
 // from_vector<int> stores i64, so from_vector<int>({1, 2}) gives an index tensor.
@@ -77,7 +84,7 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
 Tensor arange(double end, TensorOptions options) { return arange(0, end, 1, options); }
 
 Tensor rand(Shape sizes, TensorOptions options, Generator* generator) {
-  check_random_dtype("rand", options.dtype);
+  check_random("rand", options);
   Tensor t = empty(std::move(sizes), before_finish(options));
   Generator& gen = generator_or_default(generator);
   // One 32-bit number per element.
@@ -87,7 +94,7 @@ Tensor rand(Shape sizes, TensorOptions options, Generator* generator) {
 }
 
 Tensor randn(Shape sizes, TensorOptions options, Generator* generator) {
-  check_random_dtype("randn", options.dtype);
+  check_random("randn", options);
   Tensor t = empty(std::move(sizes), before_finish(options));
   Generator& gen = generator_or_default(generator);
   // Box-Muller turns each pair of numbers into two normals: reserve an even count.

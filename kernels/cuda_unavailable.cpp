@@ -3,6 +3,8 @@
 // build, so this always-compiled file supplies the CPU-only answers.
 #ifndef DUET_HAS_CUDA
 
+#include "duet/core/error.h"
+#include "duet/kernels/cuda/graph.h"
 #include "duet/kernels/cuda/runtime.h"
 
 namespace duet::cuda {
@@ -13,6 +15,15 @@ bool virtual_devices() noexcept { return false; }
 void empty_cache() {}  // nothing is ever cached without CUDA
 void set_allow_tf32(bool) {}  // no CUDA math to change
 bool allow_tf32() noexcept { return false; }
+
+struct CapturedWork::Graph {};
+CapturedWork::CapturedWork(Device device) : device_(device) {
+  DUET_FAIL("CUDA graphs on ", device, ": duet was built without CUDA");
+}
+CapturedWork::~CapturedWork() = default;
+void CapturedWork::capture(const std::function<void()>&) {}  // unreachable: the constructor throws
+void CapturedWork::replay() {}
+bool capturing(Device) noexcept { return false; }
 
 }  // namespace duet::cuda
 

@@ -21,6 +21,14 @@ class Optimizer {
   virtual void step() = 0;
   void zero_grad();  // drops every parameter's .grad
 
+  // True when, once its buffers exist, step() queues the same kernels with the same arguments
+  // every time (for a given lr), so a CUDA graph may record it once and replay it
+  // (parallel::GraphedSingleDevice). Adam's is not: its bias corrections come from the step
+  // count, computed on the host.
+  virtual bool replayable() const { return false; }
+  // Counts a step that a replay performed without calling step().
+  void count_replayed_step() { ++step_count_; }
+
   double lr() const { return lr_; }
   void set_lr(double lr);
   const std::vector<Tensor>& params() const { return params_; }

@@ -18,6 +18,7 @@ class SGD final : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
   void step() override;
+  bool replayable() const override { return true; }  // its kernel arguments change only with lr
   const SGDOptions& options() const { return options_; }
 
  private:

@@ -9,6 +9,7 @@
 #include "duet/parallel/data_parallel.h"
 #include "duet/parallel/distributed.h"
 #include "duet/parallel/experiment.h"
+#include "duet/parallel/graphed_single_device.h"
 #include "duet/parallel/local_communicator.h"
 #include "duet/parallel/mpi_communicator.h"
 #include "duet/parallel/phase_times.h"

@@ -40,9 +40,12 @@ double mean_loss(const Tensor& loss, LossReduction reduction, int64_t count) {
 }
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {
+  return correct_predictions(logits, labels).item<int64_t>();
+}
+
+Tensor correct_predictions(const Tensor& logits, const Tensor& labels) {
   NoGradGuard no_grad;
-  Tensor hits = eq(argmax(logits, 1), labels);
-  return sum(hits.to(DType::i64)).item<int64_t>();
+  return sum(eq(argmax(logits, 1), labels).to(DType::i64));
 }
 
 double evaluate(nn::Module& model, data::DataLoader& loader, Device device) {

@@ -67,6 +67,8 @@ double mean_loss(const Tensor& loss, LossReduction reduction, int64_t count);
 
 // Number of rows of `logits` [N, C] whose argmax equals `labels` [N].
 int64_t count_correct(const Tensor& logits, const Tensor& labels);
+// The same count as an i64 scalar tensor on the logits' device, without waiting for it.
+Tensor correct_predictions(const Tensor& logits, const Tensor& labels);
 
 // Test accuracy of `model` over `loader`, in eval mode and without recording a graph.
 double evaluate(nn::Module& model, data::DataLoader& loader, Device device);

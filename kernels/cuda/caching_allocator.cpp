@@ -9,12 +9,16 @@
 //
 // Blocks are never split: training allocates the same shapes every step, so exact bins reuse
 // well, and the driver hands out large allocations in 2 MiB pages anyway.
+//
+// Private pools (private_pool.h) keep a CUDA graph's memory apart: a block belongs to the pool
+// that was active when it was first allocated, and returns only to that pool's cache.
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -24,6 +28,7 @@
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
 #include "duet/kernels/cuda/pinned_allocator.h"
+#include "duet/kernels/cuda/private_pool.h"
 #include "duet/kernels/cuda/runtime.h"
 
 namespace duet::cuda {
@@ -40,28 +45,34 @@ size_t bin_size(size_t bytes) {
   return (bytes + bin - 1) / bin * bin;
 }
 
+constexpr int kSharedPool = 0;
+
 struct Block {
   size_t size;          // bytes obtained from cudaMalloc (the bin size)
   cudaStream_t stream;  // the stream it was allocated for; reused only there
+  int pool;             // kSharedPool, or the private pool it belongs to
 };
 
-using BinKey = std::pair<cudaStream_t, size_t>;
+using BinKey = std::tuple<int, cudaStream_t, size_t>;  // pool, stream, size
 
 // The blocks of one logical device. Virtual devices share a GPU but keep separate pools,
 // so their accounting stays separate.
 struct DevicePool {
   std::mutex mutex;
-  std::map<BinKey, std::vector<void*>> cached;  // free blocks by (stream, size)
+  std::map<BinKey, std::vector<void*>> cached;  // free blocks by (pool, stream, size)
   std::unordered_map<void*, Block> live;        // blocks owned by tensors
+  int active_pool = kSharedPool;                // where allocations come from now
+  int last_pool = kSharedPool;                  // the newest private pool's id
 
-  void* take_cached(const BinKey& key) {
+  // The active pool, with a cached block of `size` for `stream` taken from it (null if none).
+  std::pair<int, void*> take_cached(cudaStream_t stream, size_t size) {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = cached.find(key);
-    if (it == cached.end() || it->second.empty()) return nullptr;
+    auto it = cached.find({active_pool, stream, size});
+    if (it == cached.end() || it->second.empty()) return {active_pool, nullptr};
     void* ptr = it->second.back();
     it->second.pop_back();
-    live.emplace(ptr, Block{key.second, key.first});
-    return ptr;
+    live.emplace(ptr, Block{size, stream, active_pool});
+    return {active_pool, ptr};
   }
 
   void add_live(void* ptr, const Block& block) {
@@ -74,19 +85,53 @@ struct DevicePool {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = live.find(ptr);
     if (it == live.end()) return false;
-    cached[{it->second.stream, it->second.size}].push_back(ptr);
+    cached[{it->second.pool, it->second.stream, it->second.size}].push_back(ptr);
     live.erase(it);
     return true;
   }
 
-  // Removes every cached block and returns them with their sizes, for cudaFree.
+  // Removes the shared pool's cached blocks and returns them with their sizes, for cudaFree.
+  // Private pools keep theirs: a graph may still replay into them.
   std::vector<std::pair<void*, size_t>> take_all_cached() {
     std::lock_guard<std::mutex> lock(mutex);
     std::vector<std::pair<void*, size_t>> out;
-    for (auto& [key, ptrs] : cached)
-      for (void* p : ptrs) out.emplace_back(p, key.second);
-    cached.clear();
+    for (auto it = cached.begin(); it != cached.end();) {
+      if (std::get<0>(it->first) != kSharedPool) {
+        ++it;
+        continue;
+      }
+      for (void* p : it->second) out.emplace_back(p, std::get<2>(it->first));
+      it = cached.erase(it);
+    }
     return out;
+  }
+
+  int begin_private() {
+    std::lock_guard<std::mutex> lock(mutex);
+    DUET_CHECK(active_pool == kSharedPool, "a CUDA graph is already being recorded on this device");
+    active_pool = ++last_pool;
+    return active_pool;
+  }
+
+  void end_private() {
+    std::lock_guard<std::mutex> lock(mutex);
+    active_pool = kSharedPool;
+  }
+
+  // Hands a private pool's blocks, cached and live, over to the shared pool.
+  void release_private(int pool) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (auto it = cached.begin(); it != cached.end();) {
+      if (std::get<0>(it->first) != pool) {
+        ++it;
+        continue;
+      }
+      auto& shared = cached[{kSharedPool, std::get<1>(it->first), std::get<2>(it->first)}];
+      shared.insert(shared.end(), it->second.begin(), it->second.end());
+      it = cached.erase(it);
+    }
+    for (auto& [ptr, block] : live)
+      if (block.pool == pool) block.pool = kSharedPool;
   }
 };
 
@@ -98,12 +143,13 @@ class CachingAllocator final : public Allocator {
     size_t size = bin_size(bytes);
     cudaStream_t s = stream(device);
     DevicePool& p = pool(device);
-    if (void* ptr = p.take_cached({s, size})) {
+    auto [from_pool, cached] = p.take_cached(s, size);
+    if (cached) {
       record_memory(device, static_cast<int64_t>(bytes), 0);
-      return ptr;
+      return cached;
     }
     void* ptr = malloc_from_driver(bytes, size, device);
-    p.add_live(ptr, Block{size, s});
+    p.add_live(ptr, Block{size, s, from_pool});
     record_memory(device, static_cast<int64_t>(bytes), static_cast<int64_t>(size));
     return ptr;
   }
@@ -120,6 +166,8 @@ class CachingAllocator final : public Allocator {
     record_memory(device, -static_cast<int64_t>(bytes), 0);
   }
 
+  DevicePool& pool(Device device) { return pools_[static_cast<size_t>(device.index)]; }
+
   // Frees the cached (unused) blocks of one logical device.
   void release_cached(Device device) {
     auto blocks = pool(device).take_all_cached();
@@ -133,7 +181,6 @@ class CachingAllocator final : public Allocator {
   }
 
  private:
-  DevicePool& pool(Device device) { return pools_[static_cast<size_t>(device.index)]; }
 
   // cudaMalloc, retried once after freeing the caches of every logical device on the same GPU.
   void* malloc_from_driver(size_t bytes, size_t size, Device device) {
@@ -182,6 +229,15 @@ CachingAllocator& caching_allocator() {
 }();
 
 }  // namespace
+
+int begin_private_pool(Device device) {
+  check_device(device);
+  return caching_allocator().pool(device).begin_private();
+}
+
+void end_private_pool(Device device) { caching_allocator().pool(device).end_private(); }
+
+void release_private_pool(Device device, int pool) noexcept { caching_allocator().pool(device).release_private(pool); }
 
 void empty_cache() {
   for (int i = 0; i < device_count(); ++i) caching_allocator().release_cached(cuda_device(i));

@@ -4,7 +4,10 @@
 // The targets are checked on the device first: one block finds the first target outside
 // [0, classes) and the host waits for its answer, so a bad target throws the CPU's error (with
 // its index) instead of reading out of bounds. That costs one stream synchronisation per call.
+// While a CUDA graph records the device the check is skipped (a recording cannot wait): whoever
+// replays the graph checks the labels on the host (parallel::GraphedSingleDevice does).
 #include "duet/kernels/cuda/elementwise.cuh"
+#include "duet/kernels/cuda/graph.h"
 #include "duet/kernels/cuda/nn_checks.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/softmax_rows.cuh"
@@ -31,7 +34,7 @@ __global__ void find_bad_target_kernel(const int64_t* target, int64_t n, int64_t
 
 void check_targets(const char* op, const Tensor& target, int64_t classes, cudaStream_t stream) {
   const int64_t n = target.numel();
-  if (n == 0) return;
+  if (n == 0 || capturing(target.device())) return;
   Tensor found = empty_contiguous({2}, DType::i64, target.device());
   find_bad_target_kernel<<<1, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), n, classes,
                                                                found.data<int64_t>());

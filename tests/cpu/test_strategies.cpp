@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "duet/duet.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "strategy_fixtures.h"
 
 using namespace duet;
@@ -235,4 +236,17 @@ TEST_CASE("both strategies record per-phase times and bytes moved", "[strategies
   CHECK(b.bytes_moved > 0);
   CHECK(ddp.last_phases_per_rank().size() == 2);
   CHECK(b.total_ms() > 0);
+}
+
+TEST_CASE("GraphedSingleDevice refuses what a CUDA graph cannot replay", "[strategies]") {
+  std::shared_ptr<nn::Module> model = fresh("mlp");
+  CHECK_THROWS_WITH(GraphedSingleDevice(model, sgd(model->parameters()), cpu(0)), Contains("need a CUDA device"));
+  CHECK_THROWS_WITH(GraphedSingleDevice(model, std::make_unique<optim::Adam>(model->parameters(), optim::AdamOptions{}),
+                                        cuda_device(0)),
+                    Contains("cannot be replayed from a CUDA graph"));
+  CHECK_THROWS_WITH(GraphedSingleDevice(model, sgd(model->parameters()), cuda_device(0), LossReduction::mean, 0),
+                    Contains("warmup_steps must be >= 1"));
+  CHECK_FALSE(cuda::capturing(cuda_device(0)));
+  CHECK_FALSE(cuda::capturing(cpu(0)));
+  if (cuda::device_count() == 0) CHECK_THROWS_AS(cuda::CapturedWork(cuda_device(0)), Error);
 }

@@ -1,0 +1,96 @@
+#include "duet/parallel/graphed_single_device.h"
+
+#include <algorithm>
+
+#include "duet/autograd/factory.h"
+#include "duet/autograd/grad_mode.h"
+#include "duet/nn/functional.h"
+
+namespace duet::parallel {
+namespace {
+
+// The check cross_entropy makes on the device, made on the host: a replay cannot stop to
+// report a bad label, and a label out of range would make it read outside the row.
+void check_labels(const Tensor& labels, int64_t classes) {
+  DUET_CHECK(labels.dtype() == DType::i64, "GraphedSingleDevice: labels must be i64, got ", labels.describe());
+  const Tensor host = labels.device().is_cpu() ? labels.contiguous() : labels.to(cpu()).contiguous();
+  const int64_t* values = host.data<int64_t>();
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    DUET_CHECK(values[i] >= 0 && values[i] < classes, "cross_entropy: target[", i, "] = ", values[i],
+               " is out of range for ", classes, " classes (expected 0 <= target < ", classes, ")");
+  }
+}
+
+bool same_layout(const Tensor& a, const Tensor& b) {
+  return a.sizes() == b.sizes() && a.dtype() == b.dtype();
+}
+
+}  // namespace
+
+GraphedSingleDevice::GraphedSingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
+                                         Device device, LossReduction loss, int warmup_steps)
+    : eager_(std::move(model), std::move(optimizer), device, loss), loss_(loss), warmup_left_(warmup_steps) {
+  DUET_CHECK(device.is_cuda(), "GraphedSingleDevice: CUDA graphs need a CUDA device, got ", device);
+  DUET_CHECK(eager_.optimizer().replayable(),
+             "GraphedSingleDevice: this optimizer's step cannot be replayed from a CUDA graph (its arguments "
+             "change every step); use SGD, or train without CUDA graphs");
+  DUET_CHECK(warmup_steps >= 1, "GraphedSingleDevice: warmup_steps must be >= 1 (the recorded step must find the "
+             "optimizer's buffers made), got ", warmup_steps);
+}
+
+bool GraphedSingleDevice::fits(const data::Batch& batch) const {
+  return graph_ && same_layout(batch.x, x_) && same_layout(batch.y, y_);
+}
+
+StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
+  const bool recorded_one = graph_ != nullptr;
+  if (warmup_left_ > 0 || (recorded_one && !fits(batch))) {
+    warmup_left_ = std::max(warmup_left_ - 1, 0);
+    StepResult result = eager_.train_step(batch);
+    phases_ = eager_.last_phases();
+    return result;
+  }
+  phases_ = {};
+  PhaseTimer timer(phases_);
+  const bool record_now = !recorded_one || optimizer().lr() != recorded_lr_;
+  if (record_now) record(batch);
+  check_labels(batch.y, classes_);
+  x_.copy_(batch.x);
+  y_.copy_(batch.y);
+  graph_->replay();
+  // The recording called step() once, for the step its first replay performs.
+  if (!record_now) optimizer().count_replayed_step();
+  ++replays_;
+  // An eager step in between may have replaced the parameters' .grad; show the graph's again.
+  const std::vector<Tensor>& params = optimizer().params();
+  for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(grads_[i]);
+  const int64_t n = batch.y.numel();
+  StepResult result{mean_loss(loss_value_, loss_, n), correct_.item<int64_t>(), n};
+  timer.lap(Phase::step);
+  return result;
+}
+
+void GraphedSingleDevice::record(const data::Batch& batch) {
+  graph_.reset();  // its memory returns to the device's cache first
+  const Device on = device();
+  x_ = empty(batch.x.sizes(), {.dtype = batch.x.dtype(), .device = on});
+  y_ = empty(batch.y.sizes(), {.dtype = batch.y.dtype(), .device = on});
+  auto graph = std::make_unique<cuda::CapturedWork>(on);
+  graph->capture([&] {
+    optimizer().zero_grad();
+    Tensor logits = model().forward(x_);
+    Tensor loss = nn::functional::cross_entropy(logits, y_, loss_);
+    loss.backward();
+    optimizer().step();
+    loss_value_ = loss.detach();
+    correct_ = correct_predictions(logits, y_);
+    classes_ = logits.size(1);
+  });
+  grads_.clear();
+  for (const Tensor& p : optimizer().params()) grads_.push_back(p.grad());
+  recorded_lr_ = optimizer().lr();
+  graph_ = std::move(graph);
+  ++recordings_;
+}
+
+}  // namespace duet::parallel

@@ -1,0 +1,102 @@
+// GraphedSingleDevice on cuda:0: the step recorded as a CUDA graph and replayed trains to the
+// same parameters and BatchNorm statistics as eager SingleDevice steps, batches of another
+// shape run eagerly in between, a new learning rate records again, and what a graph cannot
+// replay (random numbers, bad labels) is refused with an error.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "duet/duet.h"
+#include "strategy_fixtures.h"
+
+using namespace duet;
+using namespace duet::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr double kTolerance = 1e-5;  // relative; the same kernels run, but cuDNN may pick others
+
+std::vector<data::Batch> batches(const std::vector<int64_t>& rows) {
+  std::vector<data::Batch> out;
+  for (size_t i = 0; i < rows.size(); ++i) out.push_back(random_batch(rows[i], 100 + i));
+  return out;
+}
+
+Params buffers_of(nn::Module& model) {
+  Params out;
+  for (const auto& [name, t] : model.named_buffers()) out.emplace_back(name, t.to(DType::f64).to_vector<double>());
+  return out;
+}
+
+struct Runs {
+  parallel::SingleDevice eager;
+  parallel::GraphedSingleDevice graphed;
+};
+
+Runs both(const std::string& model) {
+  auto a = fresh(model, cuda_device(0)), b = fresh(model, cuda_device(0));
+  return {parallel::SingleDevice(a, sgd(a->parameters()), cuda_device(0)),
+          parallel::GraphedSingleDevice(b, sgd(b->parameters()), cuda_device(0), parallel::LossReduction::mean,
+                                        /*warmup_steps=*/2)};
+}
+
+}  // namespace
+
+TEST_CASE("a step replayed from a CUDA graph trains like eager steps", "[cuda]") {
+  const std::string model = GENERATE(as<std::string>{}, "lenet-relu", "resnet18");
+  INFO(model);
+  auto [eager, graphed] = both(model);
+  for (const data::Batch& batch : batches({16, 16, 16, 16, 16, 16})) {
+    const parallel::StepResult expected = eager.train_step(batch), actual = graphed.train_step(batch);
+    CHECK(actual.loss == Approx(expected.loss).epsilon(kTolerance));
+    CHECK(actual.correct == expected.correct);
+    CHECK(actual.count == expected.count);
+  }
+  CHECK(graphed.recordings() == 1);
+  CHECK(graphed.replays() == 4);  // 2 eager warm-up steps, then 4 from the graph
+  CHECK(max_relative_diff(trained(graphed, {}), trained(eager, {})) < kTolerance);
+  CHECK(max_relative_diff(buffers_of(graphed.model()), buffers_of(eager.model())) < kTolerance);
+  // The parameters' .grad are the graph's last gradients.
+  for (const Tensor& p : graphed.optimizer().params()) CHECK(p.grad().defined());
+  CHECK(graphed.optimizer().state()[0].second.item<int64_t>() == 6);  // "step" counts the replays
+}
+
+TEST_CASE("a CUDA graph lets batches of another shape train eagerly and records again for a new lr", "[cuda]") {
+  auto [eager, graphed] = both("lenet-relu");
+  const std::vector<data::Batch> data = batches({16, 16, 16, 16, 8, 16, 16, 16});
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (i == 6) {
+      eager.optimizer().set_lr(0.05);
+      graphed.optimizer().set_lr(0.05);
+    }
+    const parallel::StepResult expected = eager.train_step(data[i]), actual = graphed.train_step(data[i]);
+    CHECK(actual.loss == Approx(expected.loss).epsilon(kTolerance));
+  }
+  // Steps 3 and 4 replay; 5 (8 rows) is eager; 6 replays; 7 records again at lr 0.05, 8 replays.
+  CHECK(graphed.replays() == 5);
+  CHECK(graphed.recordings() == 2);
+  CHECK(max_relative_diff(trained(graphed, {}), trained(eager, {})) < kTolerance);
+}
+
+TEST_CASE("a CUDA graph refuses dropout and out-of-range labels, and the device works afterwards", "[cuda]") {
+  manual_seed(1);
+  std::shared_ptr<nn::Module> model(nn::Sequential(nn::Flatten(), nn::Linear(28 * 28, 10), nn::Dropout(0.5)));
+  model->to(cuda_device(0));
+  parallel::GraphedSingleDevice graphed(model, sgd(model->parameters()), cuda_device(0),
+                                        parallel::LossReduction::mean, /*warmup_steps=*/1);
+  const data::Batch batch = random_batch(8, 5);
+  graphed.train_step(batch);  // eager: dropout is fine there
+  CHECK_THROWS_WITH(graphed.train_step(batch), Contains("random numbers cannot be recorded in a CUDA graph"));
+
+  auto [eager, plain] = both("lenet-relu");
+  for (int i = 0; i < 3; ++i) plain.train_step(batch);
+  data::Batch bad = batch;
+  bad.y = batch.y.clone();
+  bad.y.data<int64_t>()[3] = 10;
+  CHECK_THROWS_WITH(plain.train_step(bad), Contains("target[3] = 10 is out of range for 10 classes"));
+  CHECK_NOTHROW(plain.train_step(batch));
+  CHECK_NOTHROW(eager.train_step(batch));
+}
