@@ -14,6 +14,7 @@
 #include "duet/optim/checkpoint.h"
 #include "duet/parallel/data_parallel.h"
 #include "duet/parallel/distributed.h"
+#include "duet/parallel/graphed_single_device.h"
 #include "duet/parallel/mpi_communicator.h"
 #include "duet/parallel/nccl_communicator.h"
 #include "duet/parallel/trainer.h"
@@ -39,6 +40,7 @@ struct TrainArgs {
   std::string comm = "local";
   std::string save, resume, metrics, plot;
   bool profile = false;
+  bool cuda_graph = false;
 };
 
 // The flag combinations that cannot work, as one message; empty when the flags are fine.
@@ -52,6 +54,12 @@ std::string check_combination(const TrainArgs& args) {
   if (args.comm == "mpi" && args.strategy != "ddp") return "--comm mpi needs --strategy ddp";
   if (args.comm == "mpi" && (args.devices > 1 || args.device_ids.size() > 1)) {
     return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";
+  }
+  if (args.cuda_graph) {
+    if (args.strategy != "single") return "--cuda-graph records a single device's step: it needs --strategy single";
+    if (args.device.rfind("cuda", 0) != 0) return "--cuda-graph needs --device cuda";
+    if (args.optimizer.name != "sgd") return "--cuda-graph needs --optimizer sgd: Adam's step cannot be replayed";
+    if (args.profile) return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
   }
   if (args.strategy == "ddp" && !args.resume.empty()) {
     // The checkpoint holds rank 0's model; its replicas would have to be rebuilt from it.
@@ -98,12 +106,14 @@ std::vector<Device> devices_of(const TrainArgs& args, Device device) {
 // copy there, asynchronously, while the previous step runs. A ddp group of several local GPUs
 // keeps its batches on the host and copies each device's rows, asynchronously from the pinned
 // batch. On the CPU the loader works as it always did.
-data::DataLoaderOptions loader_options(int64_t batch_size, const std::vector<Device>& group, const std::string& strategy) {
+// With --cuda-graph the batches stay in pinned host memory: the labels are checked there before
+// each replay, and the copy into the graph's inputs is queued just as asynchronously.
+data::DataLoaderOptions loader_options(int64_t batch_size, const std::vector<Device>& group, const TrainArgs& args) {
   data::DataLoaderOptions options;
   options.batch_size = batch_size;
   if (group[0].is_cuda()) {
     options.pin_memory = true;
-    if (group.size() == 1 || strategy == "dp") options.device = group[0];
+    if ((group.size() == 1 || args.strategy == "dp") && !args.cuda_graph) options.device = group[0];
   }
   return options;
 }
@@ -117,6 +127,7 @@ std::unique_ptr<parallel::Strategy> make_strategy(const TrainArgs& args, std::sh
   if (args.strategy == "dp") return std::make_unique<parallel::DataParallel>(model, optimizer_for(model->parameters()), group);
   if (args.strategy == "ddp" && comm) return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, comm);
   if (args.strategy == "ddp") return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, group);
+  if (args.cuda_graph) return std::make_unique<parallel::GraphedSingleDevice>(model, optimizer_for(model->parameters()), device);
   return std::make_unique<parallel::SingleDevice>(model, optimizer_for(model->parameters()), device);
 }
 
@@ -161,11 +172,11 @@ int run_train(const TrainArgs& args) {
   std::shared_ptr<nn::Module> model = nn::models::make(args.model);
   std::vector<Device> group = devices_of(args, device);
   model->to(group[0]);
-  data::DataLoaderOptions train_options = loader_options(batch_size, group, args.strategy);
+  data::DataLoaderOptions train_options = loader_options(batch_size, group, args);
   train_options.shuffle = true;
   train_options.seed = args.seed;
   data::DataLoader train(train_set, train_options, sampler);
-  data::DataLoader test(test_set, loader_options(args.batch_size, group, args.strategy));
+  data::DataLoader test(test_set, loader_options(args.batch_size, group, args));
   std::unique_ptr<parallel::Strategy> chosen = make_strategy(args, model, group, comm);
   parallel::Strategy& strategy = *chosen;
 
@@ -280,6 +291,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");
   cmd->add_option("--plot", args->plot, "Draw loss and accuracy curves to this PNG");
   cmd->add_flag("--profile", args->profile, "Print where a training step's time goes: per phase and per kernel");
+  cmd->add_flag("--cuda-graph", args->cuda_graph,
+                "Record the training step once as a CUDA graph and replay it (one GPU, SGD, no dropout)");
   cmd->callback([args, &exit_code] { exit_code = run_train(*args); });
 }
 

@@ -2,8 +2,9 @@
 # The GPU check and benchmark, in one go, within about 8 minutes on one H200 with no network:
 # builds duet for sm_90, runs `ctest -L cuda`, then measures training throughput (median
 # images/s of 5 timed windows after a warm-up) of lenet, lenet-relu and resnet18 at batch 256
-# on cuda:0, for duet and for the same models in the machine's PyTorch (eager, then
-# torch.compile with what time is left), and prints one table of ratios.
+# on cuda:0, for duet (eager, and with the step replayed as a CUDA graph) and for the same models
+# in the machine's PyTorch (eager, then torch.compile with what time is left), and prints one
+# table of ratios.
 #
 # A step that fails or runs out of time is reported and the script goes on to the table.
 # Fashion-MNIST comes from DATA_DIR (default /usr/share/datasets/fashion-mnist) when its
@@ -77,6 +78,8 @@ BENCH_ARGS=(--device cuda:0 --batch-size 256 --warmup 10 --windows 5 --window-ba
 for model in "${MODELS[@]}"; do
   step "duet $model" 60 "$RESULTS/duet-$model.log" "$BUILD_DIR/bench/gpu_duet_bench" --model "$model" "${BENCH_ARGS[@]}" &&
     grep '^{' "$RESULTS/duet-$model.log" >"$RESULTS/duet-$model.json"
+  step "duet CUDA graph $model" 60 "$RESULTS/duet-graph-$model.log" "$BUILD_DIR/bench/gpu_duet_bench" --model "$model" \
+    --cuda-graph "${BENCH_ARGS[@]}" && grep '^{' "$RESULTS/duet-graph-$model.log" >"$RESULTS/duet-graph-$model.json"
 done
 for model in "${MODELS[@]}"; do
   step "PyTorch eager $model" 60 "$RESULTS/eager-$model.log" \

@@ -14,6 +14,7 @@
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/nn/models/models.h"
 #include "duet/optim/sgd.h"
+#include "duet/parallel/graphed_single_device.h"
 #include "duet/parallel/strategy.h"
 
 using namespace duet;
@@ -28,6 +29,7 @@ struct Args {
   int windows = 5;
   int64_t window_batches = 20;
   bool tf32 = false;
+  bool cuda_graph = false;
   bool synthetic = false;
   std::string data_dir = data::kFashionMnistDir;
 };
@@ -94,12 +96,23 @@ int run(const Args& args) {
 
   manual_seed(0);
   std::shared_ptr<nn::Module> model = nn::models::make(args.model);
-  parallel::SingleDevice strategy(model, std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = 0.1}),
-                                  device);
-  data::DataLoader loader(train_set, {.batch_size = args.batch_size, .shuffle = true, .drop_last = true});
-  std::vector<double> rates = time_windows(strategy, loader, args);
+  model->to(device);
+  auto sgd = std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = 0.1});
+  std::unique_ptr<parallel::Strategy> strategy;
+  if (args.cuda_graph) {
+    strategy = std::make_unique<parallel::GraphedSingleDevice>(model, std::move(sgd), device);
+  } else {
+    strategy = std::make_unique<parallel::SingleDevice>(model, std::move(sgd), device);
+  }
+  // As `duet train --device cuda` loads: batches assembled in pinned memory by the loader's
+  // thread and copied asynchronously (by that thread too, except for the graph's inputs).
+  data::DataLoaderOptions loading{.batch_size = args.batch_size, .shuffle = true, .drop_last = true};
+  loading.pin_memory = device.is_cuda();
+  if (device.is_cuda() && !args.cuda_graph) loading.device = device;
+  data::DataLoader loader(train_set, loading);
+  std::vector<double> rates = time_windows(*strategy, loader, args);
 
-  nlohmann::json result = {{"framework", "duet"},   {"mode", "duet"},
+  nlohmann::json result = {{"framework", "duet"},   {"mode", args.cuda_graph ? "duet-graph" : "duet"},
                            {"model", args.model},   {"device", device.str()},
                            {"data", data_source},   {"batch_size", args.batch_size},
                            {"tf32", args.tf32},     {"window_images_per_second", rates},
@@ -120,6 +133,7 @@ int main(int argc, char** argv) {
   app.add_option("--windows", args.windows, "Timed windows")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_option("--window-batches", args.window_batches, "Batches per window")->check(CLI::PositiveNumber)->capture_default_str();
   app.add_flag("--tf32", args.tf32, "TF32 tensor cores for f32 matmul and convolution");
+  app.add_flag("--cuda-graph", args.cuda_graph, "Replay the training step as a CUDA graph (GraphedSingleDevice)");
   app.add_flag("--synthetic", args.synthetic, "Random images of Fashion-MNIST's shape, even if the files exist");
   app.add_option("--data-dir", args.data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -7,7 +7,7 @@ import os
 import sys
 
 MODELS = ["lenet", "lenet-relu", "resnet18"]
-RUNS = ["duet", "eager", "compile"]  # the mode field of each run
+RUNS = ["duet", "duet-graph", "eager", "compile"]  # the mode field of each run
 
 
 def load(folder, mode, model):
@@ -33,15 +33,19 @@ def main(folder):
     def ratio(a, b):
         return f"{a / b:.2f}" if a is not None and b else "-"
 
-    header = ["model", "duet img/s", "PyTorch eager img/s", "duet/eager", "PyTorch compile img/s", "duet/compile"]
+    header = ["model", "duet img/s", "duet graph img/s", "PyTorch eager img/s", "PyTorch compile img/s",
+              "duet/eager", "duet graph/eager", "duet graph/compile"]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for model in MODELS:
-        d, e, c = rate("duet", model), rate("eager", model), rate("compile", model)
-        lines.append("| " + " | ".join([model, cell(d), cell(e), ratio(d, e), cell(c), ratio(d, c)]) + " |")
+        d, g = rate("duet", model), rate("duet-graph", model)
+        e, c = rate("eager", model), rate("compile", model)
+        lines.append("| " + " | ".join([model, cell(d), cell(g), cell(e), cell(c), ratio(d, e), ratio(g, e),
+                                        ratio(g, c)]) + " |")
     sources = sorted({r["data"] for r in results.values() if r})
     any_run = next((r for r in results.values() if r), None)
     torch_run = next((r for r in results.values() if r and r["framework"] == "torch"), None)
     lines.append("")
+    lines.append("duet graph: the step recorded once as a CUDA graph and replayed (--cuda-graph).")
     if any_run:
         lines.append(f"Training throughput on {any_run['device']}, batch {any_run['batch_size']}, SGD, TF32 "
                      f"{'on' if any_run['tf32'] else 'off'}; median of timed windows after warm-up. "

@@ -13,6 +13,10 @@ expect_bad "--comm mpi needs --strategy ddp" --comm mpi
 expect_bad "start more processes with mpirun" --strategy ddp --comm mpi --devices 2
 expect_bad "--device-ids lists a device twice" --strategy dp --device-ids 1,1
 expect_bad "give --devices or --device-ids, not both" --strategy dp --devices 2 --device-ids 0,1
+expect_bad "--cuda-graph needs --device cuda" --cuda-graph
+expect_bad "it needs --strategy single" --cuda-graph --device cuda --strategy dp --devices 2
+expect_bad "Adam's step cannot be replayed" --cuda-graph --device cuda --optimizer adam
+expect_bad "use one or the other" --cuda-graph --device cuda --profile
 
 mkdir -p "$work/corrupt"
 printf 'junk' > "$work/corrupt/train-images-idx3-ubyte"
