@@ -120,6 +120,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   order.batch_size = config_.batch_size;
   order.shuffle = true;
   order.seed = config_.seed;
+  order.pin_memory = group[0].is_cuda();  // so the strategies' copies to the GPUs run asynchronously
   data::DataLoader loader(train_, order);
   const int64_t total = config_.warmup + config_.steps;
   int64_t done = 0;
