@@ -70,8 +70,10 @@ step configure 90 "$RESULTS/configure.log" \
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90
 step build 270 "$RESULTS/build.log" cmake --build "$BUILD_DIR" -j "$JOBS" --target duet_cuda_tests gpu_duet_bench
-step "ctest -L cuda" 120 "$RESULTS/ctest.log" \
-  ctest --test-dir "$BUILD_DIR" -L cuda --output-on-failure --timeout 60
+# Four test processes at a time: each spends most of its second or two creating a CUDA context
+# and library handles, and one H200 holds them all.
+step "ctest -L cuda" 150 "$RESULTS/ctest.log" \
+  ctest --test-dir "$BUILD_DIR" -L cuda -j 4 --output-on-failure --timeout 60
 grep -E "tests passed|tests failed|Skipped|Failed" "$RESULTS/ctest.log" 2>/dev/null | tail -n 12 | sed 's/^/   /'
 
 BENCH_ARGS=(--device cuda:0 --batch-size 256 --warmup 10 --windows 5 --window-batches 20 "${DATA_ARGS[@]}")
