@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "duet/kernels/cuda/conv2d.h"
+#include "duet/kernels/cuda/cudnn_handle.h"
 #include "duet/kernels/cuda/launchers.h"
 #include "duet/kernels/cuda/nn_checks.h"
 #include "duet/kernels/cuda/nn_launchers.h"
@@ -31,9 +32,12 @@ ConvGeometry checked_geometry(const char* op, const Tensor& x, const Tensor& wei
           stride,         padding,   out.size(2), out.size(3)};
 }
 
-// Nothing to multiply (no images, channels or output pixels): every gradient or output is zero.
-// Handled here so neither library sees a zero-sized GEMM or tensor descriptor.
-bool is_empty_product(const ConvGeometry& g) { return g.batch == 0 || g.patch_size() == 0 || g.out_pixels() == 0; }
+// Nothing to multiply (no images, channels, filters, input pixels (all padding) or output
+// pixels): every gradient or output is zero. Handled here so neither library sees a zero-sized
+// GEMM or tensor descriptor (a cuDNN error on a 0 dimension would throw, not fall back).
+bool is_empty_product(const ConvGeometry& g) {
+  return g.batch == 0 || g.patch_size() == 0 || g.filters == 0 || g.image_size() == 0 || g.out_pixels() == 0;
+}
 
 }  // namespace
 
@@ -46,7 +50,7 @@ void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
              bias.defined() ? bias.describe() : "", " does not match the weight ", weight.describe());
   if (out.numel() == 0) return;
   if (is_empty_product(g)) launch_fill(out, 0.0, stream);
-  else if (im2col_requested() || !cudnn_conv2d_forward(g, x, weight, out, device))
+  else if (im2col_requested() || !ran_in_cudnn(cudnn_conv2d_forward(g, x, weight, out, device)))
     im2col_conv2d_forward(g, x, weight, out, device, stream);
   if (bias.defined()) add_channel_bias(out, bias, stream);
 }
@@ -58,7 +62,7 @@ void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, 
   const ConvGeometry g = checked_geometry(op, grad_x, weight, grad_out, stride, padding);
   if (grad_x.numel() == 0) return;
   if (is_empty_product(g)) launch_fill(grad_x, 0.0, stream);
-  else if (im2col_requested() || !cudnn_conv2d_backward_input(g, grad_out, weight, grad_x, device))
+  else if (im2col_requested() || !ran_in_cudnn(cudnn_conv2d_backward_input(g, grad_out, weight, grad_x, device)))
     im2col_conv2d_backward_input(g, grad_out, weight, grad_x, device, stream);
 }
 
@@ -69,7 +73,7 @@ void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int6
   const ConvGeometry g = checked_geometry(op, x, grad_weight, grad_out, stride, padding);
   if (grad_weight.numel() == 0) return;
   if (is_empty_product(g)) launch_fill(grad_weight, 0.0, stream);
-  else if (im2col_requested() || !cudnn_conv2d_backward_weight(g, grad_out, x, grad_weight, device))
+  else if (im2col_requested() || !ran_in_cudnn(cudnn_conv2d_backward_weight(g, grad_out, x, grad_weight, device)))
     im2col_conv2d_backward_weight(g, grad_out, x, grad_weight, device, stream);
 }
 

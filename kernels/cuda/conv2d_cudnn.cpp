@@ -1,4 +1,4 @@
-// conv2d through cuDNN: one handle per logical device on that device's stream, an algorithm
+// conv2d through cuDNN: the shared handle of the logical device (cudnn_handle.h), an algorithm
 // chosen once per (direction, shape, dtype, TF32 setting) and cached, its workspace taken from
 // duet's caching allocator.
 //
@@ -14,37 +14,13 @@
 
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/conv2d.h"
-#include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/cudnn_handle.h"
 #include "duet/kernels/cuda/runtime.h"
 
 namespace duet::cuda {
 namespace {
 
 enum class Direction { forward, backward_data, backward_filter };
-
-struct Handles {
-  std::array<std::once_flag, kMaxDevicesPerType> created;
-  std::array<cudnnHandle_t, kMaxDevicesPerType> handle{};
-  // A cuDNN handle must not be used by two threads at once.
-  std::array<std::mutex, kMaxDevicesPerType> in_use;
-};
-
-// Never destroyed: destroying handles at exit would race the driver's teardown (as the streams).
-Handles& handles() {
-  static Handles* h = new Handles();
-  return *h;
-}
-
-cudnnHandle_t handle_for(Device device) {
-  Handles& h = handles();
-  const auto i = static_cast<size_t>(device.index);
-  std::call_once(h.created[i], [&] {
-    DeviceGuard guard(device);
-    DUET_CUDNN_CHECK(cudnnCreate(&h.handle[i]));
-    DUET_CUDNN_CHECK(cudnnSetStream(h.handle[i], stream(device)));
-  });
-  return h.handle[i];
-}
 
 cudnnDataType_t cudnn_type(DType dtype) { return dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
 
@@ -174,12 +150,14 @@ Choice choose(cudnnHandle_t h, const Descriptors& d, DType dtype, bool tf32) {
   typename O::Perf perf[O::kAlgorithms];
   int count = 0;
   const cudnnStatus_t status = O::candidates(h, d, &count, perf);
-  if (status == CUDNN_STATUS_NOT_SUPPORTED) return {};
+  if (cudnn_not_supported(status)) return {};
   if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, "cudnnGet*Algorithm_v7", __FILE__, __LINE__);
   for (int i = 0; i < count; ++i) {
     const typename O::Perf& p = perf[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
     if (dtype == DType::f32 && !tf32 && p.mathType != CUDNN_FMA_MATH) continue;
+    // The workspace of the algorithm under the math type it will run with (set again in run()).
+    DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, p.mathType));
     size_t bytes = 0;
     if (O::workspace(h, d, p.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
     return {true, static_cast<int>(p.algo), bytes, p.mathType};
@@ -196,8 +174,8 @@ bool fits_int(const ConvGeometry& g) {
 template <Direction D>
 bool run(const ConvGeometry& g, DType dtype, const Pointers& p, Device device) {
   if (!fits_int(g)) return false;  // 4-d descriptors take int sizes and strides
-  cudnnHandle_t h = handle_for(device);
-  std::lock_guard<std::mutex> lock(handles().in_use[static_cast<size_t>(device.index)]);
+  const CudnnHandle handle(device);  // held until the convolution is queued
+  cudnnHandle_t h = handle.get();
   const bool tf32 = dtype == DType::f32 && allow_tf32();
   Descriptors d(g, dtype);
   // f32 asks for FMA math unless TF32 is allowed; the chosen algorithm's math type is set below.
@@ -230,7 +208,7 @@ bool run(const ConvGeometry& g, DType dtype, const Pointers& p, Device device) {
       Ops<D>::run(h, d, static_cast<typename Ops<D>::Algo>(choice.algo),
                   workspace.defined() ? workspace.data_ptr() : nullptr, choice.workspace, f64 ? static_cast<const void*>(&one_d) : &one_f,
                   f64 ? static_cast<const void*>(&zero_d) : &zero_f, p);
-  if (status == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (cudnn_not_supported(status)) return false;
   if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, Ops<D>::kName, __FILE__, __LINE__);
   return true;
 }

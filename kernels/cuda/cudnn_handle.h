@@ -1,0 +1,40 @@
+// cuDNN as duet uses it: one handle per logical device, created on first use and bound to that
+// device's stream, so cuDNN's kernels are ordered with every other kernel of the device. Shared
+// by conv2d_cudnn.cpp and batch_norm_cudnn.cpp.
+#pragma once
+
+#include <cudnn.h>
+
+#include <mutex>
+
+#include "duet/core/device.h"
+
+namespace duet::cuda {
+
+// `device`'s handle, held for the lifetime of this object: a cuDNN handle carries state (its
+// stream, its workspace) and must not be used by two threads at once.
+class CudnnHandle {
+ public:
+  explicit CudnnHandle(Device device);
+  cudnnHandle_t get() const { return handle_; }
+
+ private:
+  cudnnHandle_t handle_;
+  std::lock_guard<std::mutex> lock_;
+};
+
+// cuDNN 9 refines NOT_SUPPORTED into sub-codes (_SHAPE, _DATA_TYPE, ... = 3001..): all of them
+// mean "this case is not for cuDNN", which a caller answers with its own kernels, not an error.
+inline bool cudnn_not_supported(cudnnStatus_t status) {
+#ifdef CUDNN_STATUS_CATEGORY
+  return CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED;
+#else
+  return status == CUDNN_STATUS_NOT_SUPPORTED;
+#endif
+}
+
+// Passes on whether a cuDNN path ran, counting the calls it declined (runtime.h's
+// cudnn_declined()).
+bool ran_in_cudnn(bool ran);
+
+}  // namespace duet::cuda
