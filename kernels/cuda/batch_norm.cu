@@ -1,7 +1,10 @@
-// Batch norm on CUDA: one block per channel computes the channel's statistics (sums in double,
-// combined in block_reduce's fixed order) and then normalises, or differentiates, the channel.
-// The formulas are the CPU's (kernels/cpu/batch_norm.cpp): a two-pass variance, the running
-// statistics updated with the unbiased variance, out = x * scale + shift.
+// duet's own batch norm kernels, the fallback of the cuDNN path (batch_norm_cudnn.cpp): they run
+// under DUET_BATCH_NORM_KERNELS=duet, for backward with training = false (which cuDNN's backward
+// does not compute) and for every case cuDNN declines. One block per channel computes the
+// channel's statistics (sums in double, combined in block_reduce's fixed order) and then
+// normalises, or differentiates, the channel. The formulas are the CPU's
+// (kernels/cpu/batch_norm.cpp): a two-pass variance, the running statistics updated with the
+// unbiased variance, out = x * scale + shift. Also here: the operand checks both paths share.
 //
 // x is seen as [N, C, S] (S = H * W, or 1 for [N, C]); channel c holds N runs of S elements.
 #include <cmath>
@@ -31,6 +34,9 @@ __device__ double channel_sum(const ChannelLayout& l, int64_t c, Term term) {
   for (int64_t j = threadIdx.x; j < l.count(); j += blockDim.x) sum += term(l.offset(c, j));
   return block_reduce(sum, SumOf<double>{});
 }
+
+// save_invstd's definition, in double as on the CPU.
+__device__ double invstd_of(double var, double eps) { return 1 / std::sqrt(var + eps); }
 
 template <class T>
 struct ForwardArgs {
@@ -66,7 +72,7 @@ __global__ void forward_kernel(ForwardArgs<T> a) {
     mean = a.running_mean[c];
     var = a.running_var[c];
   }
-  const double invstd = 1 / std::sqrt(var + a.eps);
+  const double invstd = invstd_of(var, a.eps);
   if (threadIdx.x == 0) {
     a.save_mean[c] = static_cast<T>(mean);
     a.save_invstd[c] = static_cast<T>(invstd);
@@ -126,6 +132,16 @@ __global__ void backward_kernel(BackwardArgs<T> a) {
   }
 }
 
+// Inference: save_mean = running_mean, save_invstd = 1 / sqrt(running_var + eps), one thread a channel.
+template <class T>
+__global__ void inference_stats_kernel(const T* running_mean, const T* running_var, double eps, T* save_mean,
+                                       T* save_invstd, int64_t channels) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= channels) return;
+  save_mean[c] = running_mean[c];
+  save_invstd[c] = static_cast<T>(invstd_of(running_var[c], eps));
+}
+
 ChannelLayout layout_of(const char* op, const Tensor& x) {
   DUET_CHECK(x.dim() == 2 || x.dim() == 4, op, ": expected x of shape [N, C] or [N, C, H, W], got ", x.describe());
   return {x.size(0), x.size(1), x.dim() == 4 ? x.size(2) * x.size(3) : 1};
@@ -145,15 +161,11 @@ void launch_per_channel(Kernel kernel, const Args& args, cudaStream_t stream) {
   DUET_CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace
-
-void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                               const Tensor& running_var, bool training, double momentum, double eps,
-                               const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
-                               cudaStream_t stream) {
+ChannelLayout checked_forward_layout(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                     const Tensor& running_mean, const Tensor& running_var, bool training,
+                                     const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd) {
   const char* op = "batch_norm_forward";
-  const DType dtype =
-      check_nn_operands(op, {x, weight, bias, running_mean, running_var, out, save_mean, save_invstd});
+  check_nn_operands(op, {x, weight, bias, running_mean, running_var, out, save_mean, save_invstd});
   const ChannelLayout l = layout_of(op, x);
   DUET_CHECK(out.sizes() == x.sizes(), op, ": output ", out.describe(), " does not match input ", x.describe());
   for (const Tensor* t : {&weight, &bias, &running_mean, &running_var, &save_mean, &save_invstd})
@@ -164,7 +176,46 @@ void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tens
   DUET_CHECK(!training || l.count() > 1, op, ": expected more than 1 value per channel when training, got input ",
              x.describe());
   DUET_CHECK(l.channels <= (int64_t(1) << 31) - 1, op, ": too many channels for one grid: ", x.describe());
-  dispatch_floating(dtype, op, [&]<class T>() {
+  return l;
+}
+
+ChannelLayout checked_backward_layout(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                                      const Tensor& save_mean, const Tensor& save_invstd, const Tensor& grad_x,
+                                      const Tensor& grad_weight, const Tensor& grad_bias) {
+  const char* op = "batch_norm_backward";
+  check_nn_operands(op, {grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias});
+  const ChannelLayout l = layout_of(op, x);
+  DUET_CHECK(grad_out.sizes() == x.sizes() && (!grad_x.defined() || grad_x.sizes() == x.sizes()), op,
+             ": gradients ", grad_out.describe(), " and ", grad_x.defined() ? grad_x.describe() : "(none)",
+             " do not match input ", x.describe());
+  for (const Tensor* t : {&weight, &save_mean, &save_invstd, &grad_weight, &grad_bias})
+    check_channel_vector(op, *t, l.channels);
+  DUET_CHECK(save_mean.defined() && save_invstd.defined(), op, ": save_mean and save_invstd are required");
+  DUET_CHECK(l.channels <= (int64_t(1) << 31) - 1, op, ": too many channels for one grid: ", x.describe());
+  return l;
+}
+
+}  // namespace
+
+void check_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                              const Tensor& running_var, bool training, const Tensor& out, const Tensor& save_mean,
+                              const Tensor& save_invstd) {
+  checked_forward_layout(x, weight, bias, running_mean, running_var, training, out, save_mean, save_invstd);
+}
+
+void check_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                               const Tensor& save_mean, const Tensor& save_invstd, const Tensor& grad_x,
+                               const Tensor& grad_weight, const Tensor& grad_bias) {
+  checked_backward_layout(grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
+}
+
+void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                               const Tensor& running_var, bool training, double momentum, double eps,
+                               const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
+                               cudaStream_t stream) {
+  const ChannelLayout l =
+      checked_forward_layout(x, weight, bias, running_mean, running_var, training, out, save_mean, save_invstd);
+  dispatch_floating(x.dtype(), "batch_norm_forward", [&]<class T>() {
     const ForwardArgs<T> args{x.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias),
                               data_or_null<T>(running_mean), data_or_null<T>(running_var), out.data<T>(),
                               save_mean.data<T>(), save_invstd.data<T>(), training, momentum, eps, l};
@@ -176,23 +227,27 @@ void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const T
                                 const Tensor& save_mean, const Tensor& save_invstd, bool training,
                                 const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
                                 cudaStream_t stream) {
-  const char* op = "batch_norm_backward";
-  const DType dtype =
-      check_nn_operands(op, {grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias});
-  const ChannelLayout l = layout_of(op, x);
-  DUET_CHECK(grad_out.sizes() == x.sizes() && (!grad_x.defined() || grad_x.sizes() == x.sizes()), op,
-             ": gradients ", grad_out.describe(), " and ", grad_x.defined() ? grad_x.describe() : "(none)",
-             " do not match input ", x.describe());
-  for (const Tensor* t : {&weight, &save_mean, &save_invstd, &grad_weight, &grad_bias})
-    check_channel_vector(op, *t, l.channels);
-  DUET_CHECK(save_mean.defined() && save_invstd.defined(), op, ": save_mean and save_invstd are required");
-  DUET_CHECK(l.channels <= (int64_t(1) << 31) - 1, op, ": too many channels for one grid: ", x.describe());
-  dispatch_floating(dtype, op, [&]<class T>() {
+  const ChannelLayout l =
+      checked_backward_layout(grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
+  dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
     const BackwardArgs<T> args{grad_out.data<T>(), x.data<T>(), data_or_null<T>(weight), save_mean.data<T>(),
                                save_invstd.data<T>(), data_or_null<T>(grad_x), data_or_null<T>(grad_weight),
                                data_or_null<T>(grad_bias), training, l};
     launch_per_channel(backward_kernel<T>, args, stream);
   });
+}
+
+void launch_batch_norm_inference_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
+                                       const Tensor& save_mean, const Tensor& save_invstd, cudaStream_t stream) {
+  const int64_t channels = save_mean.numel();
+  if (channels == 0) return;
+  constexpr unsigned kThreads = 256;
+  const auto blocks = static_cast<unsigned>((channels + kThreads - 1) / kThreads);
+  dispatch_floating(save_mean.dtype(), "batch_norm_forward", [&]<class T>() {
+    inference_stats_kernel<T><<<blocks, kThreads, 0, stream>>>(running_mean.data<T>(), running_var.data<T>(), eps,
+                                                               save_mean.data<T>(), save_invstd.data<T>(), channels);
+  });
+  DUET_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace duet::cuda

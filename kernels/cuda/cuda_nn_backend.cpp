@@ -1,12 +1,23 @@
 // The CUDA NN backend: checks that every operand is on the output's device, makes that device
 // current and runs the launcher (nn_launchers.h) on its stream. Registered at load time, like
 // the tensor backend (cuda_backend.cpp), with no CUDA call there.
+#include <cstdlib>
+#include <cstring>
+
+#include "duet/kernels/cuda/cudnn_handle.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/on_device.h"
 #include "duet/kernels/nn_backend.h"
 
 namespace duet::cuda {
 namespace {
+
+// DUET_BATCH_NORM_KERNELS=duet runs batch norm on duet's own kernels instead of cuDNN. Read at
+// every call, as DUET_CONV_IM2COL is, so a test can compare both paths in one process.
+bool own_batch_norm_kernels_requested() {
+  const char* value = std::getenv("DUET_BATCH_NORM_KERNELS");
+  return value && std::strcmp(value, "duet") == 0;
+}
 
 class CudaNnBackend final : public kernels::NnBackend {
  public:
@@ -58,8 +69,12 @@ class CudaNnBackend final : public kernels::NnBackend {
                           const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
                           const Tensor& save_mean, const Tensor& save_invstd) override {
     OnDevice on("batch_norm_forward", out, {&x, &weight, &bias, &running_mean, &running_var, &save_mean, &save_invstd});
-    launch_batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean,
-                              save_invstd, on.stream());
+    check_batch_norm_forward(x, weight, bias, running_mean, running_var, training, out, save_mean, save_invstd);
+    if (own_batch_norm_kernels_requested() ||
+        !ran_in_cudnn(cudnn_batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps,
+                                               out, save_mean, save_invstd, on.device(), on.stream())))
+      launch_batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean,
+                                save_invstd, on.stream());
   }
   void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
                            const Tensor& save_invstd, bool training, const Tensor& grad_x, const Tensor& grad_weight,
@@ -67,8 +82,12 @@ class CudaNnBackend final : public kernels::NnBackend {
     // Any of the three gradients may be undefined; the device is the input's.
     OnDevice on("batch_norm_backward", x, {&grad_out, &weight, &save_mean, &save_invstd, &grad_x, &grad_weight,
                                             &grad_bias});
-    launch_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x, grad_weight,
-                               grad_bias, on.stream());
+    check_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
+    if (own_batch_norm_kernels_requested() ||
+        !ran_in_cudnn(cudnn_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x,
+                                                grad_weight, grad_bias, on.device(), on.stream())))
+      launch_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x, grad_weight,
+                                 grad_bias, on.stream());
   }
 
   void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) override {

@@ -38,7 +38,17 @@ void launch_avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t 
 void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cudaStream_t stream);
 void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x, cudaStream_t stream);
 
-// batch_norm.cu: one block per channel.
+// Batch norm: cuDNN first, duet's own kernels where it declines or under
+// DUET_BATCH_NORM_KERNELS=duet (the choice is cuda_nn_backend.cpp's).
+//
+// batch_norm.cu: the operand checks (the launchers make them too; call them before cuDNN), and
+// duet's own kernels, one block per channel.
+void check_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                              const Tensor& running_var, bool training, const Tensor& out, const Tensor& save_mean,
+                              const Tensor& save_invstd);
+void check_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                               const Tensor& save_mean, const Tensor& save_invstd, const Tensor& grad_x,
+                               const Tensor& grad_weight, const Tensor& grad_bias);
 void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                                const Tensor& running_var, bool training, double momentum, double eps,
                                const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
@@ -47,6 +57,26 @@ void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const T
                                 const Tensor& save_mean, const Tensor& save_invstd, bool training,
                                 const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
                                 cudaStream_t stream);
+// What an inference forward leaves for the backward pass, as launch_batch_norm_forward writes it:
+// save_mean = running_mean, save_invstd = 1 / sqrt(running_var + eps). For the cuDNN path, whose
+// inference call writes neither.
+void launch_batch_norm_inference_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
+                                       const Tensor& save_mean, const Tensor& save_invstd, cudaStream_t stream);
+
+// batch_norm_cudnn.cpp: cuDNN, for operands that passed the checks above. Each returns false,
+// having written nothing, when cuDNN does not take the case: eps below CUDNN_BN_MIN_EPSILON, an
+// empty x or one of 2^31 - 1 elements or more, a strided operand, backward with training = false
+// (cuDNN's backward always differentiates through the batch statistics), or a NOT_SUPPORTED
+// status, which cuDNN gives before it launches anything; every other failure throws. They run on
+// `device`'s stream, to which its cuDNN handle is bound.
+bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                              const Tensor& running_var, bool training, double momentum, double eps,
+                              const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, Device device,
+                              cudaStream_t stream);
+bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                               const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                               const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias, Device device,
+                               cudaStream_t stream);
 
 // conv2d.cpp: cuDNN, or im2col + cuBLAS under DUET_CONV_IM2COL=1 or where cuDNN declines.
 void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,

@@ -1,10 +1,11 @@
 // The CUDA NN kernels against the CPU ones on the same random inputs: softmax, log-softmax and
-// cross-entropy, pooling, batch norm and conv2d (cuDNN and im2col paths), forward and backward,
-// f32 and f64, odd sizes. Outputs sit between sentinel guard bands. (The NN kernels take
-// contiguous operands only, so there are no strided cases.)
+// cross-entropy, pooling, batch norm (cuDNN and duet's kernels) and conv2d (cuDNN and im2col
+// paths), forward and backward, f32 and f64, odd sizes. Outputs sit between sentinel guard
+// bands. (The NN kernels take contiguous operands only, so there are no strided cases.)
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -178,56 +179,109 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
   }
 }
 
-TEST_CASE("CUDA batch norm matches the CPU, training and inference, forward and backward", "[cuda]") {
-  uint64_t seed = 6000;
-  for (DType dtype : kFloating) {
-    for (const Shape& sizes : std::vector<Shape>{{4, 5, 7, 3}, {9, 6}, {2, 3, 40, 41}}) {
-      const int64_t channels = sizes[1];
-      for (bool training : {true, false}) {
-        for (bool affine : {true, false}) {
-          const std::string what = label(std::string("batch_norm") + (training ? " training" : " inference") +
-                                             (affine ? " affine" : ""), dtype);
-          auto x = test::random_pair(sizes, dtype, -3, 3, ++seed);
-          auto weight = test::random_pair({channels}, dtype, 0.5, 2, ++seed);
-          auto bias = test::random_pair({channels}, dtype, -1, 1, ++seed);
-          auto mean = test::random_pair({channels}, dtype, -1, 1, ++seed);
-          auto var = test::random_pair({channels}, dtype, 0.5, 2, ++seed);
-          const Tensor w_gpu = affine ? weight.cuda : Tensor(), w_cpu = affine ? weight.cpu : Tensor();
-          const Tensor b_gpu = affine ? bias.cuda : Tensor(), b_cpu = affine ? bias.cpu : Tensor();
-          test::GuardedOutput out(sizes, dtype, kGpu), save_mean({channels}, dtype, kGpu),
-              save_invstd({channels}, dtype, kGpu);
-          kernels::batch_norm_forward(x.cuda, w_gpu, b_gpu, mean.cuda, var.cuda, training, 0.1, 1e-5, out.view(),
-                                      save_mean.view(), save_invstd.view());
-          Tensor out_cpu = cpu_empty(sizes, dtype), sm_cpu = cpu_empty({channels}, dtype),
-                 si_cpu = cpu_empty({channels}, dtype);
-          cpu_nn().batch_norm_forward(x.cpu, w_cpu, b_cpu, mean.cpu, var.cpu, training, 0.1, 1e-5, out_cpu, sm_cpu,
-                                      si_cpu);
-          compare(out, out_cpu, tol(dtype, 1e-5), what + " out");
-          compare(save_mean, sm_cpu, tol(dtype, 1e-5), what + " save_mean");
-          compare(save_invstd, si_cpu, tol(dtype, 1e-5), what + " save_invstd");
-          test::require_close(test::copy_to(mean.cuda, cpu()), mean.cpu, tol(dtype, 1e-5), tol(dtype, 1e-5),
-                              what + " running_mean");
-          test::require_close(test::copy_to(var.cuda, cpu()), var.cpu, tol(dtype, 1e-5), tol(dtype, 1e-5),
-                              what + " running_var");
+namespace {
 
-          auto grad = test::random_pair(sizes, dtype, -2, 2, ++seed);
-          const Tensor sm_gpu = test::copy_to(sm_cpu, kGpu), si_gpu = test::copy_to(si_cpu, kGpu);
-          test::GuardedOutput gx(sizes, dtype, kGpu), gw({channels}, dtype, kGpu), gb({channels}, dtype, kGpu);
-          kernels::batch_norm_backward(grad.cuda, x.cuda, w_gpu, sm_gpu, si_gpu, training, gx.view(),
-                                       affine ? gw.view() : Tensor(), affine ? gb.view() : Tensor());
-          Tensor gx_cpu = cpu_empty(sizes, dtype), gw_cpu = cpu_empty({channels}, dtype),
-                 gb_cpu = cpu_empty({channels}, dtype);
-          cpu_nn().batch_norm_backward(grad.cpu, x.cpu, w_cpu, sm_cpu, si_cpu, training, gx_cpu,
-                                       affine ? gw_cpu : Tensor(), affine ? gb_cpu : Tensor());
-          compare(gx, gx_cpu, tol(dtype, 1e-4), what + " grad_x");
-          if (affine) {
-            compare(gw, gw_cpu, tol(dtype, 1e-4), what + " grad_weight");
-            compare(gb, gb_cpu, tol(dtype, 1e-4), what + " grad_bias");
-          }
-        }
-      }
-    }
+// Picks the batch norm path for one scope: duet's own kernels (DUET_BATCH_NORM_KERNELS=duet) or
+// cuDNN (the variable unset), and restores the variable's previous state on exit, also when a
+// REQUIRE throws.
+class ScopedBatchNormPath {
+ public:
+  explicit ScopedBatchNormPath(bool own_kernels) {
+    if (const char* value = std::getenv(kVariable)) previous_ = value;
+    if (own_kernels) setenv(kVariable, "duet", 1);
+    else unsetenv(kVariable);
   }
+  ~ScopedBatchNormPath() {
+    if (previous_) setenv(kVariable, previous_->c_str(), 1);
+    else unsetenv(kVariable);
+  }
+  ScopedBatchNormPath(const ScopedBatchNormPath&) = delete;
+  ScopedBatchNormPath& operator=(const ScopedBatchNormPath&) = delete;
+
+ private:
+  static constexpr const char* kVariable = "DUET_BATCH_NORM_KERNELS";
+  std::optional<std::string> previous_;
+};
+
+struct BatchNormVariant {
+  bool training, affine, running_stats, grad_x;
+
+  std::string name() const {
+    return std::string(training ? " training" : " inference") + (affine ? " affine" : "") +
+           (running_stats ? "" : " without running stats") + (grad_x ? "" : " without grad_x");
+  }
+};
+
+// Tolerances, both paths: f32 within 1e-5 (relative and absolute) forward and 1e-4 backward, f64
+// within 1e-11. The CPU sums in double; duet's kernels too, cuDNN perhaps in f32, but over at
+// most 3,280 values of order 1 per channel its rounding stays near 1e-6. The backward sums
+// products of such values and keeps the looser bound it always had.
+void check_batch_norm(DType dtype, const Shape& sizes, const BatchNormVariant& v, const std::string& path,
+                      uint64_t& seed) {
+  const int64_t channels = sizes[1];
+  const std::string what = label("batch_norm " + shape_str(sizes) + v.name() + path, dtype);
+  auto x = test::random_pair(sizes, dtype, -3, 3, ++seed);
+  auto weight = test::random_pair({channels}, dtype, 0.5, 2, ++seed);
+  auto bias = test::random_pair({channels}, dtype, -1, 1, ++seed);
+  auto mean = test::random_pair({channels}, dtype, -1, 1, ++seed);
+  auto var = test::random_pair({channels}, dtype, 0.5, 2, ++seed);
+  const auto gpu_if = [](bool wanted, const test::TensorPair& t) { return wanted ? t.cuda : Tensor(); };
+  const auto cpu_if = [](bool wanted, const test::TensorPair& t) { return wanted ? t.cpu : Tensor(); };
+
+  test::GuardedOutput out(sizes, dtype, kGpu), save_mean({channels}, dtype, kGpu),
+      save_invstd({channels}, dtype, kGpu);
+  kernels::batch_norm_forward(x.cuda, gpu_if(v.affine, weight), gpu_if(v.affine, bias), gpu_if(v.running_stats, mean),
+                              gpu_if(v.running_stats, var), v.training, 0.1, 1e-5, out.view(), save_mean.view(),
+                              save_invstd.view());
+  Tensor out_cpu = cpu_empty(sizes, dtype), sm_cpu = cpu_empty({channels}, dtype),
+         si_cpu = cpu_empty({channels}, dtype);
+  cpu_nn().batch_norm_forward(x.cpu, cpu_if(v.affine, weight), cpu_if(v.affine, bias), cpu_if(v.running_stats, mean),
+                              cpu_if(v.running_stats, var), v.training, 0.1, 1e-5, out_cpu, sm_cpu, si_cpu);
+  compare(out, out_cpu, tol(dtype, 1e-5), what + " out");
+  compare(save_mean, sm_cpu, tol(dtype, 1e-5), what + " save_mean");
+  compare(save_invstd, si_cpu, tol(dtype, 1e-5), what + " save_invstd");
+  if (v.running_stats) {
+    test::require_close(test::copy_to(mean.cuda, cpu()), mean.cpu, tol(dtype, 1e-5), tol(dtype, 1e-5),
+                        what + " running_mean");
+    test::require_close(test::copy_to(var.cuda, cpu()), var.cpu, tol(dtype, 1e-5), tol(dtype, 1e-5),
+                        what + " running_var");
+  }
+
+  // The backward from the CPU's statistics on both sides.
+  auto grad = test::random_pair(sizes, dtype, -2, 2, ++seed);
+  const Tensor sm_gpu = test::copy_to(sm_cpu, kGpu), si_gpu = test::copy_to(si_cpu, kGpu);
+  test::GuardedOutput gx(sizes, dtype, kGpu), gw({channels}, dtype, kGpu), gb({channels}, dtype, kGpu);
+  kernels::batch_norm_backward(grad.cuda, x.cuda, gpu_if(v.affine, weight), sm_gpu, si_gpu, v.training,
+                               v.grad_x ? gx.view() : Tensor(), v.affine ? gw.view() : Tensor(),
+                               v.affine ? gb.view() : Tensor());
+  Tensor gx_cpu = cpu_empty(sizes, dtype), gw_cpu = cpu_empty({channels}, dtype),
+         gb_cpu = cpu_empty({channels}, dtype);
+  cpu_nn().batch_norm_backward(grad.cpu, x.cpu, cpu_if(v.affine, weight), sm_cpu, si_cpu, v.training,
+                               v.grad_x ? gx_cpu : Tensor(), v.affine ? gw_cpu : Tensor(),
+                               v.affine ? gb_cpu : Tensor());
+  if (v.grad_x) compare(gx, gx_cpu, tol(dtype, 1e-4), what + " grad_x");
+  if (v.affine) {
+    compare(gw, gw_cpu, tol(dtype, 1e-4), what + " grad_weight");
+    compare(gb, gb_cpu, tol(dtype, 1e-4), what + " grad_bias");
+  }
+}
+
+}  // namespace
+
+// On both paths: cuDNN, which hands inference backward and what it declines to duet's kernels,
+// and duet's kernels alone.
+TEST_CASE("CUDA batch norm matches the CPU, through cuDNN and through duet's kernels", "[cuda]") {
+  const bool own_kernels = GENERATE(false, true);
+  const ScopedBatchNormPath scoped_path(own_kernels);
+  const std::string path = own_kernels ? " (duet kernels)" : " (cuDNN)";
+  const std::vector<BatchNormVariant> variants = {
+      {true, true, true, true},   {true, false, true, true},  {false, true, true, true},
+      {false, false, true, true}, {true, true, false, true},  {true, true, true, false},
+  };
+  uint64_t seed = 6000;
+  for (DType dtype : kFloating)
+    for (const Shape& sizes : std::vector<Shape>{{4, 5, 7, 3}, {9, 6}, {2, 3, 40, 41}})
+      for (const BatchNormVariant& v : variants) check_batch_norm(dtype, sizes, v, path, seed);
 }
 
 TEST_CASE("CUDA conv2d matches the CPU through cuDNN and through im2col", "[cuda]") {
