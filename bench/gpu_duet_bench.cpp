@@ -116,6 +116,7 @@ int run(const Args& args) {
                            {"model", args.model},   {"device", device.str()},
                            {"data", data_source},   {"batch_size", args.batch_size},
                            {"tf32", args.tf32},     {"window_images_per_second", rates},
+                           {"cudnn_declined", cuda::cudnn_declined()},
                            {"train_images_per_second", median(rates)}};
   std::cout << result.dump() << std::endl;
   return 0;

@@ -46,6 +46,10 @@ def main(folder):
     torch_run = next((r for r in results.values() if r and r["framework"] == "torch"), None)
     lines.append("")
     lines.append("duet graph: the step recorded once as a CUDA graph and replayed (--cuda-graph).")
+    for (mode, model), r in results.items():
+        if r and r.get("cudnn_declined"):
+            lines.append(f"Note: in duet's {mode} run of {model}, cuDNN declined {r['cudnn_declined']} calls, "
+                         "which ran on duet's slower fallback kernels instead.")
     if any_run:
         lines.append(f"Training throughput on {any_run['device']}, batch {any_run['batch_size']}, SGD, TF32 "
                      f"{'on' if any_run['tf32'] else 'off'}; median of timed windows after warm-up. "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace duet::cuda {
 
@@ -31,5 +32,10 @@ void empty_cache();
 // Takes effect for the next launch, on every device and thread.
 void set_allow_tf32(bool allow);
 bool allow_tf32() noexcept;
+
+// How many calls cuDNN declined since the process started, so that duet's own kernels ran
+// instead (conv2d's im2col path, batch norm's kernels): slower, never wrong. Fallbacks asked
+// for with DUET_CONV_IM2COL or DUET_BATCH_NORM_KERNELS are not counted. 0 without CUDA.
+int64_t cudnn_declined() noexcept;
 
 }  // namespace duet::cuda

@@ -52,7 +52,10 @@ TEST_CASE("lenet-relu and resnet18 train to the same parameters on cuda:0 as on 
   const Tensor labels = from_vector(classes, {16}, {.dtype = DType::i64});
 
   const auto on_cpu = train(name, cpu(), images, labels);
+  const int64_t declined_before = cuda::cudnn_declined();
   const auto on_gpu = train(name, cuda_device(0), images, labels);
+  // Every convolution and batch norm of the models ran in cuDNN, not in a slower fallback.
+  CHECK(cuda::cudnn_declined() == declined_before);
   const auto cpu_params = on_cpu->named_parameters(), gpu_params = on_gpu->named_parameters();
   REQUIRE(cpu_params.size() == gpu_params.size());
   for (size_t p = 0; p < cpu_params.size(); ++p) {
