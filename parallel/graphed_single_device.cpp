@@ -42,9 +42,19 @@ bool GraphedSingleDevice::fits(const data::Batch& batch) const {
   return graph_ && same_layout(batch.x, x_) && same_layout(batch.y, y_);
 }
 
+// Where the graph reads and writes: replacing a parameter or buffer (Module::to, a loaded
+// state) moves it, and the graph would go on writing the old, freed memory.
+std::vector<const void*> GraphedSingleDevice::addresses() {
+  std::vector<const void*> out;
+  for (const Tensor& p : eager_.optimizer().params()) out.push_back(p.data_ptr());
+  for (const auto& [name, b] : eager_.model().named_buffers()) out.push_back(b.data_ptr());
+  return out;
+}
+
 StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
-  const bool recorded_one = graph_ != nullptr;
-  if (warmup_left_ > 0 || (recorded_one && !fits(batch))) {
+  // The graph is made for the largest batch: a smaller one (an epoch's last) trains eagerly.
+  largest_batch_ = std::max(largest_batch_, batch.y.numel());
+  if (warmup_left_ > 0 || batch.y.numel() < largest_batch_) {
     warmup_left_ = std::max(warmup_left_ - 1, 0);
     StepResult result = eager_.train_step(batch);
     phases_ = eager_.last_phases();
@@ -52,14 +62,15 @@ StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
   }
   phases_ = {};
   PhaseTimer timer(phases_);
-  const bool record_now = !recorded_one || optimizer().lr() != recorded_lr_;
-  if (record_now) record(batch);
+  if (!fits(batch) || optimizer().lr() != recorded_lr_ || addresses() != recorded_addresses_) record(batch);
   check_labels(batch.y, classes_);
   x_.copy_(batch.x);
   y_.copy_(batch.y);
   graph_->replay();
-  // The recording called step() once, for the step its first replay performs.
-  if (!record_now) optimizer().count_replayed_step();
+  // The recording called step() once, for the step its first replay performs (which may come
+  // a call later, when this batch's labels were refused).
+  if (!first_replay_pending_) optimizer().count_replayed_step();
+  first_replay_pending_ = false;
   ++replays_;
   // An eager step in between may have replaced the parameters' .grad; show the graph's again.
   const std::vector<Tensor>& params = optimizer().params();
@@ -89,7 +100,9 @@ void GraphedSingleDevice::record(const data::Batch& batch) {
   grads_.clear();
   for (const Tensor& p : optimizer().params()) grads_.push_back(p.grad());
   recorded_lr_ = optimizer().lr();
+  recorded_addresses_ = addresses();
   graph_ = std::move(graph);
+  first_replay_pending_ = true;
   ++recordings_;
 }
 

@@ -9,8 +9,10 @@
 //      two tensors of its own and writes the loss and the number of correct predictions to two
 //      more. Nothing runs while recording; the graph's first replay trains on that batch.
 //   3. Each later batch is copied into the graph's inputs, the graph replayed, and the loss and
-//      count read back. A batch of another shape (an epoch's short last batch) trains eagerly;
-//      a new learning rate records the step again.
+//      count read back. A batch smaller than the largest seen (an epoch's short last batch)
+//      trains eagerly; a new learning rate, another batch shape, or parameters or buffers that
+//      moved (Module::to, a loaded state) record the step again. (Optimizer state loaded in
+//      between is not noticed: build a new GraphedSingleDevice after load_state.)
 // Labels are checked on the host before each replay, since the graph cannot stop to report a
 // bad one. Models that draw random numbers (dropout) and optimizers whose step is not
 // replayable (Adam) are refused with an error.
@@ -44,6 +46,7 @@ class GraphedSingleDevice final : public Strategy {
 
  private:
   bool fits(const data::Batch& batch) const;
+  std::vector<const void*> addresses();
   void record(const data::Batch& batch);
 
   SingleDevice eager_;
@@ -56,6 +59,9 @@ class GraphedSingleDevice final : public Strategy {
   std::vector<Tensor> grads_;    // the gradients it writes, one per parameter (undefined: none)
   int64_t classes_ = 0;
   double recorded_lr_ = 0;
+  std::vector<const void*> recorded_addresses_;
+  int64_t largest_batch_ = 0;  // rows of the largest batch seen
+  bool first_replay_pending_ = false;  // the recording's step() counted a step not yet replayed
   int64_t replays_ = 0;
   int recordings_ = 0;
 };

@@ -118,6 +118,11 @@ struct DevicePool {
     active_pool = kSharedPool;
   }
 
+  bool recording() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return active_pool != kSharedPool;
+  }
+
   // Hands a private pool's blocks, cached and live, over to the shared pool.
   void release_private(int pool) {
     std::lock_guard<std::mutex> lock(mutex);
@@ -187,7 +192,9 @@ class CachingAllocator final : public Allocator {
     DeviceGuard guard(device);
     void* ptr = nullptr;
     cudaError_t status = cudaMalloc(&ptr, size);
-    if (status == cudaErrorMemoryAllocation) {
+    // Not while a graph records on this GPU: cudaFree waits for the whole device, which
+    // invalidates the capture.
+    if (status == cudaErrorMemoryAllocation && !recording_on_gpu(physical_device(device.index))) {
       cudaGetLastError();  // clear it before retrying
       release_cached_on_gpu(physical_device(device.index));
       status = cudaMalloc(&ptr, size);
@@ -204,6 +211,12 @@ class CachingAllocator final : public Allocator {
     }
     DUET_CUDA_CHECK(status);
     return ptr;
+  }
+
+  bool recording_on_gpu(int physical) {
+    for (int i = 0; i < device_count(); ++i)
+      if (physical_device(i) == physical && pools_[static_cast<size_t>(i)].recording()) return true;
+    return false;
   }
 
   void release_cached_on_gpu(int physical) {

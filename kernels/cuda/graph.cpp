@@ -43,9 +43,13 @@ void CapturedWork::capture(const std::function<void()>& work) {
   DeviceGuard guard(device_);
   cudaStream_t s = stream(device_);
   graph_->pool = begin_private_pool(device_);
-  // Relaxed: the backward engine's device worker allocates and launches from its own thread.
+  // Relaxed: the caching allocator may cudaMalloc while recording, and other threads (the
+  // loader's cudaHostAlloc) must not be refused meanwhile. Any thread's launches into `s` are
+  // recorded, whatever the mode.
   if (cudaError_t began = cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed); began != cudaSuccess) {
     end_private_pool(device_);
+    release_private_pool(device_, graph_->pool);
+    graph_->pool = 0;  // nothing was recorded: capture() may be tried again
     cudaGetLastError();
     DUET_FAIL("recording a CUDA graph on ", device_, ": cudaStreamBeginCapture failed: ", cudaGetErrorString(began));
   }
