@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/gpu.sh, the twin of bench/gpu_duet_bench.cpp: the same model, batch,
 plain SGD and timing (median images/s of timed windows after a warm-up) on one CUDA device,
-eager or under torch.compile. Batches are cut on the host and copied each step, as duet's
-DataLoader and SingleDevice do. Prints one JSON line.
+eager or under torch.compile. Batches are loaded as duet's DataLoader loads them: cut and
+converted on a background thread into pinned memory, two ahead, then copied to the GPU without
+waiting. Prints one JSON line.
 """
 import argparse
 import json
 import os
+import queue
 import statistics
 import sys
+import threading
 import time
 
 import torch
@@ -63,14 +66,23 @@ def load_images(data_dir, synthetic):
     return images, torch.randint(0, 10, (60000,), generator=g), "synthetic"
 
 
-def batches(images, labels, batch_size):
+def batches(images, labels, batch_size, pin):
     """Endless shuffled full batches, u8 -> f32 / 255 on the host (duet's DataLoader)."""
     g = torch.Generator().manual_seed(0)
     while True:
         order = torch.randperm(labels.numel(), generator=g)
         for first in range(0, labels.numel() - batch_size + 1, batch_size):
             index = order[first:first + batch_size]
-            yield images[index].to(torch.float32).mul_(1.0 / 255.0), labels[index]
+            x, y = images[index].to(torch.float32).mul_(1.0 / 255.0), labels[index]
+            yield (x.pin_memory(), y.pin_memory()) if pin else (x, y)
+
+
+def prefetched(items, depth=2):
+    """`items` made on a background thread, `depth` ahead (torch's ops release the GIL)."""
+    ready = queue.Queue(maxsize=depth)
+    threading.Thread(target=lambda: [ready.put(item) for item in items], daemon=True).start()
+    while True:
+        yield ready.get()
 
 
 def main():
@@ -105,16 +117,16 @@ def main():
         return loss
 
     net_forward = torch.compile(net) if args.mode == "compile" else net
-    data = batches(images, labels, args.batch_size)
+    data = prefetched(batches(images, labels, args.batch_size, pin=device.type == "cuda"))
     rates = []
     for _ in range(args.warmup):
         x, y = next(data)
-        step(x.to(device), y.to(device)).item()
+        step(x.to(device, non_blocking=True), y.to(device, non_blocking=True)).item()
     for _ in range(args.windows):
         start = time.perf_counter()
         for _ in range(args.window_batches):
             x, y = next(data)
-            step(x.to(device), y.to(device)).item()  # duet reads every step's loss too
+            step(x.to(device, non_blocking=True), y.to(device, non_blocking=True)).item()  # duet reads every loss too
         rates.append(args.window_batches * args.batch_size / (time.perf_counter() - start))
     print(json.dumps({"framework": "torch", "torch_version": torch.__version__, "mode": args.mode,
                       "model": args.model, "device": args.device, "data": source, "batch_size": args.batch_size,
