@@ -69,7 +69,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 step configure 90 "$RESULTS/configure.log" \
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90
-step build 270 "$RESULTS/build.log" cmake --build "$BUILD_DIR" -j "$JOBS" --target duet_cuda_tests gpu_duet_bench
+step build 270 "$RESULTS/build.log" cmake --build "$BUILD_DIR" -j "$JOBS" --target duet_cuda_tests gpu_duet_bench overhead_bench
 # Four test processes at a time: each spends most of its second or two creating a CUDA context
 # and library handles, and one H200 holds them all.
 step "ctest -L cuda" 150 "$RESULTS/ctest.log" \
@@ -88,6 +88,9 @@ for model in "${MODELS[@]}"; do
     "$PYTHON" "$ROOT/bench/gpu_torch_bench.py" --model "$model" --mode eager "${BENCH_ARGS[@]}" &&
     grep '^{' "$RESULTS/eager-$model.log" >"$RESULTS/eager-$model.json"
 done
+# The host's cost per op on the GPU (dispatch, autograd, launch): what paces the small models.
+step "host overhead per op" 60 "$RESULTS/overhead.log" \
+  "$PYTHON" "$ROOT/bench/overhead.py" --build-dir "$BUILD_DIR" --device cuda:0 --python "$PYTHON"
 # Last, with what time is left: compiling costs tens of seconds per model.
 for model in "${MODELS[@]}"; do
   step "PyTorch torch.compile $model" 120 "$RESULTS/compile-$model.log" \
@@ -97,6 +100,8 @@ done
 
 echo
 "$PYTHON" "$ROOT/bench/gpu_table.py" "$RESULTS" || echo "(the table script failed)"
+echo
+grep '^|' "$RESULTS/overhead.log" 2>/dev/null
 echo
 if ((${#FAILURES[@]})); then
   echo "Failed or skipped steps (logs in $RESULTS):"
