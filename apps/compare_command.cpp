@@ -136,6 +136,8 @@ int run_compare(CompareArgs args) {
     return kBadInput;
   }
   if (args.threads > 0) kernels::set_num_threads(args.threads);
+  // The per-phase columns are the point: on GPUs each phase waits for its devices' work.
+  parallel::set_exact_gpu_phases(true);
   Device device;
   data::TensorDataset train_set;
   try {

@@ -5,9 +5,13 @@ namespace duet::apps {
 TrainingProfile::TrainingProfile() {
   kernels::profiler::take();  // start from zero
   kernels::profiler::set_enabled(true);
+  parallel::set_exact_gpu_phases(true);  // on a GPU, phases as the device spends them
 }
 
-TrainingProfile::~TrainingProfile() { kernels::profiler::set_enabled(false); }
+TrainingProfile::~TrainingProfile() {
+  kernels::profiler::set_enabled(false);
+  parallel::set_exact_gpu_phases(false);
+}
 
 void TrainingProfile::after_step(const parallel::PhaseTimes& phases) {
   ++steps_;

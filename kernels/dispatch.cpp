@@ -126,7 +126,10 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
 }
 
 void copy(const Tensor& src, const Tensor& dst) {
-  profiler::Scope profile(__func__);
+  // A copy to or from a GPU mostly waits for the work already queued there (item(), to(cpu),
+  // pageable sources): timed apart, so that wait is not reported as the device copy kernel's.
+  const bool across_gpu = src.device() != dst.device() && (src.device().is_cuda() || dst.device().is_cuda());
+  profiler::Scope profile(across_gpu ? "copy across devices" : __func__);
   if (src.device().type == dst.device().type) {
     // Two logical CPU devices share host memory: a plain copy.
     backend_for(dst.device().type).copy(src, dst);

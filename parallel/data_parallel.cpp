@@ -27,7 +27,7 @@ StepResult DataParallel::train_step(const data::Batch& batch) {
   const Device master = devices_[0];
   phases_ = {};
   comm_counter().reset();
-  PhaseTimer timer(phases_);
+  PhaseTimer timer(phases_, 0, devices_);
   optimizer_->zero_grad();
 
   // 1. Scatter the inputs: chunk k goes to devices[k], and a batch of fewer than N rows uses
@@ -68,7 +68,7 @@ StepResult DataParallel::train_step(const data::Batch& batch) {
   std::vector<Tensor> outputs(used.size());
   std::vector<PhaseTimes> replica_times(used.size());  // for the trace: each device's forward
   run_on_devices(used, [&](size_t k) {
-    PhaseTimer replica_timer(replica_times[k], static_cast<int>(k));
+    PhaseTimer replica_timer(replica_times[k], static_cast<int>(k), {used[k]});
     outputs[k] = replicas[k]->forward(inputs[k]);
     replica_timer.lap(Phase::forward);
   });
@@ -92,7 +92,7 @@ StepResult DataParallel::train_step(const data::Batch& batch) {
   optimizer_->step();
   timer.lap(Phase::step);
   phases_.bytes_moved = comm_counter().bytes_moved();
-  return {mean_loss(loss, loss_, labels.numel()), count_correct(logits, labels), labels.numel()};
+  return step_result(loss, loss_, logits, labels);
 }
 
 }  // namespace duet::parallel

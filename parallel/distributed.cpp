@@ -109,7 +109,7 @@ StepResult DistributedDataParallel::train_step(const data::Batch& batch) {
   const size_t local = ranks_.size();
   phases_ = {};
   rank_phases_.assign(local, {});
-  PhaseTimer timer(phases_);
+  PhaseTimer timer(phases_, 0, devices_);
   // Each local rank's shard. In one process it is split here as scatter would, and timed as
   // the scatter phase; across processes the batch already is this rank's shard.
   std::vector<Tensor> xs, ys;
@@ -167,7 +167,7 @@ StepResult DistributedDataParallel::global_result(const std::vector<RankResult>&
 DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, const Tensor& x, const Tensor& y,
                                                                       int64_t global_count) {
   Rank& rank = ranks_[r];
-  PhaseTimer timer(rank_phases_[r], static_cast<int>(r));
+  PhaseTimer timer(rank_phases_[r], static_cast<int>(r), {rank.comm->device()});
   rank.comm->reset_stats();
   rank.optimizer->zero_grad();
 
@@ -206,8 +206,9 @@ DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, 
     // The hooks fire inside this call, on this thread, and launch the buckets as they fill.
     loss.backward();
     timer.lap(Phase::backward);
-    result.loss = mean_loss(loss, options_.loss, n_local);
-    result.correct = count_correct(logits, y);
+    const StepResult step = step_result(loss, options_.loss, logits, y);
+    result.loss = step.loss;
+    result.correct = step.correct;
   }
   if (rank.reducer) {
     rank.reducer->finish();  // waits for the buckets still in flight, copies them into .grad

@@ -61,7 +61,7 @@ StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
     return result;
   }
   phases_ = {};
-  PhaseTimer timer(phases_);
+  PhaseTimer timer(phases_, 0, {device()});
   if (!fits(batch) || optimizer().lr() != recorded_lr_ || addresses() != recorded_addresses_) record(batch);
   check_labels(batch.y, classes_);
   x_.copy_(batch.x);

@@ -1,9 +1,18 @@
 #include "duet/parallel/phase_times.h"
 
 #include <algorithm>
+#include <atomic>
 #include <numeric>
 
+#include "duet/kernels/cuda/runtime.h"
+
 namespace duet::parallel {
+namespace {
+std::atomic<bool> exact_phases{false};
+}  // namespace
+
+void set_exact_gpu_phases(bool on) { exact_phases = on; }
+bool exact_gpu_phases() { return exact_phases; }
 
 const char* name(Phase phase) {
   switch (phase) {
@@ -43,6 +52,9 @@ void PhaseTimer::lap(Phase phase) {
 void PhaseTimer::lap_untraced(Phase phase) { lap_ms(phase); }
 
 double PhaseTimer::lap_ms(Phase phase) {
+  if (exact_gpu_phases()) {
+    for (Device d : devices_) cuda::synchronize(d);
+  }
   Clock::time_point now = Clock::now();
   const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
   times_[phase] += ms;

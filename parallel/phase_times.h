@@ -6,7 +6,10 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 #include <vector>
+
+#include "duet/core/device.h"
 
 namespace duet::parallel {
 
@@ -51,12 +54,21 @@ struct PhaseTimes {
 // The common zero of every PhaseEvent's start: the first call to this function.
 std::chrono::steady_clock::time_point trace_clock_origin();
 
+// On a GPU the host queues kernels and moves on, so a phase timed on the host measures the
+// queueing, not the work. With exact GPU phases on, every lap first waits for its timer's CUDA
+// devices: phase times become the devices' times, at the cost of those waits (the host can no
+// longer queue ahead across phases). `duet compare` and `duet train --profile` turn it on;
+// plain training leaves it off. CPU devices are unaffected.
+void set_exact_gpu_phases(bool on);
+bool exact_gpu_phases();
+
 // Measures consecutive phases on one thread: each lap(phase) adds the time since the previous
-// lap (or since construction) to that phase, and records it as an event on `track`.
+// lap (or since construction) to that phase, and records it as an event on `track`. `devices`
+// are those the phases' work runs on (for exact GPU phases).
 class PhaseTimer {
  public:
-  explicit PhaseTimer(PhaseTimes& times, int track = 0)
-      : times_(times), track_(track), last_((trace_clock_origin(), Clock::now())) {}
+  explicit PhaseTimer(PhaseTimes& times, int track = 0, std::vector<Device> devices = {})
+      : times_(times), track_(track), devices_(std::move(devices)), last_((trace_clock_origin(), Clock::now())) {}
   void lap(Phase phase);
   // The same, without the event: for a phase whose per-device events are recorded separately.
   void lap_untraced(Phase phase);
@@ -66,6 +78,7 @@ class PhaseTimer {
   using Clock = std::chrono::steady_clock;
   PhaseTimes& times_;
   int track_;
+  std::vector<Device> devices_;
   Clock::time_point last_;
 };
 

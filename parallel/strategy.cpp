@@ -15,7 +15,7 @@ SingleDevice::SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<op
 
 StepResult SingleDevice::train_step(const data::Batch& batch) {
   phases_ = {};
-  PhaseTimer timer(phases_);
+  PhaseTimer timer(phases_, 0, {device_});
   Tensor x = batch.x.to(device_), y = batch.y.to(device_);
   optimizer_->zero_grad();
   Tensor logits = model_->forward(x);
@@ -26,7 +26,7 @@ StepResult SingleDevice::train_step(const data::Batch& batch) {
   timer.lap(Phase::backward);
   optimizer_->step();
   timer.lap(Phase::step);
-  return {mean_loss(loss, loss_, y.numel()), count_correct(logits, y), y.numel()};
+  return step_result(loss, loss_, logits, y);
 }
 
 void check_loss_reduction(LossReduction loss, const char* who) {
@@ -37,6 +37,12 @@ void check_loss_reduction(LossReduction loss, const char* who) {
 double mean_loss(const Tensor& loss, LossReduction reduction, int64_t count) {
   const double value = loss.item<double>();
   return reduction == LossReduction::sum && count > 0 ? value / static_cast<double>(count) : value;
+}
+
+StepResult step_result(const Tensor& loss, LossReduction reduction, const Tensor& logits, const Tensor& labels) {
+  const Tensor correct = correct_predictions(logits, labels);
+  const double mean = mean_loss(loss, reduction, labels.numel());
+  return {mean, correct.item<int64_t>(), labels.numel()};
 }
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {

@@ -65,6 +65,10 @@ void check_loss_reduction(LossReduction loss, const char* who);
 // The mean loss over `count` examples from a mean- or sum-reduced loss tensor.
 double mean_loss(const Tensor& loss, LossReduction reduction, int64_t count);
 
+// A step's result from its loss, logits and labels. The correct count is queued before the loss
+// is read, so a GPU is waited for once, not twice.
+StepResult step_result(const Tensor& loss, LossReduction reduction, const Tensor& logits, const Tensor& labels);
+
 // Number of rows of `logits` [N, C] whose argmax equals `labels` [N].
 int64_t count_correct(const Tensor& logits, const Tensor& labels);
 // The same count as an i64 scalar tensor on the logits' device, without waiting for it.

@@ -126,6 +126,12 @@ cudaStream_t stream(Device device) {
   return s.stream[i];
 }
 
+void synchronize(Device device) {
+  if (!device.is_cuda()) return;
+  DeviceGuard guard(device);
+  DUET_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
+}
+
 DeviceGuard::DeviceGuard(Device device) {
   check_device(device);
   int target = physical_device(device.index);

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "duet/core/device.h"
+
 namespace duet::cuda {
 
 // Usable CUDA devices (after DUET_CUDA_VIRTUAL_DEVICES mapping). Returns 0 when there is no
@@ -19,6 +21,9 @@ int device_count() noexcept;
 bool is_built() noexcept;
 // True when DUET_CUDA_VIRTUAL_DEVICES maps the logical devices onto one GPU (false without CUDA).
 bool virtual_devices() noexcept;
+
+// Waits until everything queued on a CUDA device's stream has run; a no-op for a CPU device.
+void synchronize(Device device);
 
 // Returns the caching allocator's unused blocks on every CUDA device to the driver (reserved
 // bytes drop to those held by live tensors), and the cached pinned host blocks too, once the

@@ -236,6 +236,14 @@ TEST_CASE("both strategies record per-phase times and bytes moved", "[strategies
   CHECK(b.bytes_moved > 0);
   CHECK(ddp.last_phases_per_rank().size() == 2);
   CHECK(b.total_ms() > 0);
+
+  // Exact GPU phases wait for CUDA devices only: on CPU devices the same phases come out.
+  set_exact_gpu_phases(true);
+  dp.train_step(batch);
+  set_exact_gpu_phases(false);
+  CHECK(dp.last_phases()[Phase::forward] > 0);
+  CHECK(dp.last_phases()[Phase::backward] > 0);
+  CHECK_NOTHROW(cuda::synchronize(cpu(0)));
 }
 
 TEST_CASE("GraphedSingleDevice refuses what a CUDA graph cannot replay", "[strategies]") {
