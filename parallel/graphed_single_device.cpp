@@ -42,12 +42,12 @@ bool GraphedSingleDevice::fits(const data::Batch& batch) const {
   return graph_ && same_layout(batch.x, x_) && same_layout(batch.y, y_);
 }
 
-// Where the graph reads and writes: replacing a parameter or buffer (Module::to, a loaded
-// state) moves it, and the graph would go on writing the old, freed memory.
-std::vector<const void*> GraphedSingleDevice::addresses() {
+// Where the graph reads and writes the parameters. Module::to moves them (and the buffers with
+// them), and the graph would go on writing the old, freed memory; load_state_dict copies into
+// them in place, which the graph then reads.
+std::vector<const void*> GraphedSingleDevice::parameter_addresses() {
   std::vector<const void*> out;
-  for (const Tensor& p : eager_.optimizer().params()) out.push_back(p.data_ptr());
-  for (const auto& [name, b] : eager_.model().named_buffers()) out.push_back(b.data_ptr());
+  for (const Tensor& p : optimizer().params()) out.push_back(p.data_ptr());
   return out;
 }
 
@@ -62,7 +62,7 @@ StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
   }
   phases_ = {};
   PhaseTimer timer(phases_, 0, {device()});
-  if (!fits(batch) || optimizer().lr() != recorded_lr_ || addresses() != recorded_addresses_) record(batch);
+  if (!fits(batch) || optimizer().lr() != recorded_lr_ || parameter_addresses() != recorded_addresses_) record(batch);
   check_labels(batch.y, classes_);
   x_.copy_(batch.x);
   y_.copy_(batch.y);
@@ -100,7 +100,7 @@ void GraphedSingleDevice::record(const data::Batch& batch) {
   grads_.clear();
   for (const Tensor& p : optimizer().params()) grads_.push_back(p.grad());
   recorded_lr_ = optimizer().lr();
-  recorded_addresses_ = addresses();
+  recorded_addresses_ = parameter_addresses();
   graph_ = std::move(graph);
   first_replay_pending_ = true;
   ++recordings_;

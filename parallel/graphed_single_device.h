@@ -10,9 +10,9 @@
 //      more. Nothing runs while recording; the graph's first replay trains on that batch.
 //   3. Each later batch is copied into the graph's inputs, the graph replayed, and the loss and
 //      count read back. A batch smaller than the largest seen (an epoch's short last batch)
-//      trains eagerly; a new learning rate, another batch shape, or parameters or buffers that
-//      moved (Module::to, a loaded state) record the step again. (Optimizer state loaded in
-//      between is not noticed: build a new GraphedSingleDevice after load_state.)
+//      trains eagerly; a new learning rate, another batch shape, or parameters that moved
+//      (Module::to) record the step again. (Optimizer state loaded in between is not noticed:
+//      build a new GraphedSingleDevice after Optimizer::load_state.)
 // Labels are checked on the host before each replay, since the graph cannot stop to report a
 // bad one. Models that draw random numbers (dropout) and optimizers whose step is not
 // replayable (Adam) are refused with an error.
@@ -46,7 +46,7 @@ class GraphedSingleDevice final : public Strategy {
 
  private:
   bool fits(const data::Batch& batch) const;
-  std::vector<const void*> addresses();
+  std::vector<const void*> parameter_addresses();
   void record(const data::Batch& batch);
 
   SingleDevice eager_;
