@@ -10,6 +10,9 @@
 # Fashion-MNIST comes from DATA_DIR (default /usr/share/datasets/fashion-mnist) when its
 # files are there, else synthetic batches of its shape; the table says which.
 #
+# On the GPU machine duet's build dependencies come from gpu-deps/: run bench/gpu_deps.sh here
+# first, then carry that folder (see README, "GPU check and benchmark").
+#
 # Environment: BUILD_DIR (default build-gpu), DATA_DIR, PYTHON (default python3), BUDGET_S
 # (default 470: the seconds the whole script may take), JOBS (default: all cores).
 set -u
@@ -56,6 +59,9 @@ step() {
 
 mkdir -p "$RESULTS"
 rm -f "$RESULTS"/*.json
+# The GPU machine has no OpenBLAS, Catch2, CLI11 or nlohmann-json, and no network: they come in
+# gpu-deps/ (bench/gpu_deps.sh, run beforehand where apt works), cuDNN and NCCL from PyTorch.
+source "$ROOT/bench/gpu_env.sh"
 
 if [[ -f $DATA_DIR/train-images-idx3-ubyte.gz || -f $DATA_DIR/train-images-idx3-ubyte ]]; then
   DATA_ARGS=(--data-dir "$DATA_DIR")
@@ -68,7 +74,7 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,m
 
 step configure 90 "$RESULTS/configure.log" \
   cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDUET_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90
+  -DCMAKE_CUDA_ARCHITECTURES=90 "${CMAKE_ARGS[@]}"
 step build 270 "$RESULTS/build.log" cmake --build "$BUILD_DIR" -j "$JOBS" --target duet_cuda_tests gpu_duet_bench overhead_bench
 # Four test processes at a time: each spends most of its second or two creating a CUDA context
 # and library handles, and one H200 holds them all.
