@@ -9,7 +9,9 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 DEST=$ROOT/gpu-deps
-PACKAGES=(libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libgfortran5 zlib1g zlib1g-dev
+# zlib's runtime library is not among them: every machine has one, and an older copy on
+# LD_LIBRARY_PATH could break PyTorch there.
+PACKAGES=(libopenblas-dev libopenblas-pthread-dev libopenblas0-pthread libgfortran5 zlib1g-dev
           nlohmann-json3-dev libcli11-dev catch2)
 
 command -v apt-get >/dev/null || { echo "gpu_deps.sh: needs apt-get (Debian)" >&2; exit 1; }

@@ -24,7 +24,10 @@ unpack_debs() {
       *) ar p "$deb" "$data" | tar -xz -C "$root" ;;
     esac
   done
-  local lib=$root/usr/lib/x86_64-linux-gnu
+  local lib=$root/usr/lib/x86_64-linux-gnu system_zlib
+  # zlib1g-dev's libz.so points at the runtime library, which is the machine's own here.
+  system_zlib=$(ldconfig -p 2>/dev/null | awk '/libz\.so\.1 .*x86-64/ {print $NF; exit}')
+  [[ -n $system_zlib ]] && ln -sf "$system_zlib" "$lib/libz.so"
   CMAKE_ARGS+=(-DCMAKE_PREFIX_PATH="$root/usr" -DCMAKE_LIBRARY_PATH="$lib/openblas-pthread;$lib")
   export CPATH=$root/usr/include/x86_64-linux-gnu/openblas-pthread:$root/usr/include${CPATH:+:$CPATH}
   export LIBRARY_PATH=$lib/openblas-pthread:$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
