@@ -2,7 +2,7 @@
 #pragma once
 
 // DUET_HD marks functions that compile for both the CPU and CUDA kernels, so the math
-// is written once (DESIGN.md section 3).
+// is written once (docs/design.md, section 3).
 #if defined(__CUDACC__)
 #define DUET_HD __host__ __device__
 #else

@@ -1,7 +1,7 @@
 // copy(): dst = src, broadcasting src and converting its dtype.
 #include <cstring>
 
-#include "duet/kernels/cpu/cast.h"
+#include "duet/kernels/cast.h"
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/strided_loop.h"
 

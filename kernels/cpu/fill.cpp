@@ -1,5 +1,5 @@
 // fill() and arange(): outputs written from a formula, no inputs.
-#include "duet/kernels/cpu/cast.h"
+#include "duet/kernels/cast.h"
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/strided_loop.h"
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "duet/kernels/cpu/cast.h"
+#include "duet/kernels/cast.h"
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/strided_loop.h"
 
