@@ -4,7 +4,7 @@
 #
 # With CUDA, NCCL is optional: DUET_HAS_NCCL (and the imported target duet::nccl) is set when
 # nccl.h and libnccl are found beside the toolkit, under Debian's paths or under NCCL_ROOT.
-# Without it, make_nccl_group throws "built without NCCL" (parallel/nccl_unavailable.cpp).
+# Without it, make_nccl_group throws "built without NCCL" (parallel/comm/nccl_unavailable.cpp).
 include(CheckLanguage)
 
 set(DUET_HAS_CUDA OFF)

@@ -1,5 +1,5 @@
 // Differentiable communication ops for strategy A (DataParallel), after PyTorch's
-// torch.nn.parallel Scatter, Gather, Broadcast and ReduceAddCoalesced (DESIGN.md section 6).
+// torch.nn.parallel Scatter, Gather, Broadcast and ReduceAddCoalesced (docs/parallel-strategies.md).
 //
 // Each op is ONE autograd node however many devices and tensors it spans, and its backward is
 // the dual op: scatter <-> gather, broadcast <-> reduce_add. Every op adds the bytes it copies
@@ -11,7 +11,7 @@
 
 #include "duet/autograd/ops.h"
 #include "duet/core/tensor.h"
-#include "duet/parallel/comm_counter.h"
+#include "duet/parallel/comm/comm_counter.h"
 
 namespace duet::parallel {
 

@@ -1,4 +1,4 @@
-// The alpha-beta cost model of DESIGN.md section 6: what one training step of each strategy
+// The alpha-beta cost model (docs/parallel-strategies.md, "The cost model"): what one training step of each strategy
 // should cost on N GPUs, from the measured single-device compute and the bytes each strategy
 // moves. A message of b bytes over a link costs alpha + b / beta (latency plus transfer).
 //   - Root-bound transfers (DataParallel's scatter, broadcast, gather and gradient reduce):

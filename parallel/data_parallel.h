@@ -1,5 +1,5 @@
 // Strategy A, DataParallel: PyTorch's torch.nn.DataParallel, one process driving N devices
-// from device 0 (DESIGN.md section 6). Every step:
+// from device 0 (docs/parallel-strategies.md). Every step:
 //   1. scatter   the batch's inputs along dim 0, one chunk per device (fewer for a small batch);
 //   2. broadcast the master parameters and buffers from devices[0] to every used device, as
 //                ONE autograd node, and build a replica per device from the copies;

@@ -7,7 +7,7 @@
 #include "duet/core/error.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/nn/functional.h"
-#include "duet/parallel/nccl_communicator.h"
+#include "duet/parallel/comm/nccl_communicator.h"
 #include "duet/parallel/replica_threads.h"
 
 namespace duet::parallel {

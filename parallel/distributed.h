@@ -1,4 +1,4 @@
-// Strategy B, DistributedDataParallel: PyTorch's DDP (DESIGN.md section 6). It runs either
+// Strategy B, DistributedDataParallel: PyTorch's DDP (docs/parallel-strategies.md). It runs either
 //   - in ONE process over N devices, one thread and one local Communicator per rank, or
 //   - as one rank of a multi-process group (mpirun, one process per rank), given that rank's
 //     Communicator; each process then loads its own shard through a DistributedSampler.
@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "duet/parallel/grad_buckets.h"
-#include "duet/parallel/local_communicator.h"
+#include "duet/parallel/comm/local_communicator.h"
 #include "duet/parallel/phase_times.h"
 #include "duet/parallel/strategy.h"
 

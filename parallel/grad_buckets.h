@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "duet/core/tensor.h"
-#include "duet/parallel/communicator.h"
+#include "duet/parallel/comm/communicator.h"
 
 namespace duet::parallel {
 

@@ -1,6 +1,6 @@
 // PhaseTimes: where one training step's wall-clock time went, phase by phase, and how many
 // bytes it moved between devices. Both data-parallel strategies fill one per step (see
-// last_phases()), so `duet compare` can print them side by side (DESIGN.md section 6).
+// last_phases()), so `duet compare` can print them side by side (docs/parallel-strategies.md).
 #pragma once
 
 #include <array>

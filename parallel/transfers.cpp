@@ -2,7 +2,7 @@
 
 #include "duet/autograd/factory.h"
 #include "duet/kernels/kernels.h"
-#include "duet/parallel/comm_counter.h"
+#include "duet/parallel/comm/comm_counter.h"
 
 namespace duet::parallel::transfers {
 

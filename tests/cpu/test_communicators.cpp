@@ -1,5 +1,5 @@
 // The local communicators (ring and naive) over logical CPU devices, one thread per rank, with
-// rank-dependent inputs whose results are known analytically (DESIGN.md section 7).
+// rank-dependent inputs whose results are known analytically (docs/design.md section 7).
 //
 // Catch2 assertions are not thread-safe, so the rank threads only compute; the checks run on
 // the test's thread after the ranks have joined.
@@ -13,9 +13,9 @@
 
 #include "duet/autograd/factory.h"
 #include "duet/autograd/ops.h"
-#include "duet/parallel/local_communicator.h"
-#include "duet/parallel/mpi_communicator.h"
-#include "duet/parallel/ring.h"
+#include "duet/parallel/comm/local_communicator.h"
+#include "duet/parallel/comm/mpi_communicator.h"
+#include "duet/parallel/comm/ring.h"
 
 using namespace duet;
 using namespace duet::parallel;

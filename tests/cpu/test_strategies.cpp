@@ -1,4 +1,4 @@
-// Strategy equivalence (DESIGN.md section 7 (d)): on the same global batches, single-device
+// Strategy equivalence (docs/design.md section 7 (d)): on the same global batches, single-device
 // training, DataParallel (A) and DistributedDataParallel (B, bucketed and unbucketed) reach
 // the same parameters, on 2 and 3 logical CPU devices, with equal, unequal and too-small
 // shards. Then what differs on purpose: DDP's mean of means, DataParallel's BatchNorm

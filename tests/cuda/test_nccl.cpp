@@ -1,5 +1,5 @@
 // The NCCL communicator over real GPUs, one thread per rank, with rank-dependent inputs whose
-// results are known analytically (DESIGN.md section 7), for every group size from 2 to the
+// results are known analytically (docs/design.md section 7), for every group size from 2 to the
 // number of GPUs.
 //
 // Catch2 assertions are not thread-safe, so the rank threads only compute; the checks run on
@@ -19,8 +19,8 @@
 #include "duet/autograd/factory.h"
 #include "duet/autograd/ops.h"
 #include "duet/kernels/cuda/runtime.h"
-#include "duet/parallel/nccl_communicator.h"
-#include "duet/parallel/ring.h"
+#include "duet/parallel/comm/nccl_communicator.h"
+#include "duet/parallel/comm/ring.h"
 
 using namespace duet;
 using namespace duet::parallel;

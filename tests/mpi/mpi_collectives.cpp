@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "duet/autograd/factory.h"
-#include "duet/parallel/mpi_communicator.h"
+#include "duet/parallel/comm/mpi_communicator.h"
 
 using namespace duet;
 using namespace duet::parallel;

@@ -1,4 +1,4 @@
-#include "duet/parallel/comm_thread.h"
+#include "duet/parallel/comm/comm_thread.h"
 
 #include <exception>
 

@@ -1,4 +1,4 @@
-#include "duet/parallel/comm_counter.h"
+#include "duet/parallel/comm/comm_counter.h"
 
 namespace duet::parallel {
 

@@ -1,6 +1,6 @@
 // The checks every communicator shares, and the public calls built on the implementations'
 // async entry points.
-#include "duet/parallel/communicator.h"
+#include "duet/parallel/comm/communicator.h"
 
 #include "duet/autograd/factory.h"
 #include "duet/core/error.h"

@@ -1,13 +1,13 @@
 // Local communicators: N in-process ranks, one per logical device (cpu:0..N-1, later cuda:i),
 // each used from its own thread. Data moves only with kernels::copy and kernels::binary on the
-// tensors' own devices, through a shared rendezvous (parallel/local_rendezvous.h).
+// tensors' own devices, through a shared rendezvous (parallel/comm/local_rendezvous.h).
 #pragma once
 
 #include <chrono>
 #include <memory>
 #include <vector>
 
-#include "duet/parallel/communicator.h"
+#include "duet/parallel/comm/communicator.h"
 
 namespace duet::parallel {
 

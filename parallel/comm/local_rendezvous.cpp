@@ -1,4 +1,4 @@
-#include "duet/parallel/local_rendezvous.h"
+#include "duet/parallel/comm/local_rendezvous.h"
 
 #include "duet/core/error.h"
 #include "duet/kernels/kernels.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <thread>
 
-#include "duet/parallel/communicator.h"
+#include "duet/parallel/comm/communicator.h"
 
 namespace duet::parallel {
 

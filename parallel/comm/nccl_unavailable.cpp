@@ -1,9 +1,9 @@
-// The NCCL communicator's entry points in a build without NCCL (parallel/nccl_communicator.cpp
+// The NCCL communicator's entry points in a build without NCCL (parallel/comm/nccl_communicator.cpp
 // is compiled only when CMake finds CUDA and NCCL).
 #ifndef DUET_HAS_NCCL
 
 #include "duet/core/error.h"
-#include "duet/parallel/nccl_communicator.h"
+#include "duet/parallel/comm/nccl_communicator.h"
 
 namespace duet::parallel {
 namespace {

@@ -1,10 +1,10 @@
-// Communicator: one rank's end of a process group (DESIGN.md section 6). Each rank holds its
+// Communicator: one rank's end of a process group (docs/parallel-strategies.md). Each rank holds its
 // own Communicator, so the code for one rank reads like single-device code plus collectives.
 //
 // Collectives run in the order they are issued, and every rank must issue the same ones in the
 // same order (DDP launches its buckets in a fixed order); async ones complete in that order.
-// Implementations: local (in-process ranks, ring or naive), MPI (one process per rank) and,
-// later, NCCL. Nothing here assumes host memory: a tensor lives on the rank's device().
+// Implementations: local (in-process ranks, ring or naive), MPI (one process per rank) and
+// NCCL (one rank per GPU). Nothing here assumes host memory: a tensor lives on the rank's device().
 #pragma once
 
 #include <atomic>

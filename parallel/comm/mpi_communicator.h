@@ -14,7 +14,7 @@
 #include <chrono>
 #include <memory>
 
-#include "duet/parallel/communicator.h"
+#include "duet/parallel/comm/communicator.h"
 
 namespace duet::parallel {
 

@@ -6,7 +6,7 @@
 // forbids using one communicator from two threads at once, ncclCommAbort included.
 #ifdef DUET_HAS_NCCL
 
-#include "duet/parallel/nccl_communicator.h"
+#include "duet/parallel/comm/nccl_communicator.h"
 
 #include <nccl.h>
 
@@ -22,7 +22,7 @@
 #include "duet/core/error.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
-#include "duet/parallel/ring.h"
+#include "duet/parallel/comm/ring.h"
 
 namespace duet::parallel {
 namespace {
@@ -258,7 +258,7 @@ class NcclCommunicator final : public Communicator {
     return work;
   }
 
-  // The byte counts below are the MPI communicator's model (parallel/mpi_communicator.cpp).
+  // The byte counts below are the MPI communicator's model (parallel/comm/mpi_communicator.cpp).
   std::shared_ptr<Work> broadcast_impl(const Tensor& t, int root) override {
     auto work = launch(describe_collective("broadcast", t, "root " + std::to_string(root)), {t},
                        [&](ncclComm_t c, cudaStream_t s) {

@@ -1,14 +1,14 @@
 // The local group's algorithms, written as each rank's side of the exchange.
-#include "duet/parallel/local_communicator.h"
+#include "duet/parallel/comm/local_communicator.h"
 
 #include <algorithm>
 
 #include "duet/autograd/factory.h"
 #include "duet/core/error.h"
 #include "duet/kernels/kernels.h"
-#include "duet/parallel/comm_thread.h"
-#include "duet/parallel/local_rendezvous.h"
-#include "duet/parallel/ring.h"
+#include "duet/parallel/comm/comm_thread.h"
+#include "duet/parallel/comm/local_rendezvous.h"
+#include "duet/parallel/comm/ring.h"
 
 namespace duet::parallel {
 namespace {

@@ -1,4 +1,4 @@
-// The NCCL communicator: one rank per physical GPU, over CUDA tensors (DESIGN.md section 6).
+// The NCCL communicator: one rank per physical GPU, over CUDA tensors (docs/parallel-strategies.md).
 //
 // Two ways to build a group:
 //   - one process driving N GPUs, one thread per rank: make_nccl_group(devices);
@@ -32,7 +32,7 @@
 #include <memory>
 #include <vector>
 
-#include "duet/parallel/communicator.h"
+#include "duet/parallel/comm/communicator.h"
 
 namespace duet::parallel {
 

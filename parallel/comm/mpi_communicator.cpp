@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "duet/core/error.h"
-#include "duet/parallel/comm_thread.h"
-#include "duet/parallel/mpi_communicator.h"
-#include "duet/parallel/ring.h"
+#include "duet/parallel/comm/comm_thread.h"
+#include "duet/parallel/comm/mpi_communicator.h"
+#include "duet/parallel/comm/ring.h"
 
 namespace duet::parallel {
 namespace {

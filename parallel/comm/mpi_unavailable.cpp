@@ -1,9 +1,9 @@
-// The MPI communicator's entry points in a build without MPI (parallel/mpi_communicator.cpp
+// The MPI communicator's entry points in a build without MPI (parallel/comm/mpi_communicator.cpp
 // is compiled only when CMake finds MPI).
 #ifndef DUET_HAS_MPI
 
 #include "duet/core/error.h"
-#include "duet/parallel/mpi_communicator.h"
+#include "duet/parallel/comm/mpi_communicator.h"
 
 namespace duet::parallel {
 

@@ -1,6 +1,6 @@
 // The ring all-reduce's arithmetic: how a flat tensor is cut into world_size chunks and how
 // many bytes each rank sends. The local ring runs it; the MPI communicator, which uses MPI's
-// own algorithms, reports the same figure as a model (DESIGN.md section 6's cost model).
+// own algorithms, reports the same figure as a model (the cost model of docs/parallel-strategies.md).
 #pragma once
 
 #include <cstdint>
