@@ -122,6 +122,8 @@ TEST_CASE("a CUDA graph refuses dropout and out-of-range labels, and the device 
   bad.y.data<int64_t>()[3] = 10;
   CHECK_THROWS_WITH(plain.train_step(bad), Contains("target[3] = 10 is out of range for 10 classes"));
   CHECK_NOTHROW(plain.train_step(batch));
+  // Eagerly the device's own check reports it, with the same message, when the step reads its loss.
+  CHECK_THROWS_WITH(eager.train_step(bad), Contains("target[3] = 10 is out of range for 10 classes"));
   CHECK_NOTHROW(eager.train_step(batch));
 }
 
