@@ -1,11 +1,15 @@
 // duet's side of bench/gpu.sh: training throughput of one model on one device, as the median
 // of several timed windows after a warm-up, printed as one JSON line. bench/gpu_torch_bench.py
 // is its PyTorch twin. Uses Fashion-MNIST when its files are found, else random images of its
-// shape (the throughput does not depend on the pixel values), and says which.
+// shape (the throughput does not depend on the pixel values), and says which. Its JSON names the
+// paths convolution and batch norm took (cuDNN with deterministic algorithms, or duet's own
+// kernels under DUET_CONV_IM2COL=1 / DUET_BATCH_NORM_KERNELS=duet), so the table can say.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <iostream>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <random>
 
@@ -71,6 +75,12 @@ std::vector<double> time_windows(parallel::Strategy& strategy, data::DataLoader&
   return rates;
 }
 
+// "im2col" or "cudnn", "duet" or "cudnn": as conv2d and batch norm read these variables.
+std::string path_from_env(const char* variable, const char* value, const char* set, const char* unset) {
+  const char* v = std::getenv(variable);
+  return v && std::string(v) == value ? set : unset;
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   size_t n = values.size();
@@ -116,6 +126,9 @@ int run(const Args& args) {
                            {"model", args.model},   {"device", device.str()},
                            {"data", data_source},   {"batch_size", args.batch_size},
                            {"tf32", args.tf32},     {"window_images_per_second", rates},
+                           {"cudnn", "deterministic"},
+                           {"conv", path_from_env("DUET_CONV_IM2COL", "1", "im2col", "cudnn")},
+                           {"batch_norm", path_from_env("DUET_BATCH_NORM_KERNELS", "duet", "duet", "cudnn")},
                            {"cudnn_declined", cuda::cudnn_declined()},
                            {"train_images_per_second", median(rates)}};
   std::cout << result.dump() << std::endl;

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """PyTorch's side of bench/gpu.sh, the twin of bench/gpu_duet_bench.cpp: the same model, batch,
 plain SGD and timing (median images/s of timed windows after a warm-up) on one CUDA device,
-eager or under torch.compile. Batches are loaded as duet's DataLoader loads them: cut and
+eager or under torch.compile. Convolutions run as duet's do by default (--cudnn deterministic:
+cuDNN's heuristic choice among deterministic algorithms, no timing runs); --cudnn benchmark
+lets cuDNN time every algorithm, non-deterministic ones included (PyTorch's fastest setting,
+which duet does not offer). Batches are loaded as duet's DataLoader loads them: cut and
 converted on a background thread into pinned memory, two ahead, then copied to the GPU without
 waiting. Prints one JSON line.
 """
@@ -95,6 +98,8 @@ def main():
     p.add_argument("--windows", type=int, default=5)
     p.add_argument("--window-batches", type=int, default=20)
     p.add_argument("--tf32", action="store_true", help="TF32 for matmul and cuDNN convolution")
+    p.add_argument("--cudnn", default="deterministic", choices=["deterministic", "benchmark"],
+                   help="convolution algorithms: as duet chooses them, or timed by cudnn.benchmark")
     p.add_argument("--synthetic", action="store_true")
     p.add_argument("--data-dir", default=fashion_mnist_np.DEFAULT_DIR)
     args = p.parse_args()
@@ -102,7 +107,10 @@ def main():
     # PyTorch turns TF32 on for cuDNN convolutions by default; duet's default is off.
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.allow_tf32 = args.tf32
-    torch.backends.cudnn.benchmark = True  # duet also picks each shape's convolution algorithm once
+    # deterministic: cuDNN's heuristics pick among deterministic algorithms, as duet's conv2d does
+    # (kernels/cuda/conv2d_cudnn.cpp); benchmark: every algorithm timed once per shape.
+    torch.backends.cudnn.benchmark = args.cudnn == "benchmark"
+    torch.backends.cudnn.deterministic = args.cudnn == "deterministic"
     device = torch.device(args.device)
     images, labels, source = load_images(args.data_dir, args.synthetic)
     torch.manual_seed(0)
@@ -130,7 +138,7 @@ def main():
         rates.append(args.window_batches * args.batch_size / (time.perf_counter() - start))
     print(json.dumps({"framework": "torch", "torch_version": torch.__version__, "mode": args.mode,
                       "model": args.model, "device": args.device, "data": source, "batch_size": args.batch_size,
-                      "tf32": args.tf32, "window_images_per_second": rates,
+                      "tf32": args.tf32, "cudnn": args.cudnn, "window_images_per_second": rates,
                       "train_images_per_second": statistics.median(rates)}), flush=True)
     return 0
 

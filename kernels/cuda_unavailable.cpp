@@ -28,6 +28,7 @@ CapturedWork::~CapturedWork() = default;
 void CapturedWork::capture(const std::function<void()>&) {}  // unreachable: the constructor throws
 void CapturedWork::replay() {}
 bool capturing(Device) noexcept { return false; }
+void check_recording(Device, const std::string&, const std::string&, const std::string&) {}  // nothing records
 
 }  // namespace duet::cuda
 

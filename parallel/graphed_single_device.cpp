@@ -9,8 +9,9 @@
 namespace duet::parallel {
 namespace {
 
-// The check cross_entropy makes on the device, made on the host: a replay cannot stop to
-// report a bad label, and a label out of range would make it read outside the row.
+// The check cross_entropy makes on the device, made on the host before the replay: the device's
+// check reports a bad label only once the step has run (kernels/cuda/bad_label.h), and the
+// refused step must leave the parameters as they were, as on the CPU.
 void check_labels(const Tensor& labels, int64_t classes) {
   DUET_CHECK(labels.dtype() == DType::i64, "GraphedSingleDevice: labels must be i64, got ", labels.describe());
   const Tensor host = labels.device().is_cpu() ? labels.contiguous() : labels.to(cpu()).contiguous();

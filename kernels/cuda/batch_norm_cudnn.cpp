@@ -14,6 +14,7 @@
 
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/cudnn_handle.h"
+#include "duet/kernels/cuda/graph.h"
 #include "duet/kernels/cuda/launchers.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 
@@ -37,9 +38,13 @@ bool takes(double eps, const Tensor& x, std::initializer_list<Tensor> operands) 
 }
 
 // false when cuDNN declines the case (NOT_SUPPORTED or one of its sub-codes); any other failure
-// throws, naming the call, as DUET_CUDNN_CHECK does.
-bool accepted(cudnnStatus_t status, const char* call, int line) {
+// throws, naming the call, as DUET_CUDNN_CHECK does. While a CUDA graph records the device, a
+// call that failed or broke the recording throws, naming the capture-safe alternative.
+bool accepted(cudnnStatus_t status, const char* call, int line, Device device) {
   if (cudnn_not_supported(status)) return false;
+  if (capturing(device))
+    check_recording(device, call, status == CUDNN_STATUS_SUCCESS ? "" : cudnnGetErrorString(status),
+                    "DUET_BATCH_NORM_KERNELS=duet runs batch norm on duet's own kernels, which record");
   if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, call, __FILE__, line);
   return true;
 }
@@ -120,7 +125,7 @@ bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tenso
     const cudnnStatus_t status = cudnnBatchNormalizationForwardInference(
         handle.get(), kMode, blend.one(), blend.zero(), d.data.get(), x.data_ptr(), d.data.get(), out.data_ptr(),
         d.channel.get(), scale.data_ptr(), shift.data_ptr(), running_mean.data_ptr(), running_var.data_ptr(), eps);
-    if (!accepted(status, "cudnnBatchNormalizationForwardInference", __LINE__)) return false;
+    if (!accepted(status, "cudnnBatchNormalizationForwardInference", __LINE__, device)) return false;
     launch_batch_norm_inference_stats(running_mean, running_var, eps, save_mean, save_invstd, stream);
     return true;
   }
@@ -129,7 +134,7 @@ bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tenso
       handle.get(), kMode, blend.one(), blend.zero(), d.data.get(), x.data_ptr(), d.data.get(), out.data_ptr(),
       d.channel.get(), scale.data_ptr(), shift.data_ptr(), momentum, data_or_null(running_mean),
       data_or_null(running_var), eps, save_mean.data_ptr(), save_invstd.data_ptr());
-  return accepted(status, "cudnnBatchNormalizationForwardTraining", __LINE__);
+  return accepted(status, "cudnnBatchNormalizationForwardTraining", __LINE__, device);
 }
 
 bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
@@ -151,7 +156,7 @@ bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Te
       handle.get(), kMode, blend.one(), blend.zero(), blend.one(), blend.zero(), d.data.get(), x.data_ptr(),
       d.data.get(), grad_out.data_ptr(), d.data.get(), dx.data_ptr(), d.channel.get(), scale.data_ptr(),
       dscale.data_ptr(), dbias.data_ptr(), kBackwardEps, save_mean.data_ptr(), save_invstd.data_ptr());
-  return accepted(status, "cudnnBatchNormalizationBackward", __LINE__);
+  return accepted(status, "cudnnBatchNormalizationBackward", __LINE__, device);
 }
 
 }  // namespace duet::cuda

@@ -24,10 +24,12 @@ struct ConvGeometry {
   bool is_pointwise() const { return kernel_h == 1 && kernel_w == 1 && stride == 1 && padding == 0; }
 };
 
-// cuDNN. Each returns false, having written nothing, when cuDNN does not support the case
-// (CUDNN_STATUS_NOT_SUPPORTED, or no algorithm that is deterministic and, for f32 without
-// set_allow_tf32, free of TF32); every other failure throws. They run on `device`'s stream, to
-// which its cuDNN handle is bound.
+// cuDNN. Each tries cuDNN's ranked algorithms that are deterministic and, for f32 without
+// set_allow_tf32, free of TF32, in order, and keeps the first that runs for the shape; it
+// returns false when cuDNN offers none or none runs (the caller then runs im2col, which
+// overwrites whatever a failed attempt wrote). Errors outside the attempts throw, and so does
+// any failure while a CUDA graph records the device. They run on `device`'s stream, to which
+// its cuDNN handle is bound.
 bool cudnn_conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& out,
                           Device device);
 bool cudnn_conv2d_backward_input(const ConvGeometry& g, const Tensor& grad_out, const Tensor& weight,

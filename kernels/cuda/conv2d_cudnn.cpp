@@ -5,16 +5,28 @@
 // Algorithms come from cuDNN's heuristics (cudnnGet*Algorithm_v7), not from timing runs
 // (cudnnFind*), so the choice, and with it the result, is the same run after run. Only
 // deterministic algorithms are used, and for f32 only FMA ones unless set_allow_tf32(true):
-// cuDNN's default math allows TF32 on Ampere and later.
+// cuDNN's default math allows TF32 on Ampere and later. The candidates are tried in cuDNN's
+// order and the first that runs is kept (ranked_candidates.h); only when none runs does the
+// caller fall back to im2col, and each such step is said once on stderr.
+//
+// While a CUDA graph records the device, a failing call throws, naming itself and
+// DUET_CONV_IM2COL=1 (graph.h's check_recording): no precedent shows that cuDNN's legacy
+// convolution API records, and a fallback inside a broken recording would hide which call broke it.
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <iostream>
 #include <map>
 #include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/conv2d.h"
 #include "duet/kernels/cuda/cudnn_handle.h"
+#include "duet/kernels/cuda/graph.h"
+#include "duet/kernels/cuda/ranked_candidates.h"
 #include "duet/kernels/cuda/runtime.h"
 
 namespace duet::cuda {
@@ -122,8 +134,8 @@ struct Ops<Direction::backward_filter> {
   }
 };
 
-struct Choice {
-  bool supported = false;
+// One of cuDNN's ranked algorithms that duet may use, with its workspace and math type.
+struct Candidate {
   int algo = 0;
   size_t workspace = 0;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
@@ -132,43 +144,96 @@ struct Choice {
 // {direction, dtype, TF32, device, the geometry}.
 using CacheKey = std::array<int64_t, 13>;
 
-// One map for every device, so it has its own mutex.
+// One map for every device, so it has its own mutex. An entry is read and changed only by the
+// thread holding its device's cuDNN handle (the key names the device), and std::map never moves
+// an entry, so the mutex guards only finding and inserting.
 std::mutex& cache_mutex() {
   static std::mutex* m = new std::mutex();
   return *m;
 }
-std::map<CacheKey, Choice>& cache() {
-  static auto* c = new std::map<CacheKey, Choice>();
+std::map<CacheKey, RankedCandidates<Candidate>>& cache() {
+  static auto* c = new std::map<CacheKey, RankedCandidates<Candidate>>();
   return *c;
 }
 
-// The first of cuDNN's ranked candidates that runs here, is deterministic and keeps TF32 out
-// of f32 unless allowed; unsupported when none is.
+std::string describe(const ConvGeometry& g, DType dtype, Device device) {
+  std::ostringstream out;
+  out << dtype_name(dtype) << " input [" << g.batch << ", " << g.channels << ", " << g.height << ", " << g.width
+      << "], weight [" << g.filters << ", " << g.channels << ", " << g.kernel_h << ", " << g.kernel_w << "], stride "
+      << g.stride << ", padding " << g.padding << " on " << device.str();
+  return out.str();
+}
+
+// A fallback that changes speed, not results, said once per shape on stderr: the log is where a
+// first GPU run's surprises are read.
+void report(const std::string& what) { std::cerr << "duet: " << what << std::endl; }
+
+// cuDNN's ranked candidates that are deterministic and keep TF32 out of f32 unless allowed, in
+// cuDNN's order, each with its workspace under the math type it will run with. Empty when none.
 template <Direction D>
-Choice choose(cudnnHandle_t h, const Descriptors& d, DType dtype, bool tf32) {
+std::vector<Candidate> candidates(cudnnHandle_t h, const Descriptors& d, DType dtype, bool tf32) {
   using O = Ops<D>;
   typename O::Perf perf[O::kAlgorithms];
   int count = 0;
   const cudnnStatus_t status = O::candidates(h, d, &count, perf);
   if (cudnn_not_supported(status)) return {};
   if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, "cudnnGet*Algorithm_v7", __FILE__, __LINE__);
+  std::vector<Candidate> out;
   for (int i = 0; i < count; ++i) {
     const typename O::Perf& p = perf[i];
     if (p.status != CUDNN_STATUS_SUCCESS || p.determinism != CUDNN_DETERMINISTIC) continue;
     if (dtype == DType::f32 && !tf32 && p.mathType != CUDNN_FMA_MATH) continue;
-    // The workspace of the algorithm under the math type it will run with (set again in run()).
     DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, p.mathType));
     size_t bytes = 0;
     if (O::workspace(h, d, p.algo, &bytes) != CUDNN_STATUS_SUCCESS) continue;
-    return {true, static_cast<int>(p.algo), bytes, p.mathType};
+    out.push_back({static_cast<int>(p.algo), bytes, p.mathType});
   }
-  return {};
+  return out;
 }
 
 bool fits_int(const ConvGeometry& g) {
   const int64_t largest = std::max({g.batch * g.image_size(), g.batch * g.filters * g.out_pixels(),
                                     g.filters * g.patch_size()});
   return largest <= INT_MAX;
+}
+
+constexpr const char* kCaptureRemedy =
+    "cuDNN's convolution may not be recordable here; DUET_CONV_IM2COL=1 runs conv2d through im2col + cuBLAS, "
+    "which records";
+
+// Runs one candidate. A failure is Attempt::failed (the next candidate is tried), except while
+// a CUDA graph records the device, where any failure but cuDNN's not-supported answer (given
+// before anything is queued) may be the recording's doing and throws instead.
+template <Direction D>
+Attempt attempt(cudnnHandle_t h, const Descriptors& d, const Candidate& c, const ConvGeometry& g, DType dtype,
+                const Pointers& p, Device device) {
+  // Strings only on the paths that print them: this runs for every convolution.
+  const auto call = [&] { return std::string(Ops<D>::kName) + " (algorithm " + std::to_string(c.algo) + ")"; };
+  DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, c.math));
+  // Freed on return; the caching allocator reuses it only on this stream, after the convolution.
+  Tensor workspace;
+  try {
+    if (c.workspace > 0) workspace = empty_contiguous({static_cast<int64_t>(c.workspace)}, DType::u8, device);
+  } catch (const Error& e) {  // as PyTorch, a workspace too large for the memory left moves on
+    report(call() + " for " + describe(g, dtype, device) + ": no memory for its workspace of " + std::to_string(c.workspace) +
+           " bytes (" + e.what() + "); trying cuDNN's next candidate");
+    return Attempt::failed;
+  }
+  // cuDNN's scaling factors are double for double data, float otherwise.
+  const float one_f = 1, zero_f = 0;
+  const double one_d = 1, zero_d = 0;
+  const bool f64 = dtype == DType::f64;
+  const cudnnStatus_t status =
+      Ops<D>::run(h, d, static_cast<typename Ops<D>::Algo>(c.algo), workspace.defined() ? workspace.data_ptr() : nullptr,
+                  c.workspace, f64 ? static_cast<const void*>(&one_d) : &one_f,
+                  f64 ? static_cast<const void*>(&zero_d) : &zero_f, p);
+  const bool ran = status == CUDNN_STATUS_SUCCESS;
+  if (capturing(device) && !cudnn_not_supported(status))
+    check_recording(device, call(), ran ? "" : cudnnGetErrorString(status), kCaptureRemedy);
+  if (ran) return Attempt::ran;
+  cudaGetLastError();  // a failed launch may leave a (non-sticky) CUDA error behind
+  report(call() + " failed for " + describe(g, dtype, device) + ": " + cudnnGetErrorString(status) + "; trying cuDNN's next candidate");
+  return Attempt::failed;
 }
 
 template <Direction D>
@@ -178,39 +243,30 @@ bool run(const ConvGeometry& g, DType dtype, const Pointers& p, Device device) {
   cudnnHandle_t h = handle.get();
   const bool tf32 = dtype == DType::f32 && allow_tf32();
   Descriptors d(g, dtype);
-  // f32 asks for FMA math unless TF32 is allowed; the chosen algorithm's math type is set below.
+  // f32 asks for FMA math unless TF32 is allowed; each candidate's own math type is set before it runs.
   DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(
       d.conv, dtype == DType::f32 ? (tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH) : CUDNN_DEFAULT_MATH));
   const CacheKey key{static_cast<int64_t>(D), static_cast<int64_t>(dtype), tf32, device.index, g.batch, g.channels,
                      g.height, g.width, g.filters, g.kernel_h, g.kernel_w, g.stride, g.padding};
-  Choice choice;
+  RankedCandidates<Candidate>* ranked = nullptr;
+  bool searched = false;
   {
     std::lock_guard<std::mutex> cache_lock(cache_mutex());
     auto it = cache().find(key);
-    if (it != cache().end()) {
-      choice = it->second;
-    } else {
-      choice = choose<D>(h, d, dtype, tf32);
-      cache().emplace(key, choice);
+    if (it == cache().end()) {
+      it = cache().emplace(key, RankedCandidates<Candidate>(candidates<D>(h, d, dtype, tf32))).first;
+      searched = true;
     }
+    ranked = &it->second;
   }
-  if (!choice.supported) return false;
-  DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, choice.math));
-  // Freed on return; the caching allocator reuses it only on this stream, after the convolution.
-  Tensor workspace;
-  if (choice.workspace > 0)
-    workspace = empty_contiguous({static_cast<int64_t>(choice.workspace)}, DType::u8, device);
-  // cuDNN's scaling factors are double for double data, float otherwise.
-  const float one_f = 1, zero_f = 0;
-  const double one_d = 1, zero_d = 0;
-  const bool f64 = dtype == DType::f64;
-  const cudnnStatus_t status =
-      Ops<D>::run(h, d, static_cast<typename Ops<D>::Algo>(choice.algo),
-                  workspace.defined() ? workspace.data_ptr() : nullptr, choice.workspace, f64 ? static_cast<const void*>(&one_d) : &one_f,
-                  f64 ? static_cast<const void*>(&zero_d) : &zero_f, p);
-  if (cudnn_not_supported(status)) return false;
-  if (status != CUDNN_STATUS_SUCCESS) detail::throw_cudnn_error(status, Ops<D>::kName, __FILE__, __LINE__);
-  return true;
+  if (searched && ranked->size() == 0)
+    report(std::string(Ops<D>::kName) + " for " + describe(g, dtype, device) + ": cuDNN offers no deterministic" +
+           (dtype == DType::f32 && !tf32 ? " FMA (non-TF32)" : "") + " algorithm; conv2d runs through im2col + cuBLAS");
+  if (ranked->kept() == ranked->size()) return false;
+  if (ranked->run([&](const Candidate& c, size_t) { return attempt<D>(h, d, c, g, dtype, p, device); })) return true;
+  report(std::string("none of cuDNN's ") + std::to_string(ranked->size()) + " candidates for " + Ops<D>::kName +
+         " ran for " + describe(g, dtype, device) + "; conv2d runs through im2col + cuBLAS for it from now on");
+  return false;
 }
 
 }  // namespace

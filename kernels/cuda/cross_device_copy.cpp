@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "duet/kernels/backend.h"
+#include "duet/kernels/cuda/bad_label.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
 #include "duet/kernels/cuda/pinned_allocator.h"
@@ -36,6 +37,7 @@ void copy_bytes(const Tensor& src, const Tensor& dst) {
     // The source's pending writes are on its own stream: finish them before dst's stream reads.
     DeviceGuard guard(src.device());
     DUET_CUDA_CHECK(cudaStreamSynchronize(stream(src.device())));
+    raise_bad_label(src.device());
   }
   Device gpu = dst.device().is_cuda() ? dst.device() : src.device();
   DeviceGuard guard(gpu);
@@ -48,6 +50,9 @@ void copy_bytes(const Tensor& src, const Tensor& dst) {
     return;
   }
   DUET_CUDA_CHECK(cudaStreamSynchronize(s));
+  // Reading a GPU's results (a loss's item()) is where a bad label its cross-entropy found is
+  // reported (bad_label.h). A copy to a GPU waited only for its own transfer.
+  if (src.device().is_cuda()) raise_bad_label(src.device());
 }
 
 }  // namespace

@@ -1,13 +1,20 @@
 // Fused cross-entropy on CUDA: a log-softmax per row (softmax_rows.cuh) and the picked negative
 // log-probability; the backward pass is elementwise.
 //
-// The targets are checked on the device first: one block finds the first target outside
-// [0, classes) and the host waits for its answer, so a bad target throws the CPU's error (with
-// its index) instead of reading out of bounds. That costs one stream synchronisation per call.
-// While a CUDA graph records the device the check is skipped (a recording cannot wait): whoever
-// replays the graph checks the labels on the host (parallel::GraphedSingleDevice does).
+// The targets are checked on the device without waiting for the answer (bad_label.h): one block
+// finds the first target outside [0, classes) and writes it into page-locked host memory, which
+// the host reads once it has waited for the device anyway. The forward pass checks; the backward
+// pass gets the same targets (autograd saves them) and only guards. Neither kernel reads outside
+// a row for a bad target: its loss is NaN and its gradient row zero. The check needs no wait, so
+// a CUDA graph records it like any other kernel.
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "duet/kernels/cuda/bad_label.h"
+#include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/elementwise.cuh"
-#include "duet/kernels/cuda/graph.h"
 #include "duet/kernels/cuda/nn_checks.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/softmax_rows.cuh"
@@ -15,36 +22,66 @@
 namespace duet::cuda {
 namespace {
 
+// The first bad target a check found on one logical device, in host memory mapped into the
+// device's address space. `found` is set last, so a record with found == 1 is complete.
+struct BadLabel {
+  int64_t index;
+  int64_t value;
+  int64_t classes;
+  int32_t found;
+};
+
+// One record per logical device, made on first use and never freed (like the streams).
+std::atomic<BadLabel*> records{nullptr};
+
+BadLabel* records_for_kernels() {
+  static std::once_flag made;
+  std::call_once(made, [] {
+    void* host = nullptr;
+    // Portable: valid in every device's context. Mapped: kernels write it directly. Under
+    // unified addressing (every 64-bit platform) the host pointer is the device pointer.
+    DUET_CUDA_CHECK(cudaHostAlloc(&host, sizeof(BadLabel) * kMaxDevicesPerType,
+                                  cudaHostAllocPortable | cudaHostAllocMapped));
+    std::memset(host, 0, sizeof(BadLabel) * kMaxDevicesPerType);
+    void* device = nullptr;
+    DUET_CUDA_CHECK(cudaHostGetDevicePointer(&device, host, 0));
+    DUET_CHECK(device == host, "cross_entropy: mapped host memory has another address on the device; duet needs "
+               "unified addressing");
+    records.store(static_cast<BadLabel*>(host));
+  });
+  return records.load();
+}
+
 struct MinOf {
   __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? a : b; }
 };
 
-// found[0] = the index of the first bad target (n when none), found[1] = its value.
-__global__ void find_bad_target_kernel(const int64_t* target, int64_t n, int64_t classes, int64_t* found) {
+// Records the first target outside [0, classes) unless an earlier call's bad target waits to be
+// reported (calls on one stream run in order, so the earliest is kept).
+__global__ void find_bad_target_kernel(const int64_t* target, int64_t n, int64_t classes, BadLabel* record) {
   int64_t first = n;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
     if ((target[i] < 0 || target[i] >= classes) && i < first) first = i;
   }
   first = block_reduce(first, MinOf{});
-  if (threadIdx.x == 0) {
-    found[0] = first;
-    found[1] = first < n ? target[first] : 0;
+  if (threadIdx.x == 0 && first < n && !record->found) {
+    record->index = first;
+    record->value = target[first];
+    record->classes = classes;
+    __threadfence_system();  // the fields before the flag, as the host sees them
+    record->found = 1;
   }
 }
 
-void check_targets(const char* op, const Tensor& target, int64_t classes, cudaStream_t stream) {
+void check_targets(const Tensor& target, int64_t classes, cudaStream_t stream) {
   const int64_t n = target.numel();
-  if (n == 0 || capturing(target.device())) return;
-  Tensor found = empty_contiguous({2}, DType::i64, target.device());
-  find_bad_target_kernel<<<1, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), n, classes,
-                                                               found.data<int64_t>());
+  if (n == 0) return;
+  BadLabel* record = records_for_kernels() + target.device().index;
+  find_bad_target_kernel<<<1, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), n, classes, record);
   DUET_CUDA_CHECK_LAUNCH();
-  int64_t host[2] = {n, 0};
-  DUET_CUDA_CHECK(cudaMemcpyAsync(host, found.data<int64_t>(), sizeof(host), cudaMemcpyDeviceToHost, stream));
-  DUET_CUDA_CHECK(cudaStreamSynchronize(stream));
-  DUET_CHECK(host[0] >= n, op, ": target[", host[0], "] = ", host[1], " is out of range for ", classes,
-             " classes (expected 0 <= target < ", classes, ")");
 }
+
+__device__ bool in_range(int64_t target, int64_t classes) { return target >= 0 && target < classes; }
 
 void check_shapes(const char* op, const Tensor& scores, const Tensor& target, const Tensor& per_row) {
   check_index_operand(op, target);
@@ -66,11 +103,12 @@ struct ForwardRow {
     T* lp = log_probs + row * classes;
     const RowStats<T> stats = row_stats(xr, classes, 1);
     for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) lp[j] = log_softmax_value(xr[j], stats);
-    if (threadIdx.x == 0) losses[row] = -log_softmax_value(xr[target[row]], stats);
+    const int64_t t = target[row];
+    if (threadIdx.x == 0) losses[row] = in_range(t, classes) ? -log_softmax_value(xr[t], stats) : T(NAN);
   }
 };
 
-// grad_logits[i, j] = g[i] * exp(lp[i, j]), minus g[i] at j = target[i].
+// grad_logits[i, j] = g[i] * exp(lp[i, j]), minus g[i] at j = target[i]; zero for a bad target.
 template <class T>
 struct Backward {
   const T* g;
@@ -79,13 +117,24 @@ struct Backward {
   T* grad;
   int64_t classes;
   __device__ void operator()(int64_t i) const {
-    const int64_t row = i / classes, j = i % classes;
+    const int64_t row = i / classes, j = i % classes, t = target[row];
     const T v = g[row] * std::exp(log_probs[i]);
-    grad[i] = j == target[row] ? v - g[row] : v;
+    grad[i] = !in_range(t, classes) ? T(0) : j == t ? v - g[row] : v;
   }
 };
 
 }  // namespace
+
+void raise_bad_label(Device device) {
+  BadLabel* all = records.load();
+  if (!all || !device.is_cuda()) return;
+  BadLabel& record = all[device.index];
+  if (std::atomic_ref<int32_t>(record.found).load() == 0) return;
+  const int64_t index = record.index, value = record.value, classes = record.classes;
+  std::atomic_ref<int32_t>(record.found).store(0);
+  DUET_FAIL("cross_entropy_forward: target[", index, "] = ", value, " is out of range for ", classes,
+            " classes (expected 0 <= target < ", classes, ")");
+}
 
 void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
                                   const Tensor& log_probs, cudaStream_t stream) {
@@ -95,7 +144,7 @@ void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, co
   DUET_CHECK(log_probs.sizes() == logits.sizes(), op, ": log_probs ", log_probs.describe(),
              " does not match the logits ", logits.describe());
   const int64_t classes = logits.size(1);
-  check_targets(op, target, classes, stream);
+  check_targets(target, classes, stream);
   if (logits.numel() == 0) return;
   dispatch_floating(dtype, op, [&]<class T>() {
     launch_per_row(logits.size(0), classes,
@@ -113,7 +162,6 @@ void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_
   DUET_CHECK(grad_logits.sizes() == log_probs.sizes(), op, ": grad_logits ", grad_logits.describe(),
              " does not match log_probs ", log_probs.describe());
   const int64_t classes = log_probs.size(1);
-  check_targets(op, target, classes, stream);
   if (log_probs.numel() == 0) return;
   dispatch_floating(dtype, op, [&]<class T>() {
     launch_indexed(log_probs.numel(),

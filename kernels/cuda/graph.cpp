@@ -78,7 +78,9 @@ void CapturedWork::capture(const std::function<void()>& work) {
       }
     }
     DUET_FAIL("recording a CUDA graph on ", device_, ": ", cudaGetErrorString(ended),
-              " (the recorded work waited for the device or used another stream, which a graph cannot replay)");
+              " (the recorded work waited for the device or used another stream, which a graph cannot replay; "
+              "if it ran convolutions or batch norms, DUET_CONV_IM2COL=1 and DUET_BATCH_NORM_KERNELS=duet keep "
+              "them out of cuDNN)");
   }
   graph_->graph = graph;
   DUET_CUDA_CHECK(cudaGraphInstantiate(&graph_->exec, graph_->graph, 0));
@@ -88,6 +90,23 @@ void CapturedWork::replay() {
   DUET_CHECK(graph_->exec, "CapturedWork on ", device_, ": replay() before capture()");
   DeviceGuard guard(device_);
   DUET_CUDA_CHECK(cudaGraphLaunch(graph_->exec, stream(device_)));
+}
+
+void check_recording(Device device, const std::string& call, const std::string& failure, const std::string& remedy) {
+  if (!capturing(device)) return;
+  std::string problem = failure;
+  if (problem.empty()) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    const cudaError_t asked = cudaStreamIsCapturing(stream(device), &status);
+    if (asked != cudaSuccess) {
+      cudaGetLastError();
+      problem = std::string("cudaStreamIsCapturing failed after it: ") + cudaGetErrorString(asked);
+    } else if (status == cudaStreamCaptureStatusInvalidated) {
+      problem = "it broke the recording (CUDA invalidated the capture)";
+    }
+  }
+  if (problem.empty()) return;
+  DUET_FAIL(call, " while recording a CUDA graph on ", device, ": ", problem, ". ", remedy);
 }
 
 bool capturing(Device device) noexcept {

@@ -22,6 +22,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "duet/core/device.h"
 
@@ -52,5 +53,14 @@ class CapturedWork {
 // True while some CapturedWork records `device`'s stream. Operations that must wait for the
 // device (checking values on the host) or that cannot be replayed (random numbers) look at it.
 bool capturing(Device device) noexcept;
+
+// For a call into a library that queues work on `device`'s stream (cuDNN): while the device is
+// being recorded, throws when the call failed (`failure`, the library's message, non-empty) or
+// broke the recording (CUDA invalidates a capture when work inside it waits for the device or
+// uses another stream), naming `call` and a capture-safe alternative (`remedy`). A library
+// failing there may fail only because it is being recorded, so its callers must not fall back
+// to other algorithms: the fallback would be recorded into a broken graph. Without a
+// recording, does nothing.
+void check_recording(Device device, const std::string& call, const std::string& failure, const std::string& remedy);
 
 }  // namespace duet::cuda

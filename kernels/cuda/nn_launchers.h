@@ -19,8 +19,9 @@ void launch_log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out,
 void launch_log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
                                  cudaStream_t stream);
 
-// cross_entropy.cu. Both check the targets on the device and wait for the answer (a stream
-// synchronisation), so a bad target throws the CPU's error instead of reading out of bounds.
+// cross_entropy.cu. The forward checks the targets on the device without waiting: a bad target
+// throws the CPU's error when the host next waits for the device (bad_label.h). Neither reads
+// outside a row for a bad target (its loss is NaN, its gradient row zero).
 void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
                                   const Tensor& log_probs, cudaStream_t stream);
 void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,

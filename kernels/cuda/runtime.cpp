@@ -9,6 +9,7 @@
 #include <string>
 
 #include "duet/core/error.h"
+#include "duet/kernels/cuda/bad_label.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
 
@@ -130,6 +131,7 @@ void synchronize(Device device) {
   if (!device.is_cuda()) return;
   DeviceGuard guard(device);
   DUET_CUDA_CHECK(cudaStreamSynchronize(stream(device)));
+  raise_bad_label(device);  // the wait is over: a cross-entropy's label check has answered
 }
 
 DeviceGuard::DeviceGuard(Device device) {

@@ -23,6 +23,8 @@ bool is_built() noexcept;
 bool virtual_devices() noexcept;
 
 // Waits until everything queued on a CUDA device's stream has run; a no-op for a CPU device.
+// Then throws the CPU's error for an out-of-range label that a cross-entropy on the device
+// found meanwhile, as a copy of the device's results to the host does (bad_label.h).
 void synchronize(Device device);
 
 // Returns the caching allocator's unused blocks on every CUDA device to the driver (reserved

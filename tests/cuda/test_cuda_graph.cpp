@@ -1,14 +1,19 @@
 // GraphedSingleDevice on cuda:0: the step recorded as a CUDA graph and replayed trains to the
-// same parameters and BatchNorm statistics as eager SingleDevice steps, batches of another
+// same parameters and BatchNorm statistics as eager SingleDevice steps, with convolutions in
+// cuDNN and in im2col (the capture-safe alternative, DUET_CONV_IM2COL=1), batches of another
 // shape run eagerly in between, a new learning rate records again, and what a graph cannot
-// replay (random numbers, bad labels) is refused with an error.
+// replay (random numbers, bad labels, a call that breaks the recording) is refused with an error
+// that names it.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "duet/duet.h"
+#include "duet/kernels/cuda/graph.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "strategy_fixtures.h"
 
 using namespace duet;
@@ -31,6 +36,22 @@ Params buffers_of(nn::Module& model) {
   return out;
 }
 
+// DUET_CONV_IM2COL=1 for the scope's lifetime (conv2d reads it at every call), when asked.
+class ScopedIm2col {
+ public:
+  explicit ScopedIm2col(bool on) : on_(on) {
+    if (on_) setenv("DUET_CONV_IM2COL", "1", 1);
+  }
+  ~ScopedIm2col() {
+    if (on_) unsetenv("DUET_CONV_IM2COL");
+  }
+  ScopedIm2col(const ScopedIm2col&) = delete;
+  ScopedIm2col& operator=(const ScopedIm2col&) = delete;
+
+ private:
+  bool on_;
+};
+
 struct Runs {
   parallel::SingleDevice eager;
   parallel::GraphedSingleDevice graphed;
@@ -47,7 +68,10 @@ Runs both(const std::string& model) {
 
 TEST_CASE("a step replayed from a CUDA graph trains like eager steps", "[cuda]") {
   const std::string model = GENERATE(as<std::string>{}, "lenet-relu", "resnet18");
-  INFO(model);
+  // If recording cuDNN's convolutions fails, the im2col run says whether the alternative works.
+  const bool im2col = GENERATE(false, true);
+  INFO(model << (im2col ? ", convolutions through im2col" : ", convolutions through cuDNN"));
+  const ScopedIm2col conv_path(im2col);
   auto [eager, graphed] = both(model);
   for (const data::Batch& batch : batches({16, 16, 16, 16, 16, 16})) {
     const parallel::StepResult expected = eager.train_step(batch), actual = graphed.train_step(batch);
@@ -98,5 +122,29 @@ TEST_CASE("a CUDA graph refuses dropout and out-of-range labels, and the device 
   bad.y.data<int64_t>()[3] = 10;
   CHECK_THROWS_WITH(plain.train_step(bad), Contains("target[3] = 10 is out of range for 10 classes"));
   CHECK_NOTHROW(plain.train_step(batch));
+  // Eagerly the device's own check reports it, with the same message, when the step reads its loss.
+  CHECK_THROWS_WITH(eager.train_step(bad), Contains("target[3] = 10 is out of range for 10 classes"));
   CHECK_NOTHROW(eager.train_step(batch));
+}
+
+TEST_CASE("a call that breaks a CUDA graph's recording is named, with the remedy", "[cuda]") {
+  const Device gpu = cuda_device(0);
+  const Tensor x = ones({4}, {.device = gpu});
+  cuda::CapturedWork work(gpu);
+  // Waiting for the device inside a recording is what breaks it; check_recording must say so,
+  // naming the call it is given and the alternative.
+  auto waits = [&] {
+    Tensor y = x * 2.0;
+    try {
+      cuda::synchronize(gpu);
+    } catch (const Error&) {
+      // CUDA refuses the wait and invalidates the capture; the check below names the culprit.
+    }
+    cuda::check_recording(gpu, "the test's waiting call", "", "use the other path");
+  };
+  CHECK_THROWS_WITH(work.capture(waits), Contains("the test's waiting call while recording a CUDA graph on cuda:0") &&
+                                             Contains("use the other path"));
+  // Outside a recording it does nothing, and the device works after the failed one.
+  CHECK_NOTHROW(cuda::check_recording(gpu, "a call", "", "a remedy"));
+  CHECK(sum(x * 3.0).item<float>() == 12.0f);
 }

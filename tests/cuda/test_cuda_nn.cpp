@@ -4,12 +4,15 @@
 // bands. (The NN kernels take contiguous operands only, so there are no strided cases.)
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "duet/duet.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/nn_backend.h"
 #include "duet/kernels/nn_kernels.h"
 
@@ -83,7 +86,7 @@ TEST_CASE("CUDA softmax and log-softmax match the CPU, forward and backward", "[
   }
 }
 
-TEST_CASE("CUDA cross-entropy matches the CPU and rejects bad targets", "[cuda]") {
+TEST_CASE("CUDA cross-entropy matches the CPU", "[cuda]") {
   uint64_t seed = 4000;
   for (DType dtype : kFloating) {
     for (const Shape& sizes : std::vector<Shape>{{13, 11}, {1, 1}, {300, 10}, {2, 1500}}) {
@@ -106,13 +109,44 @@ TEST_CASE("CUDA cross-entropy matches the CPU and rejects bad targets", "[cuda]"
       compare(grad_logits, grad_logits_cpu, tol(dtype, 1e-5), label("cross_entropy backward", dtype));
     }
   }
-  Tensor logits = test::empty_tensor({4, 3}, DType::f32, kGpu), losses = test::empty_tensor({4}, DType::f32, kGpu);
-  Tensor log_probs = test::empty_tensor({4, 3}, DType::f32, kGpu);
+}
+
+// The label check never waits (kernels/cuda/bad_label.h): the kernels guard the bad row and the
+// CPU's error comes when the host next waits for the device.
+TEST_CASE("CUDA cross-entropy reports a bad target with the CPU's error at the next wait", "[cuda]") {
+  auto logits = test::random_pair({4, 3}, DType::f32, -1, 1, 4100);
   Tensor host_bad = random_targets(4, 3, 1).cpu;
   host_bad.data<int64_t>()[2] = 3;
+  host_bad.data<int64_t>()[3] = -1;
   const Tensor bad = test::copy_to(host_bad, kGpu);
-  CHECK_THROWS_WITH(kernels::cross_entropy_forward(logits, bad, losses, log_probs),
-                    Catch::Contains("target[2] = 3 is out of range for 3 classes"));
+  Tensor losses = test::empty_tensor({4}, DType::f32, kGpu), log_probs = test::empty_tensor({4, 3}, DType::f32, kGpu);
+  Tensor cpu_losses = cpu_empty({4}, DType::f32), cpu_log_probs = cpu_empty({4, 3}, DType::f32);
+  CHECK_THROWS_WITH(cpu_nn().cross_entropy_forward(logits.cpu, host_bad, cpu_losses, cpu_log_probs),
+                    "cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= target < 3)");
+  CHECK_NOTHROW(kernels::cross_entropy_forward(logits.cuda, bad, losses, log_probs));  // queued, not waited for
+  // The first bad target, with the CPU's very message, once; then the device is clean again.
+  CHECK_THROWS_WITH(cuda::synchronize(kGpu),
+                    "cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= target < 3)");
+  CHECK_NOTHROW(cuda::synchronize(kGpu));
+
+  // The guarded rows: NaN loss, zero gradient; the good rows as on the CPU.
+  const std::vector<float> loss_values = test::copy_to(losses, cpu()).to_vector<float>();
+  CHECK(std::isnan(loss_values[2]));
+  CHECK(std::isnan(loss_values[3]));
+  CHECK_FALSE(std::isnan(loss_values[0]));
+  Tensor grad = test::copy_to(test::random_pair({4}, DType::f32, 1, 1, 4101).cpu, kGpu);
+  Tensor grad_logits = test::empty_tensor({4, 3}, DType::f32, kGpu);
+  kernels::cross_entropy_backward(grad, log_probs, bad, grad_logits);
+  const std::vector<float> g = test::copy_to(grad_logits, cpu()).to_vector<float>();
+  for (int j = 6; j < 12; ++j) CHECK(g[static_cast<size_t>(j)] == 0.0f);
+
+  // Through nn::functional, as a training loop meets it: reading the loss throws, naming the label.
+  const Tensor scores = randn({5, 10}).to(kGpu);
+  const Tensor labels = from_vector<int64_t>({1, 2, 3, 10, 4}).to(kGpu);
+  CHECK_THROWS_WITH(nn::functional::cross_entropy(scores, labels).item<float>(),
+                    Catch::Contains("target[3] = 10 is out of range for 10 classes"));
+  CHECK(std::isfinite(nn::functional::cross_entropy(scores, from_vector<int64_t>({1, 2, 3, 9, 4}).to(kGpu))
+                          .item<float>()));
 }
 
 TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# CI's check of bench/gpu.sh on a machine without a GPU (`bench/gpu.sh --dry-run`, from .ci/run):
+# the harness runs as the README runs it on a lent GPU machine, in a simulated one, and must
+#   - configure with nothing of this machine's own: OpenBLAS, Catch2, CLI11, nlohmann-json and
+#     zlib from gpu-deps/ (made here with bench/gpu_deps.sh if missing; apt works in CI), the
+#     system's copies hidden from CMake; cuDNN, NCCL and cuBLAS from a folder shaped like
+#     PyTorch's nvidia-* packages (versioned libraries only), made of links to the toolkit's
+#     own files, and taken from there even though the toolkit has them;
+#   - stop at the preflight, because every CUDA test skips without a GPU, saying so, with exit
+#     status 2, before building the library and before any PyTorch run;
+#   - leave its logs in OUT: gpu.log (the tee), the environment, configure, preflight build,
+#     ctest log, JUnit file, LastTest.log and summary.
+# The C++ compiler still sees /usr/include (no container here), so a header missing from
+# gpu-deps/ would show only on the GPU machine; the libraries and CMake packages are checked.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=$ROOT/build-gpu-dry-run
+OUT=$BUILD/out
+begin=$(date +%s)
+fail() {
+  echo "gpu.sh --dry-run: FAILED: $*" >&2
+  exit 1
+}
+
+[[ -e $(ls "$ROOT"/gpu-deps/*.deb 2>/dev/null | head -n 1) ]] || "$ROOT/bench/gpu_deps.sh"
+
+# PyTorch's nvidia-* packages, as pip lays them out for CUDA 13: headers and versioned libraries.
+site=$(mktemp -d)
+trap 'rm -rf "$site"' EXIT
+toolkit=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")")
+wheel() {  # wheel PACKAGE HEADER_PATTERN LIB_PATTERN
+  mkdir -p "$site/nvidia/$1/include" "$site/nvidia/$1/lib"
+  local f
+  for f in "$toolkit"/include/$2; do ln -s "$f" "$site/nvidia/$1/include/"; done
+  for f in "$toolkit"/lib64/$3; do ln -s "$(readlink -f "$f")" "$site/nvidia/$1/lib/$(basename "$f")"; done
+}
+wheel cudnn 'cudnn*' 'libcudnn*.so.[0-9]'
+wheel nccl 'nccl*' 'libnccl.so.[0-9]'
+wheel cu13 'cublas*' 'libcublas*.so.[0-9]*'
+ln -s "$toolkit/include/cuda_runtime_api.h" "$site/nvidia/cu13/include/"  # what must not shadow the toolkit's
+
+# The GPU machine has none of duet's other dependencies (MPI is optional): hide this machine's from CMake.
+hidden="/usr/include;/usr/lib/x86_64-linux-gnu;/usr/lib/x86_64-linux-gnu/openblas-pthread;/usr/lib/cmake"
+hidden+=";/usr/share/cmake;/usr/lib/x86_64-linux-gnu/cmake"
+rm -rf "$BUILD"
+mkdir -p "$OUT"
+set +e
+BUILD_DIR=$BUILD OUT=$OUT GPU_SITE_PACKAGES=$site GPU_ENV_WHEELS_FIRST=1 BUDGET_S=400 \
+  GPU_CMAKE_ARGS="-DCMAKE_IGNORE_PREFIX_PATH=/usr -DCMAKE_IGNORE_PATH=$hidden -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON" \
+  bash "$ROOT/bench/gpu.sh" 2>&1 | tee "$OUT/gpu.log"
+status=${PIPESTATUS[0]}
+set -e
+
+echo
+echo "== checking what gpu.sh did"
+((status == 2)) || fail "gpu.sh exited with $status, expected 2 (stopped at the preflight)"
+grep -q "STOPPED before the benchmarks: the preflight failed" "$OUT/gpu.log" || fail "no 'the preflight failed' line"
+grep -q "none of the preflight ran" "$OUT/gpu.log" || fail "the summary does not say that nothing ran"
+grep -qE "^== (build \(|ctest -L cuda|duet |PyTorch)" "$OUT/gpu.log" && fail "gpu.sh went on after the preflight"
+[[ -e $BUILD/libduet.so ]] && fail "the dry run built the library"
+for file in gpu.log env.log machine.log configure.log CMakeCache.txt build-preflight.log ctest-preflight.log \
+  ctest-preflight.xml LastTest-ctest-preflight.log ctest-preflight-summary.txt; do
+  [[ -s $OUT/$file ]] || fail "$OUT/$file is missing or empty"
+done
+# Every dependency came from gpu-deps/ or the package folder, none from this machine.
+for entry in BLAS_openblas_LIBRARY Catch2_DIR CLI11_DIR nlohmann_json_DIR ZLIB_LIBRARY_RELEASE DUET_CUDNN_INCLUDE_DIR \
+  DUET_CUDNN_LIBRARY DUET_NCCL_INCLUDE_DIR DUET_NCCL_LIBRARY CUDA_cublas_LIBRARY CUDA_cublasLt_LIBRARY; do
+  value=$(grep -E "^$entry:" "$OUT/CMakeCache.txt" | cut -d= -f2-)
+  [[ $value == "$BUILD/deps/"* ]] || fail "$entry is '$value', not from $BUILD/deps"
+done
+# --no-tests=error: a filter that matches nothing fails instead of passing having run nothing.
+if ctest --test-dir "$BUILD" -R '^no-such-test$' --no-tests=error >/dev/null 2>&1; then
+  fail "ctest --no-tests=error passed with no test"
+fi
+echo "gpu.sh --dry-run: passed in $(($(date +%s) - begin))s (the build and logs are in $BUILD)"
