@@ -1,76 +1,52 @@
-// The one place each NN kernel dispatches on the device type: the NN backend of the output's
+// The one place each NN kernel dispatches on the device type: the kernel table of the output's
 // device.
-#include <array>
-#include <atomic>
-
 #include "duet/core/error.h"
-#include "duet/kernels/nn_backend.h"
+#include "duet/kernels/backend.h"
 #include "duet/kernels/profiler.h"
 
 namespace duet::kernels {
 namespace {
 
-constexpr size_t kDeviceTypes = 2;
-
-std::array<std::atomic<NnBackend*>, kDeviceTypes>& nn_backends() {
-  static std::array<std::atomic<NnBackend*>, kDeviceTypes> table{&cpu_nn_backend(), nullptr};
-  return table;
-}
+// One call on the table of `device`'s type, timed as `op` by the profiler: the temporary lives,
+// and times, until the end of the statement that makes the call.
+struct NnCall {
+  NnCall(Device device, const char* op) : profile(op), backend(backend_for(device, op)) {}
+  const Backend* operator->() const { return &backend; }
+  profiler::Scope profile;
+  const Backend& backend;
+};
 
 }  // namespace
 
-void register_nn_backend(DeviceType type, NnBackend* backend) {
-  nn_backends()[static_cast<size_t>(type)].store(backend);
-}
-
-NnBackend& nn_backend_for(Device device, const char* op) {
-  NnBackend* backend = nn_backends()[static_cast<size_t>(device.type)].load();
-  if (backend) return *backend;
-  DUET_CHECK(device.is_cuda(), op, " on ", device, ": no NN kernel backend registered");
-  DUET_FAIL(op, " on ", device, ": duet was built without CUDA");
-}
-
-// One call on the backend of `device`, timed as `op` by the profiler: the temporary lives, and
-// times, until the end of the statement that makes the call.
-struct NnCall {
-  NnCall(Device device, const char* op) : profile(op), backend(nn_backend_for(device, op)) {}
-  NnBackend* operator->() const { return &backend; }
-  profiler::Scope profile;
-  NnBackend& backend;
-};
-
-void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& geometry,
                     const Tensor& out) {
-  NnCall(out.device(), "conv2d_forward")->conv2d_forward(x, weight, bias, stride, padding, out);
+  NnCall(out.device(), "conv2d_forward")->conv2d_forward(x, weight, bias, geometry, out);
 }
 
-void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Conv2dGeometry& geometry,
                            const Tensor& grad_x) {
-  NnCall(grad_x.device(), "conv2d_backward_input")->conv2d_backward_input(grad_out, weight, stride, padding, grad_x);
+  NnCall(grad_x.device(), "conv2d_backward_input")->conv2d_backward_input(grad_out, weight, geometry, grad_x);
 }
 
-void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
                             const Tensor& grad_weight) {
-  NnCall(grad_weight.device(), "conv2d_backward_weight")
-      ->conv2d_backward_weight(grad_out, x, stride, padding, grad_weight);
+  NnCall(grad_weight.device(), "conv2d_backward_weight")->conv2d_backward_weight(grad_out, x, geometry, grad_weight);
 }
 
-void max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
-                        const Tensor& indices) {
-  NnCall(out.device(), "max_pool2d_forward")->max_pool2d_forward(x, kernel, stride, padding, out, indices);
+void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out, const Tensor& indices) {
+  NnCall(out.device(), "max_pool2d_forward")->max_pool2d_forward(x, geometry, out, indices);
 }
 
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x) {
   NnCall(grad_x.device(), "max_pool2d_backward")->max_pool2d_backward(grad_out, indices, grad_x);
 }
 
-void avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out) {
-  NnCall(out.device(), "avg_pool2d_forward")->avg_pool2d_forward(x, kernel, stride, padding, out);
+void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out) {
+  NnCall(out.device(), "avg_pool2d_forward")->avg_pool2d_forward(x, geometry, out);
 }
 
-void avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
-                         const Tensor& grad_x) {
-  NnCall(grad_x.device(), "avg_pool2d_backward")->avg_pool2d_backward(grad_out, kernel, stride, padding, grad_x);
+void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry, const Tensor& grad_x) {
+  NnCall(grad_x.device(), "avg_pool2d_backward")->avg_pool2d_backward(grad_out, geometry, grad_x);
 }
 
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/nn_common.h"
 #include "duet/kernels/cpu/thread_pool.h"
 

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/gemm.h"
 #include "duet/kernels/cpu/im2col.h"
 #include "duet/kernels/cpu/nn_common.h"
@@ -119,27 +119,27 @@ void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvGe
 
 }  // namespace
 
-void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& geometry,
                     const Tensor& out) {
   DType dtype = check_nn_operands("conv2d_forward", {x, weight, bias, out});
-  const ConvGeometry g = checked_geometry("conv2d_forward", x, weight, out, stride, padding);
+  const ConvGeometry g = checked_geometry("conv2d_forward", x, weight, out, geometry.stride, geometry.padding);
   if (out.numel() == 0) return;
   dispatch_floating(dtype, "conv2d_forward", [&]<class T>() { forward_typed<T>(x, weight, bias, g, out); });
 }
 
-void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Conv2dGeometry& geometry,
                            const Tensor& grad_x) {
   DType dtype = check_nn_operands("conv2d_backward_input", {grad_out, weight, grad_x});
-  const ConvGeometry g = checked_geometry("conv2d_backward_input", grad_x, weight, grad_out, stride, padding);
+  const ConvGeometry g = checked_geometry("conv2d_backward_input", grad_x, weight, grad_out, geometry.stride, geometry.padding);
   if (grad_x.numel() == 0) return;
   dispatch_floating(dtype, "conv2d_backward_input",
                     [&]<class T>() { backward_input_typed<T>(grad_out, weight, g, grad_x); });
 }
 
-void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
                             const Tensor& grad_weight) {
   DType dtype = check_nn_operands("conv2d_backward_weight", {grad_out, x, grad_weight});
-  const ConvGeometry g = checked_geometry("conv2d_backward_weight", x, grad_weight, grad_out, stride, padding);
+  const ConvGeometry g = checked_geometry("conv2d_backward_weight", x, grad_weight, grad_out, geometry.stride, geometry.padding);
   if (grad_weight.numel() == 0) return;
   dispatch_floating(dtype, "conv2d_backward_weight",
                     [&]<class T>() { backward_weight_typed<T>(grad_out, x, g, grad_weight); });

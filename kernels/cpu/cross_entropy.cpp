@@ -1,6 +1,6 @@
 // Fused cross-entropy on the CPU: a log-softmax per row (softmax_rows.h) and the picked
 // negative log-probability; rows split over the pool.
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/softmax_rows.h"
 
 namespace duet::kernels::cpu {

@@ -8,7 +8,7 @@
 #include <limits>
 #include <utility>
 
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/nn_common.h"
 #include "duet/kernels/cpu/thread_pool.h"
 
@@ -56,8 +56,8 @@ struct PoolGeometry {
 
 // `op` names the caller when out's spatial size is not what the window gives: a window past
 // the input's edge would read (and its backward write) outside the plane.
-PoolGeometry sliding_geometry(const char* op, const Tensor& x, const Tensor& out, int64_t kernel, int64_t stride,
-                              int64_t padding) {
+PoolGeometry sliding_geometry(const char* op, const Tensor& x, const Tensor& out, const Pool2dGeometry& geometry) {
+  const auto [kernel, stride, padding] = geometry;
   DUET_CHECK(kernel >= 1 && stride >= 1 && padding >= 0 && 2 * padding <= kernel &&
                  out.size(2) == window_output_size(x.size(2), kernel, stride, padding) &&
                  out.size(3) == window_output_size(x.size(3), kernel, stride, padding),
@@ -245,14 +245,14 @@ void average_backward(const char* op, const Tensor& grad_out, const PoolGeometry
 
 }  // namespace
 
-void max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out,
                         const Tensor& indices) {
   DType dtype = check_nn_operands("max_pool2d_forward", {x, out});
   check_index_operand("max_pool2d_forward", indices);
   check_pool_shapes("max_pool2d_forward", x, out);
   DUET_CHECK(indices.sizes() == out.sizes(), "max_pool2d_forward: indices ", indices.describe(),
              " do not match the output ", out.describe());
-  PoolGeometry g = sliding_geometry("max_pool2d_forward", x, out, kernel, stride, padding);
+  PoolGeometry g = sliding_geometry("max_pool2d_forward", x, out, geometry);
   dispatch_floating(dtype, "max_pool2d_forward", [&]<class T>() { max_forward_typed<T>(x, g, out, indices); });
 }
 
@@ -269,17 +269,17 @@ void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Te
                     [&]<class T>() { max_backward_typed<T>(grad_out, indices, g, grad_x); });
 }
 
-void avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out) {
+void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out) {
   check_pool_shapes("avg_pool2d_forward", x, out);
-  average_forward("avg_pool2d_forward", x, sliding_geometry("avg_pool2d_forward", x, out, kernel, stride, padding),
+  average_forward("avg_pool2d_forward", x, sliding_geometry("avg_pool2d_forward", x, out, geometry),
                   out);
 }
 
-void avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
+void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry,
                          const Tensor& grad_x) {
   check_pool_shapes("avg_pool2d_backward", grad_x, grad_out);
   average_backward("avg_pool2d_backward", grad_out,
-                   sliding_geometry("avg_pool2d_backward", grad_x, grad_out, kernel, stride, padding), grad_x);
+                   sliding_geometry("avg_pool2d_backward", grad_x, grad_out, geometry), grad_x);
 }
 
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {

@@ -1,5 +1,5 @@
 // softmax and log_softmax over any dim of a contiguous tensor, rows split over the pool.
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/softmax_rows.h"
 
 namespace duet::kernels::cpu {

@@ -41,11 +41,12 @@ bool is_empty_product(const ConvGeometry& g) {
 
 }  // namespace
 
-void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
-                           int64_t padding, const Tensor& out, Device device, cudaStream_t stream) {
+void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const kernels::Conv2dGeometry& geometry, const Tensor& out, Device device,
+                           cudaStream_t stream) {
   const char* op = "conv2d_forward";
   check_nn_operands(op, {x, weight, bias, out});
-  const ConvGeometry g = checked_geometry(op, x, weight, out, stride, padding);
+  const ConvGeometry g = checked_geometry(op, x, weight, out, geometry.stride, geometry.padding);
   DUET_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == g.filters), op, ": bias ",
              bias.defined() ? bias.describe() : "", " does not match the weight ", weight.describe());
   if (out.numel() == 0) return;
@@ -55,22 +56,22 @@ void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
   if (bias.defined()) add_channel_bias(out, bias, stream);
 }
 
-void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const kernels::Conv2dGeometry& geometry,
                                   const Tensor& grad_x, Device device, cudaStream_t stream) {
   const char* op = "conv2d_backward_input";
   check_nn_operands(op, {grad_out, weight, grad_x});
-  const ConvGeometry g = checked_geometry(op, grad_x, weight, grad_out, stride, padding);
+  const ConvGeometry g = checked_geometry(op, grad_x, weight, grad_out, geometry.stride, geometry.padding);
   if (grad_x.numel() == 0) return;
   if (is_empty_product(g)) launch_fill(grad_x, 0.0, stream);
   else if (im2col_requested() || !ran_in_cudnn(cudnn_conv2d_backward_input(g, grad_out, weight, grad_x, device)))
     im2col_conv2d_backward_input(g, grad_out, weight, grad_x, device, stream);
 }
 
-void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const kernels::Conv2dGeometry& geometry,
                                    const Tensor& grad_weight, Device device, cudaStream_t stream) {
   const char* op = "conv2d_backward_weight";
   check_nn_operands(op, {grad_out, x, grad_weight});
-  const ConvGeometry g = checked_geometry(op, x, grad_weight, grad_out, stride, padding);
+  const ConvGeometry g = checked_geometry(op, x, grad_weight, grad_out, geometry.stride, geometry.padding);
   if (grad_weight.numel() == 0) return;
   if (is_empty_product(g)) launch_fill(grad_weight, 0.0, stream);
   else if (im2col_requested() || !ran_in_cudnn(cudnn_conv2d_backward_weight(g, grad_out, x, grad_weight, device)))

@@ -1,6 +1,6 @@
 // Host entry points of the CUDA NN kernels, one per function of nn_kernels.h with the same
 // contract (read that header for shapes and semantics). Each checks its operands, then enqueues
-// on `stream`; the caller (cuda_nn_backend.cpp) has checked devices and made the device current.
+// on `stream`; the caller (cuda_backend.cpp) has checked devices and made the device current.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "duet/core/tensor.h"
+#include "duet/kernels/nn_kernels.h"
 
 namespace duet::cuda {
 
@@ -27,19 +28,19 @@ void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_
                                    const Tensor& grad_logits, cudaStream_t stream);
 
 // pool2d.cu
-void launch_max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+void launch_max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
                                const Tensor& indices, cudaStream_t stream);
 void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x,
                                 cudaStream_t stream);
-void launch_avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
                                cudaStream_t stream);
-void launch_avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
-                                const Tensor& grad_x, cudaStream_t stream);
+void launch_avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeometry& geometry, const Tensor& grad_x,
+                                cudaStream_t stream);
 void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cudaStream_t stream);
 void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x, cudaStream_t stream);
 
 // Batch norm: cuDNN first, duet's own kernels where it declines or under
-// DUET_BATCH_NORM_KERNELS=duet (the choice is cuda_nn_backend.cpp's).
+// DUET_BATCH_NORM_KERNELS=duet (the choice is cuda_backend.cpp's).
 //
 // batch_norm.cu: the operand checks (the launchers make them too; call them before cuDNN), and
 // duet's own kernels, one block per channel.
@@ -79,11 +80,12 @@ bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Te
                                cudaStream_t stream);
 
 // conv2d.cpp: cuDNN, or im2col + cuBLAS under DUET_CONV_IM2COL=1 or where cuDNN declines.
-void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
-                           int64_t padding, const Tensor& out, Device device, cudaStream_t stream);
-void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const kernels::Conv2dGeometry& geometry, const Tensor& out, Device device,
+                           cudaStream_t stream);
+void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const kernels::Conv2dGeometry& geometry,
                                   const Tensor& grad_x, Device device, cudaStream_t stream);
-void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const kernels::Conv2dGeometry& geometry,
                                    const Tensor& grad_weight, Device device, cudaStream_t stream);
 
 }  // namespace duet::cuda

@@ -67,8 +67,9 @@ AxisWindows sliding_axis(int64_t in, int64_t out, int64_t kernel, int64_t stride
 }
 AxisWindows adaptive_axis(int64_t in, int64_t out) { return {in, out, 0, 1, 0, true}; }
 
-PoolGeometry sliding_geometry(const char* op, const Tensor& x, const Tensor& out, int64_t kernel, int64_t stride,
-                              int64_t padding) {
+PoolGeometry sliding_geometry(const char* op, const Tensor& x, const Tensor& out,
+                              const kernels::Pool2dGeometry& geometry) {
+  const auto [kernel, stride, padding] = geometry;
   DUET_CHECK(kernel >= 1 && stride >= 1 && padding >= 0 && 2 * padding <= kernel &&
                  out.size(2) == kernels::window_output_size(x.size(2), kernel, stride, padding) &&
                  out.size(3) == kernels::window_output_size(x.size(3), kernel, stride, padding),
@@ -188,7 +189,7 @@ void average_backward(const char* op, const Tensor& grad_out, const PoolGeometry
 
 }  // namespace
 
-void launch_max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+void launch_max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
                                const Tensor& indices, cudaStream_t stream) {
   const char* op = "max_pool2d_forward";
   const DType dtype = check_nn_operands(op, {x, out});
@@ -196,7 +197,7 @@ void launch_max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, 
   check_pool_shapes(op, x, out);
   DUET_CHECK(indices.sizes() == out.sizes(), op, ": indices ", indices.describe(), " do not match the output ",
              out.describe());
-  const PoolGeometry g = sliding_geometry(op, x, out, kernel, stride, padding);
+  const PoolGeometry g = sliding_geometry(op, x, out, geometry);
   dispatch_floating(dtype, op, [&]<class T>() {
     launch_indexed(out.numel(), MaxForward<T>{x.data<T>(), out.data<T>(), indices.data<int64_t>(), g}, stream);
   });
@@ -219,18 +220,18 @@ void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, c
   });
 }
 
-void launch_avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
                                cudaStream_t stream) {
   const char* op = "avg_pool2d_forward";
   check_pool_shapes(op, x, out);
-  average_forward(op, x, sliding_geometry(op, x, out, kernel, stride, padding), out, stream);
+  average_forward(op, x, sliding_geometry(op, x, out, geometry), out, stream);
 }
 
-void launch_avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
+void launch_avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeometry& geometry,
                                 const Tensor& grad_x, cudaStream_t stream) {
   const char* op = "avg_pool2d_backward";
   check_pool_shapes(op, grad_x, grad_out);
-  average_backward(op, grad_out, sliding_geometry(op, grad_x, grad_out, kernel, stride, padding), grad_x, stream);
+  average_backward(op, grad_out, sliding_geometry(op, grad_x, grad_out, geometry), grad_x, stream);
 }
 
 void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cudaStream_t stream) {
