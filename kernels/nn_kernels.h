@@ -1,13 +1,14 @@
 // The neural-network kernels: convolution, pooling, batch norm, softmax and cross-entropy.
-// Each function dispatches once on the device of its output (kernels/nn_dispatch.cpp) to the
-// entry of the same name in that device type's kernel table (kernels/backend.h).
+// Each function checks its operands against the contract below, once for every backend, and
+// dispatches once on the device of its output to the entry of the same name in that device
+// type's kernel table (kernels/nn_dispatch.cpp, kernels/backend.h). A caller's mistake throws,
+// naming the op and each tensor by its parameter's name, instead of reading or writing out of
+// bounds in a kernel.
 //
 // Conventions, shared by every function below:
 //   - Every tensor is contiguous, and all floating tensors of one call share a dtype (f32 or
-//     f64). Index tensors are i64. The caller (nn/functional*.cpp) checks shapes, dtypes and
-//     devices, makes its operands contiguous and allocates every output; the CPU kernels
-//     re-check contiguity, dtypes and the shapes they index by, so a caller's mistake throws
-//     instead of reading or writing out of bounds.
+//     f64). Index tensors are i64. The caller (nn/functional*.cpp) checks the user's input
+//     (and devices), makes its operands contiguous and allocates every output.
 //   - Images are NCHW. Where a window slides over them, its geometry comes as one small struct
 //     (Conv2dGeometry, Pool2dGeometry), so that an option added later changes the struct, the op
 //     layer and the loops, not every signature of the kernel table.

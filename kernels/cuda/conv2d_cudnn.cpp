@@ -28,7 +28,7 @@ cudnnDataType_t cudnn_type(DType dtype) { return dtype == DType::f64 ? CUDNN_DAT
 // and y [N, K, Ho, Wo] (the output, or its gradient).
 class Descriptors {
  public:
-  Descriptors(const ConvGeometry& g, DType dtype) {
+  Descriptors(const ConvLayout& g, DType dtype) {
     const cudnnDataType_t type = cudnn_type(dtype);
     DUET_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
     DUET_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
@@ -165,14 +165,14 @@ Choice choose(cudnnHandle_t h, const Descriptors& d, DType dtype, bool tf32) {
   return {};
 }
 
-bool fits_int(const ConvGeometry& g) {
+bool fits_int(const ConvLayout& g) {
   const int64_t largest = std::max({g.batch * g.image_size(), g.batch * g.filters * g.out_pixels(),
                                     g.filters * g.patch_size()});
   return largest <= INT_MAX;
 }
 
 template <Direction D>
-bool run(const ConvGeometry& g, DType dtype, const Pointers& p, Device device) {
+bool run(const ConvLayout& g, DType dtype, const Pointers& p, Device device) {
   if (!fits_int(g)) return false;  // 4-d descriptors take int sizes and strides
   const CudnnHandle handle(device);  // held until the convolution is queued
   cudnnHandle_t h = handle.get();
@@ -215,18 +215,18 @@ bool run(const ConvGeometry& g, DType dtype, const Pointers& p, Device device) {
 
 }  // namespace
 
-bool cudnn_conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& out,
+bool cudnn_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out,
                           Device device) {
   return run<Direction::forward>(g, x.dtype(), {x.data_ptr(), weight.data_ptr(), out.data_ptr()}, device);
 }
 
-bool cudnn_conv2d_backward_input(const ConvGeometry& g, const Tensor& grad_out, const Tensor& weight,
+bool cudnn_conv2d_backward_input(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight,
                                  const Tensor& grad_x, Device device) {
   return run<Direction::backward_data>(g, grad_x.dtype(),
                                        {grad_x.data_ptr(), weight.data_ptr(), grad_out.data_ptr()}, device);
 }
 
-bool cudnn_conv2d_backward_weight(const ConvGeometry& g, const Tensor& grad_out, const Tensor& x,
+bool cudnn_conv2d_backward_weight(const ConvLayout& g, const Tensor& grad_out, const Tensor& x,
                                   const Tensor& grad_weight, Device device) {
   return run<Direction::backward_filter>(g, x.dtype(),
                                          {x.data_ptr(), grad_weight.data_ptr(), grad_out.data_ptr()}, device);

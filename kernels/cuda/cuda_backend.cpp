@@ -156,7 +156,6 @@ void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
                         const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
                         const Tensor& save_mean, const Tensor& save_invstd) {
   OnDevice on("batch_norm_forward", out, {&x, &weight, &bias, &running_mean, &running_var, &save_mean, &save_invstd});
-  check_batch_norm_forward(x, weight, bias, running_mean, running_var, training, out, save_mean, save_invstd);
   if (own_batch_norm_kernels_requested() ||
       !ran_in_cudnn(cudnn_batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps,
                                              out, save_mean, save_invstd, on.device(), on.stream())))
@@ -169,7 +168,6 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& 
   // Any of the three gradients may be undefined; the device is the input's.
   OnDevice on("batch_norm_backward", x, {&grad_out, &weight, &save_mean, &save_invstd, &grad_x, &grad_weight,
                                           &grad_bias});
-  check_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
   if (own_batch_norm_kernels_requested() ||
       !ran_in_cudnn(cudnn_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x,
                                               grad_weight, grad_bias, on.device(), on.stream())))
@@ -177,21 +175,16 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& 
                                grad_bias, on.stream());
 }
 
+// softmax (kLog false) and log_softmax (kLog true) share their launchers.
+template <bool kLog>
 void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
-  OnDevice on("softmax_forward", out, {&x});
-  launch_softmax_forward(x, dim, out, on.stream());
+  OnDevice on(kLog ? "log_softmax_forward" : "softmax_forward", out, {&x});
+  launch_softmax_forward(kLog, x, dim, out, on.stream());
 }
+template <bool kLog>
 void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x) {
-  OnDevice on("softmax_backward", grad_x, {&grad_out, &out});
-  launch_softmax_backward(grad_out, out, dim, grad_x, on.stream());
-}
-void log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
-  OnDevice on("log_softmax_forward", out, {&x});
-  launch_log_softmax_forward(x, dim, out, on.stream());
-}
-void log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x) {
-  OnDevice on("log_softmax_backward", grad_x, {&grad_out, &out});
-  launch_log_softmax_backward(grad_out, out, dim, grad_x, on.stream());
+  OnDevice on(kLog ? "log_softmax_backward" : "softmax_backward", grad_x, {&grad_out, &out});
+  launch_softmax_backward(kLog, grad_out, out, dim, grad_x, on.stream());
 }
 
 void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
@@ -231,10 +224,10 @@ constexpr kernels::Backend kCudaBackend{
     .adaptive_avg_pool2d_backward = adaptive_avg_pool2d_backward,
     .batch_norm_forward = batch_norm_forward,
     .batch_norm_backward = batch_norm_backward,
-    .softmax_forward = softmax_forward,
-    .softmax_backward = softmax_backward,
-    .log_softmax_forward = log_softmax_forward,
-    .log_softmax_backward = log_softmax_backward,
+    .softmax_forward = softmax_forward<false>,
+    .softmax_backward = softmax_backward<false>,
+    .log_softmax_forward = softmax_forward<true>,
+    .log_softmax_backward = softmax_backward<true>,
     .cross_entropy_forward = cross_entropy_forward,
     .cross_entropy_backward = cross_entropy_backward,
 };

@@ -1,6 +1,7 @@
 // Host entry points of the CUDA NN kernels, one per function of nn_kernels.h with the same
-// contract (read that header for shapes and semantics). Each checks its operands, then enqueues
-// on `stream`; the caller (cuda_backend.cpp) has checked devices and made the device current.
+// contract (read that header for shapes and semantics). Each enqueues on `stream`: its operands
+// were checked by kernels/nn_dispatch.cpp, and the caller (cuda_backend.cpp) has checked devices
+// and made the device current.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -12,13 +13,11 @@
 
 namespace duet::cuda {
 
-// softmax.cu: one block per row, sums in double as on the CPU.
-void launch_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream);
-void launch_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
-                             cudaStream_t stream);
-void launch_log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream);
-void launch_log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
-                                 cudaStream_t stream);
+// softmax.cu: one block per row, sums in double as on the CPU; log_softmax when `log_softmax`.
+void launch_softmax_forward(bool log_softmax, const Tensor& x, int64_t dim, const Tensor& out,
+                            cudaStream_t stream);
+void launch_softmax_backward(bool log_softmax, const Tensor& grad_out, const Tensor& out, int64_t dim,
+                             const Tensor& grad_x, cudaStream_t stream);
 
 // cross_entropy.cu. Both check the targets on the device and wait for the answer (a stream
 // synchronisation), so a bad target throws the CPU's error instead of reading out of bounds.
@@ -42,14 +41,7 @@ void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& g
 // Batch norm: cuDNN first, duet's own kernels where it declines or under
 // DUET_BATCH_NORM_KERNELS=duet (the choice is cuda_backend.cpp's).
 //
-// batch_norm.cu: the operand checks (the launchers make them too; call them before cuDNN), and
-// duet's own kernels, one block per channel.
-void check_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                              const Tensor& running_var, bool training, const Tensor& out, const Tensor& save_mean,
-                              const Tensor& save_invstd);
-void check_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                               const Tensor& save_mean, const Tensor& save_invstd, const Tensor& grad_x,
-                               const Tensor& grad_weight, const Tensor& grad_bias);
+// batch_norm.cu: duet's own kernels, one block per channel.
 void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                                const Tensor& running_var, bool training, double momentum, double eps,
                                const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
@@ -64,7 +56,7 @@ void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const T
 void launch_batch_norm_inference_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
                                        const Tensor& save_mean, const Tensor& save_invstd, cudaStream_t stream);
 
-// batch_norm_cudnn.cpp: cuDNN, for operands that passed the checks above. Each returns false,
+// batch_norm_cudnn.cpp: cuDNN. Each returns false,
 // having written nothing, when cuDNN does not take the case: eps below CUDNN_BN_MIN_EPSILON, an
 // empty x or one of 2^31 - 1 elements or more, a strided operand, backward with training = false
 // (cuDNN's backward always differentiates through the batch statistics), or a NOT_SUPPORTED
