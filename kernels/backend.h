@@ -1,45 +1,62 @@
-// Backend: one implementation of the kernel interface per device type.
+// Backend: the kernels of one device type, as one table of functions.
 //
-// kernels/cpu provides the CPU backend; kernels/cuda registers the CUDA one when it is built.
-// The free functions of kernels.h pick the backend from the output's device (dispatch.cpp),
-// which is the one place each op dispatches on the device type.
+// Each entry has the signature and the contract of its namesake in kernels.h, optim_kernels.h or
+// nn_kernels.h. Those free functions are the only callers: they check what every backend needs
+// checked (dispatch.cpp, optim_dispatch.cpp, nn_dispatch.cpp) and call the entry of their
+// output's device type. kernels/cpu/cpu_backend.cpp fills the CPU table with kernels::cpu's
+// functions; kernels/cuda/cuda_backend.cpp fills the CUDA table and registers it when the
+// library is loaded, so core and the CPU code never include a CUDA header.
 #pragma once
 
+#include "duet/core/device.h"
 #include "duet/kernels/kernels.h"
+#include "duet/kernels/nn_kernels.h"
 #include "duet/kernels/optim_kernels.h"
 
 namespace duet::kernels {
 
-class Backend {
- public:
-  virtual ~Backend() = default;
-  virtual void unary(UnaryOp op, const Tensor& in, const Tensor& out) = 0;
-  virtual void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
-                              const Tensor& grad_in) = 0;
-  virtual void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
-  virtual void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
-                               const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) = 0;
-  virtual void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims,
-                      const Tensor& out) = 0;
-  virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
-  virtual void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) = 0;
-  // Copies whose src and dst are both on this backend's device type.
-  virtual void copy(const Tensor& src, const Tensor& dst) = 0;
-  virtual void fill(const Tensor& out, double value) = 0;
-  virtual void arange(const Tensor& out, double start, double step) = 0;
-  virtual void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) = 0;
-  virtual void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) = 0;
-  // The fused optimizer updates; optim_dispatch.cpp has checked the operands (optim_kernels.h).
-  virtual void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
-                          const SgdUpdateArgs& args) = 0;
-  virtual void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
-                           const Tensor& exp_avg_sq, const AdamUpdateArgs& args) = 0;
+struct Backend {
+  // kernels.h. `copy` gets only copies whose src and dst are both on this device type.
+  decltype(&kernels::unary) unary;
+  decltype(&kernels::unary_backward) unary_backward;
+  decltype(&kernels::binary) binary;
+  decltype(&kernels::binary_backward) binary_backward;
+  decltype(&kernels::reduce) reduce;
+  decltype(&kernels::matmul) matmul;
+  decltype(&kernels::where) where;
+  decltype(&kernels::copy) copy;
+  decltype(&kernels::fill) fill;
+  decltype(&kernels::arange) arange;
+  decltype(&kernels::uniform) uniform;
+  decltype(&kernels::normal) normal;
+  // optim_kernels.h
+  decltype(&kernels::sgd_update) sgd_update;
+  decltype(&kernels::adam_update) adam_update;
+  // nn_kernels.h
+  decltype(&kernels::conv2d_forward) conv2d_forward;
+  decltype(&kernels::conv2d_backward_input) conv2d_backward_input;
+  decltype(&kernels::conv2d_backward_weight) conv2d_backward_weight;
+  decltype(&kernels::max_pool2d_forward) max_pool2d_forward;
+  decltype(&kernels::max_pool2d_backward) max_pool2d_backward;
+  decltype(&kernels::avg_pool2d_forward) avg_pool2d_forward;
+  decltype(&kernels::avg_pool2d_backward) avg_pool2d_backward;
+  decltype(&kernels::adaptive_avg_pool2d_forward) adaptive_avg_pool2d_forward;
+  decltype(&kernels::adaptive_avg_pool2d_backward) adaptive_avg_pool2d_backward;
+  decltype(&kernels::batch_norm_forward) batch_norm_forward;
+  decltype(&kernels::batch_norm_backward) batch_norm_backward;
+  decltype(&kernels::softmax_forward) softmax_forward;
+  decltype(&kernels::softmax_backward) softmax_backward;
+  decltype(&kernels::log_softmax_forward) log_softmax_forward;
+  decltype(&kernels::log_softmax_backward) log_softmax_backward;
+  decltype(&kernels::cross_entropy_forward) cross_entropy_forward;
+  decltype(&kernels::cross_entropy_backward) cross_entropy_backward;
 };
 
-Backend& cpu_backend();
-// Throws "built without CUDA" in a CPU-only build.
-Backend& backend_for(DeviceType type);
-void register_backend(DeviceType type, Backend* backend);
+const Backend& cpu_backend();
+// The table of `device`'s type. `op` names the caller in the error thrown when there is none:
+// "conv2d_forward on cuda:0: duet was built without CUDA".
+const Backend& backend_for(Device device, const char* op);
+void register_backend(DeviceType type, const Backend* backend);
 
 // Copies between a host tensor and a device tensor (either direction). The CUDA backend
 // registers it; dispatch.cpp routes cross-device copy() calls to it.

@@ -1,10 +1,12 @@
-// The one place each kernel dispatches on the device type: the backend of `out`'s device.
+// The kernel tables' registry, and the one place each tensor kernel (kernels.h) dispatches on
+// the device type: the table of its output's device.
 #include <array>
 #include <atomic>
 
 #include "duet/core/error.h"
 #include "duet/kernels/backend.h"
 #include "duet/kernels/cpu/thread_pool.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/profiler.h"
 
 namespace duet::kernels {
@@ -12,9 +14,9 @@ namespace {
 
 constexpr size_t kDeviceTypes = 2;
 
-std::array<std::atomic<Backend*>, kDeviceTypes>& backends() {
-  static std::array<std::atomic<Backend*>, kDeviceTypes> table{&cpu_backend(), nullptr};
-  return table;
+std::array<std::atomic<const Backend*>, kDeviceTypes>& backends() {
+  static std::array<std::atomic<const Backend*>, kDeviceTypes> tables{&cpu_backend(), nullptr};
+  return tables;
 }
 
 std::atomic<CrossDeviceCopy>& cross_device_copy() {
@@ -69,60 +71,58 @@ const char* name(ReduceOp op) {
   return "unknown reduce op";
 }
 
-void register_backend(DeviceType type, Backend* backend) {
+void register_backend(DeviceType type, const Backend* backend) {
   backends()[static_cast<size_t>(type)].store(backend);
 }
 
-Backend& backend_for(DeviceType type) {
-  Backend* backend = backends()[static_cast<size_t>(type)].load();
+const Backend& backend_for(Device device, const char* op) {
+  const Backend* backend = backends()[static_cast<size_t>(device.type)].load();
   if (backend) return *backend;
-  DUET_CHECK(type == DeviceType::CUDA, "no kernel backend registered for device type ",
-             static_cast<int>(type));
-#ifdef DUET_HAS_CUDA
-  DUET_FAIL("cannot run a kernel on a CUDA device: CUDA backend not initialised (no CUDA device was set up)");
-#else
-  DUET_FAIL("cannot run a kernel on a CUDA device: duet was built without CUDA");
-#endif
+  DUET_CHECK(device.is_cuda(), op, " on ", device, ": no kernel backend registered");
+  // A CUDA build registers its table when the library is loaded: only code running before
+  // that (another library's static initialiser) can get here.
+  DUET_CHECK(!cuda::is_built(), op, " on ", device, ": the CUDA backend is not registered yet");
+  DUET_FAIL(op, " on ", device, ": duet was built without CUDA");
 }
 
 void register_cross_device_copy(CrossDeviceCopy fn) { cross_device_copy().store(fn); }
 
 void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
   profiler::Scope profile(name(op));
-  backend_for(out.device().type).unary(op, in, out);
+  backend_for(out.device(), name(op)).unary(op, in, out);
 }
 
 void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
                     const Tensor& grad_in) {
   profiler::Scope profile(name(op), "backward");
-  backend_for(grad_in.device().type).unary_backward(op, grad, in, out, grad_in);
+  backend_for(grad_in.device(), name(op)).unary_backward(op, grad, in, out, grad_in);
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   profiler::Scope profile(name(op));
-  backend_for(out.device().type).binary(op, a, b, out);
+  backend_for(out.device(), name(op)).binary(op, a, b, out);
 }
 
 void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
                      const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) {
   if (!grad_a.defined() && !grad_b.defined()) return;
   profiler::Scope profile(name(op), "backward");
-  backend_for(grad.device().type).binary_backward(op, grad, a, b, out, grad_a, grad_b);
+  backend_for(grad.device(), name(op)).binary_backward(op, grad, a, b, out, grad_a, grad_b);
 }
 
 void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out) {
   profiler::Scope profile(name(op));
-  backend_for(out.device().type).reduce(op, in, dims, out);
+  backend_for(out.device(), name(op)).reduce(op, in, dims, out);
 }
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   profiler::Scope profile(__func__);
-  backend_for(out.device().type).matmul(a, b, out);
+  backend_for(out.device(), __func__).matmul(a, b, out);
 }
 
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   profiler::Scope profile(__func__);
-  backend_for(out.device().type).where(cond, a, b, out);
+  backend_for(out.device(), __func__).where(cond, a, b, out);
 }
 
 void copy(const Tensor& src, const Tensor& dst) {
@@ -132,7 +132,7 @@ void copy(const Tensor& src, const Tensor& dst) {
   profiler::Scope profile(across_gpu ? "copy across devices" : __func__);
   if (src.device().type == dst.device().type) {
     // Two logical CPU devices share host memory: a plain copy.
-    backend_for(dst.device().type).copy(src, dst);
+    backend_for(dst.device(), __func__).copy(src, dst);
     return;
   }
   CrossDeviceCopy fn = cross_device_copy().load();
@@ -143,22 +143,22 @@ void copy(const Tensor& src, const Tensor& dst) {
 
 void fill(const Tensor& out, double value) {
   profiler::Scope profile(__func__);
-  backend_for(out.device().type).fill(out, value);
+  backend_for(out.device(), __func__).fill(out, value);
 }
 
 void arange(const Tensor& out, double start, double step) {
   profiler::Scope profile(__func__);
-  backend_for(out.device().type).arange(out, start, step);
+  backend_for(out.device(), __func__).arange(out, start, step);
 }
 
 void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) {
   profiler::Scope profile(__func__);
-  backend_for(out.device().type).uniform(out, seed, offset, low, high);
+  backend_for(out.device(), __func__).uniform(out, seed, offset, low, high);
 }
 
 void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) {
   profiler::Scope profile(__func__);
-  backend_for(out.device().type).normal(out, seed, offset, mean, stddev);
+  backend_for(out.device(), __func__).normal(out, seed, offset, mean, stddev);
 }
 
 void set_num_threads(int threads) { cpu::set_pool_size(threads); }

@@ -1,127 +1,284 @@
-// The one place each NN kernel dispatches on the device type: the NN backend of the output's
-// device.
-#include <array>
-#include <atomic>
+// The NN kernels: their operand contract (nn_kernels.h), checked here once for every backend, and
+// the one dispatch on the output's device type. A caller's mistake throws, naming the op and each
+// tensor by its parameter's name, instead of reading or writing out of bounds in a kernel. The
+// kernels build their layouts (nn_layouts.h) from shapes checked here, and check nothing but
+// what only they can read: cross-entropy's targets, in the target's memory.
+#include <initializer_list>
+#include <string>
 
 #include "duet/core/error.h"
-#include "duet/kernels/nn_backend.h"
+#include "duet/kernels/backend.h"
+#include "duet/kernels/nn_layouts.h"
 #include "duet/kernels/profiler.h"
 
 namespace duet::kernels {
 namespace {
 
-constexpr size_t kDeviceTypes = 2;
+// One call on the table of `device`'s type, timed as `op` by the profiler: the temporary lives,
+// and times, until the end of the statement that makes the call.
+struct NnCall {
+  NnCall(Device device, const char* op) : profile(op), backend(backend_for(device, op)) {}
+  const Backend* operator->() const { return &backend; }
+  profiler::Scope profile;
+  const Backend& backend;
+};
 
-std::array<std::atomic<NnBackend*>, kDeviceTypes>& nn_backends() {
-  static std::array<std::atomic<NnBackend*>, kDeviceTypes> table{&cpu_nn_backend(), nullptr};
-  return table;
+// A tensor argument and the name of its parameter, for the errors. An optional one may be
+// undefined (no bias, no running statistics, a gradient not wanted).
+struct Operand {
+  const char* role;
+  const Tensor& tensor;
+  bool optional = false;
+
+  std::string str() const { return std::string(role) + " " + tensor.describe(); }
+};
+
+Operand optional(const char* role, const Tensor& t) { return {role, t, true}; }
+
+// Every defined floating operand contiguous, all of one floating dtype (f32 or f64).
+void check_floating(const char* op, std::initializer_list<Operand> operands) {
+  const Operand* first = nullptr;
+  for (const Operand& o : operands) {
+    DUET_CHECK(o.optional || o.tensor.defined(), op, ": ", o.role, " is required but undefined");
+    if (!o.tensor.defined()) continue;
+    DUET_CHECK(o.tensor.is_contiguous(), op, ": ", o.str(), " is not contiguous");
+    if (!first) {
+      first = &o;
+      DUET_CHECK(is_floating(o.tensor.dtype()), op, ": expected a floating dtype (f32 or f64), got ", o.str());
+    }
+    DUET_CHECK(o.tensor.dtype() == first->tensor.dtype(), op, ": ", o.str(), " and ", first->str(),
+               " have different dtypes");
+  }
+}
+
+// An index operand (max-pool positions, class targets): contiguous i64.
+void check_index(const char* op, const Operand& o) {
+  DUET_CHECK(o.tensor.defined(), op, ": ", o.role, " is required but undefined");
+  DUET_CHECK(o.tensor.dtype() == DType::i64 && o.tensor.is_contiguous(), op, ": expected ", o.role,
+             " to be a contiguous i64 tensor, got ", o.str());
+}
+
+void check_same_shape(const char* op, const Operand& a, const Operand& b) {
+  DUET_CHECK(a.tensor.sizes() == b.tensor.sizes(), op, ": ", a.str(), " does not match ", b.str(),
+             " (the same shape expected)");
+}
+
+// x (*) weight -> out, as ConvLayout reads them (in the backward kernels x and out are the
+// gradients grad_x and grad_out).
+void check_conv(const char* op, const Operand& x, const Operand& weight, const Operand& out,
+                const Conv2dGeometry& g) {
+  const Tensor &xt = x.tensor, &wt = weight.tensor, &ot = out.tensor;
+  DUET_CHECK(xt.dim() == 4 && wt.dim() == 4 && ot.dim() == 4 && xt.size(0) == ot.size(0) &&
+                 xt.size(1) == wt.size(1) && ot.size(1) == wt.size(0) && g.stride >= 1 && g.padding >= 0 &&
+                 ot.size(2) == window_output_size(xt.size(2), wt.size(2), g.stride, g.padding) &&
+                 ot.size(3) == window_output_size(xt.size(3), wt.size(3), g.stride, g.padding),
+             op, ": shapes do not match: ", x.str(), ", ", weight.str(), ", ", out.str(), ", stride ", g.stride,
+             ", padding ", g.padding);
+}
+
+// x [N, C, H, W] pooled to out [N, C, Ho, Wo] (grad_x and grad_out in the backward kernels).
+void check_planes(const char* op, const Operand& x, const Operand& out) {
+  const Tensor &xt = x.tensor, &ot = out.tensor;
+  DUET_CHECK(xt.dim() == 4 && ot.dim() == 4 && xt.size(0) == ot.size(0) && xt.size(1) == ot.size(1), op,
+             ": shapes do not match: ", x.str(), ", ", out.str());
+}
+
+// A sliding window that stays within the input and its padding: one past the edge would read
+// (and its backward write) outside the plane.
+void check_window(const char* op, const Operand& x, const Operand& out, const Pool2dGeometry& g) {
+  check_planes(op, x, out);
+  const Tensor &xt = x.tensor, &ot = out.tensor;
+  DUET_CHECK(g.kernel >= 1 && g.stride >= 1 && g.padding >= 0 && 2 * g.padding <= g.kernel &&
+                 ot.size(2) == window_output_size(xt.size(2), g.kernel, g.stride, g.padding) &&
+                 ot.size(3) == window_output_size(xt.size(3), g.kernel, g.stride, g.padding),
+             op, ": ", out.str(), " does not match ", x.str(), " with kernel ", g.kernel, ", stride ", g.stride,
+             ", padding ", g.padding);
+}
+
+// x [N, C] or [N, C, H, W], and one value per channel in every defined per-channel operand.
+void check_channels(const char* op, const Operand& x, std::initializer_list<Operand> per_channel) {
+  const Tensor& xt = x.tensor;
+  DUET_CHECK(xt.dim() == 2 || xt.dim() == 4, op, ": expected ", x.role, " of shape [N, C] or [N, C, H, W], got ",
+             xt.describe());
+  for (const Operand& o : per_channel) {
+    if (!o.tensor.defined()) continue;
+    DUET_CHECK(o.tensor.dim() == 1 && o.tensor.size(0) == xt.size(1), op, ": ", o.str(), " does not match the ",
+               xt.size(1), " channels of ", x.str(), " (expected shape [", xt.size(1), "])");
+  }
+}
+
+// The same shape, and a dim within it (0 for a scalar, seen as one row of one element).
+void check_rows(const char* op, const Operand& a, const Operand& b, int64_t dim) {
+  check_same_shape(op, a, b);
+  DUET_CHECK(dim >= 0 && (dim < a.tensor.dim() || (a.tensor.dim() == 0 && dim == 0)), op, ": dim ", dim,
+             " out of range for ", a.str());
+}
+
+// scores [N, C], target [N] and one value per row [N].
+void check_classes(const char* op, const Operand& scores, const Operand& target, const Operand& per_row) {
+  check_index(op, target);
+  const Tensor &s = scores.tensor, &t = target.tensor, &r = per_row.tensor;
+  DUET_CHECK(s.dim() == 2 && t.dim() == 1 && r.dim() == 1 && t.size(0) == s.size(0) && r.size(0) == s.size(0), op,
+             ": shapes do not match: ", scores.str(), ", ", target.str(), ", ", per_row.str());
 }
 
 }  // namespace
 
-void register_nn_backend(DeviceType type, NnBackend* backend) {
-  nn_backends()[static_cast<size_t>(type)].store(backend);
-}
-
-NnBackend& nn_backend_for(Device device, const char* op) {
-  NnBackend* backend = nn_backends()[static_cast<size_t>(device.type)].load();
-  if (backend) return *backend;
-  DUET_CHECK(device.is_cuda(), op, " on ", device, ": no NN kernel backend registered");
-  DUET_FAIL(op, " on ", device, ": duet was built without CUDA");
-}
-
-// One call on the backend of `device`, timed as `op` by the profiler: the temporary lives, and
-// times, until the end of the statement that makes the call.
-struct NnCall {
-  NnCall(Device device, const char* op) : profile(op), backend(nn_backend_for(device, op)) {}
-  NnBackend* operator->() const { return &backend; }
-  profiler::Scope profile;
-  NnBackend& backend;
-};
-
-void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& geometry,
                     const Tensor& out) {
-  NnCall(out.device(), "conv2d_forward")->conv2d_forward(x, weight, bias, stride, padding, out);
+  const char* op = "conv2d_forward";
+  check_floating(op, {{"x", x}, {"weight", weight}, optional("bias", bias), {"out", out}});
+  check_conv(op, {"x", x}, {"weight", weight}, {"out", out}, geometry);
+  DUET_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), op, ": bias ", bias.describe(),
+             " does not match the ", weight.size(0), " filters of weight ", weight.describe());
+  NnCall(out.device(), op)->conv2d_forward(x, weight, bias, geometry, out);
 }
 
-void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Conv2dGeometry& geometry,
                            const Tensor& grad_x) {
-  NnCall(grad_x.device(), "conv2d_backward_input")->conv2d_backward_input(grad_out, weight, stride, padding, grad_x);
+  const char* op = "conv2d_backward_input";
+  check_floating(op, {{"grad_out", grad_out}, {"weight", weight}, {"grad_x", grad_x}});
+  check_conv(op, {"grad_x", grad_x}, {"weight", weight}, {"grad_out", grad_out}, geometry);
+  NnCall(grad_x.device(), op)->conv2d_backward_input(grad_out, weight, geometry, grad_x);
 }
 
-void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
                             const Tensor& grad_weight) {
-  NnCall(grad_weight.device(), "conv2d_backward_weight")
-      ->conv2d_backward_weight(grad_out, x, stride, padding, grad_weight);
+  const char* op = "conv2d_backward_weight";
+  check_floating(op, {{"grad_out", grad_out}, {"x", x}, {"grad_weight", grad_weight}});
+  check_conv(op, {"x", x}, {"grad_weight", grad_weight}, {"grad_out", grad_out}, geometry);
+  NnCall(grad_weight.device(), op)->conv2d_backward_weight(grad_out, x, geometry, grad_weight);
 }
 
-void max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
-                        const Tensor& indices) {
-  NnCall(out.device(), "max_pool2d_forward")->max_pool2d_forward(x, kernel, stride, padding, out, indices);
+void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out, const Tensor& indices) {
+  const char* op = "max_pool2d_forward";
+  check_floating(op, {{"x", x}, {"out", out}});
+  check_index(op, {"indices", indices});
+  check_window(op, {"x", x}, {"out", out}, geometry);
+  check_same_shape(op, {"indices", indices}, {"out", out});
+  NnCall(out.device(), op)->max_pool2d_forward(x, geometry, out, indices);
 }
 
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x) {
-  NnCall(grad_x.device(), "max_pool2d_backward")->max_pool2d_backward(grad_out, indices, grad_x);
+  const char* op = "max_pool2d_backward";
+  check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
+  check_index(op, {"indices", indices});
+  check_planes(op, {"grad_x", grad_x}, {"grad_out", grad_out});
+  check_same_shape(op, {"indices", indices}, {"grad_out", grad_out});
+  NnCall(grad_x.device(), op)->max_pool2d_backward(grad_out, indices, grad_x);
 }
 
-void avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out) {
-  NnCall(out.device(), "avg_pool2d_forward")->avg_pool2d_forward(x, kernel, stride, padding, out);
+void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out) {
+  const char* op = "avg_pool2d_forward";
+  check_floating(op, {{"x", x}, {"out", out}});
+  check_window(op, {"x", x}, {"out", out}, geometry);
+  NnCall(out.device(), op)->avg_pool2d_forward(x, geometry, out);
 }
 
-void avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
-                         const Tensor& grad_x) {
-  NnCall(grad_x.device(), "avg_pool2d_backward")->avg_pool2d_backward(grad_out, kernel, stride, padding, grad_x);
+void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry, const Tensor& grad_x) {
+  const char* op = "avg_pool2d_backward";
+  check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
+  check_window(op, {"grad_x", grad_x}, {"grad_out", grad_out}, geometry);
+  NnCall(grad_x.device(), op)->avg_pool2d_backward(grad_out, geometry, grad_x);
 }
 
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {
-  NnCall(out.device(), "adaptive_avg_pool2d_forward")->adaptive_avg_pool2d_forward(x, out);
+  const char* op = "adaptive_avg_pool2d_forward";
+  check_floating(op, {{"x", x}, {"out", out}});
+  check_planes(op, {"x", x}, {"out", out});
+  NnCall(out.device(), op)->adaptive_avg_pool2d_forward(x, out);
 }
 
 void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x) {
-  NnCall(grad_x.device(), "adaptive_avg_pool2d_backward")->adaptive_avg_pool2d_backward(grad_out, grad_x);
+  const char* op = "adaptive_avg_pool2d_backward";
+  check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
+  check_planes(op, {"grad_x", grad_x}, {"grad_out", grad_out});
+  NnCall(grad_x.device(), op)->adaptive_avg_pool2d_backward(grad_out, grad_x);
 }
 
 void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                         const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
                         const Tensor& save_mean, const Tensor& save_invstd) {
-  NnCall(out.device(), "batch_norm_forward")
+  const char* op = "batch_norm_forward";
+  check_floating(op, {{"x", x}, optional("weight", weight), optional("bias", bias),
+                      optional("running_mean", running_mean), optional("running_var", running_var), {"out", out},
+                      {"save_mean", save_mean}, {"save_invstd", save_invstd}});
+  check_channels(op, {"x", x},
+                 {{"weight", weight}, {"bias", bias}, {"running_mean", running_mean}, {"running_var", running_var},
+                  {"save_mean", save_mean}, {"save_invstd", save_invstd}});
+  check_same_shape(op, {"out", out}, {"x", x});
+  DUET_CHECK(training || (running_mean.defined() && running_var.defined()), op,
+             ": inference needs running_mean and running_var");
+  DUET_CHECK(!training || ChannelLayout::of(x).count() > 1, op,
+             ": expected more than 1 value per channel when training, got x ", x.describe());
+  NnCall(out.device(), op)
       ->batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean,
-                          save_invstd);
+                           save_invstd);
 }
 
 void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
                          const Tensor& save_invstd, bool training, const Tensor& grad_x, const Tensor& grad_weight,
                          const Tensor& grad_bias) {
   if (!grad_x.defined() && !grad_weight.defined() && !grad_bias.defined()) return;
-  NnCall(grad_out.device(), "batch_norm_backward")
+  const char* op = "batch_norm_backward";
+  check_floating(op, {{"grad_out", grad_out}, {"x", x}, optional("weight", weight), {"save_mean", save_mean},
+                      {"save_invstd", save_invstd}, optional("grad_x", grad_x), optional("grad_weight", grad_weight),
+                      optional("grad_bias", grad_bias)});
+  check_channels(op, {"x", x},
+                 {{"weight", weight}, {"save_mean", save_mean}, {"save_invstd", save_invstd},
+                  {"grad_weight", grad_weight}, {"grad_bias", grad_bias}});
+  check_same_shape(op, {"grad_out", grad_out}, {"x", x});
+  if (grad_x.defined()) check_same_shape(op, {"grad_x", grad_x}, {"x", x});
+  NnCall(grad_out.device(), op)
       ->batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x, grad_weight, grad_bias);
 }
 
 void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
-  NnCall(out.device(), "softmax_forward")->softmax_forward(x, dim, out);
+  const char* op = "softmax_forward";
+  check_floating(op, {{"x", x}, {"out", out}});
+  check_rows(op, {"x", x}, {"out", out}, dim);
+  NnCall(out.device(), op)->softmax_forward(x, dim, out);
 }
 
 void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x) {
-  NnCall(grad_x.device(), "softmax_backward")->softmax_backward(grad_out, out, dim, grad_x);
+  const char* op = "softmax_backward";
+  check_floating(op, {{"grad_out", grad_out}, {"out", out}, {"grad_x", grad_x}});
+  check_rows(op, {"out", out}, {"grad_out", grad_out}, dim);
+  check_same_shape(op, {"grad_x", grad_x}, {"out", out});
+  NnCall(grad_x.device(), op)->softmax_backward(grad_out, out, dim, grad_x);
 }
 
 void log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
-  NnCall(out.device(), "log_softmax_forward")->log_softmax_forward(x, dim, out);
+  const char* op = "log_softmax_forward";
+  check_floating(op, {{"x", x}, {"out", out}});
+  check_rows(op, {"x", x}, {"out", out}, dim);
+  NnCall(out.device(), op)->log_softmax_forward(x, dim, out);
 }
 
 void log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x) {
-  NnCall(grad_x.device(), "log_softmax_backward")->log_softmax_backward(grad_out, out, dim, grad_x);
+  const char* op = "log_softmax_backward";
+  check_floating(op, {{"grad_out", grad_out}, {"out", out}, {"grad_x", grad_x}});
+  check_rows(op, {"out", out}, {"grad_out", grad_out}, dim);
+  check_same_shape(op, {"grad_x", grad_x}, {"out", out});
+  NnCall(grad_x.device(), op)->log_softmax_backward(grad_out, out, dim, grad_x);
 }
 
 void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
                            const Tensor& log_probs) {
-  NnCall(losses.device(), "cross_entropy_forward")->cross_entropy_forward(logits, target, losses, log_probs);
+  const char* op = "cross_entropy_forward";
+  check_floating(op, {{"logits", logits}, {"losses", losses}, {"log_probs", log_probs}});
+  check_classes(op, {"logits", logits}, {"target", target}, {"losses", losses});
+  check_same_shape(op, {"log_probs", log_probs}, {"logits", logits});
+  NnCall(losses.device(), op)->cross_entropy_forward(logits, target, losses, log_probs);
 }
 
 void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
                             const Tensor& grad_logits) {
-  NnCall(grad_logits.device(), "cross_entropy_backward")
-      ->cross_entropy_backward(grad_losses, log_probs, target, grad_logits);
+  const char* op = "cross_entropy_backward";
+  check_floating(op, {{"grad_losses", grad_losses}, {"log_probs", log_probs}, {"grad_logits", grad_logits}});
+  check_classes(op, {"log_probs", log_probs}, {"target", target}, {"grad_losses", grad_losses});
+  check_same_shape(op, {"grad_logits", grad_logits}, {"log_probs", log_probs});
+  NnCall(grad_logits.device(), op)->cross_entropy_backward(grad_losses, log_probs, target, grad_logits);
 }
 
 }  // namespace duet::kernels

@@ -1,16 +1,17 @@
 // The neural-network kernels: convolution, pooling, batch norm, softmax and cross-entropy.
-// Kept apart from the tensor kernels (kernels.h) because their backends differ: on the GPU these
-// go to cuDNN, the tensor kernels to duet's own CUDA code. Each function dispatches once on the
-// device of its output (kernels/nn_dispatch.cpp) to the backend of kernels/nn_backend.h.
+// Each function checks its operands against the contract below, once for every backend, and
+// dispatches once on the device of its output to the entry of the same name in that device
+// type's kernel table (kernels/nn_dispatch.cpp, kernels/backend.h). A caller's mistake throws,
+// naming the op and each tensor by its parameter's name, instead of reading or writing out of
+// bounds in a kernel.
 //
 // Conventions, shared by every function below:
 //   - Every tensor is contiguous, and all floating tensors of one call share a dtype (f32 or
-//     f64). Index tensors are i64. The caller (nn/functional*.cpp) checks shapes, dtypes and
-//     devices, makes its operands contiguous and allocates every output; the CPU kernels
-//     re-check contiguity, dtypes and the shapes they index by, so a caller's mistake throws
-//     instead of reading or writing out of bounds.
-//   - Images are NCHW. A square window (kernel x kernel, one stride, one zero padding on every
-//     side) is used everywhere except for conv2d's weight, whose kh x kw comes from its shape.
+//     f64). Index tensors are i64. The caller (nn/functional*.cpp) checks the user's input
+//     (and devices), makes its operands contiguous and allocates every output.
+//   - Images are NCHW. Where a window slides over them, its geometry comes as one small struct
+//     (Conv2dGeometry, Pool2dGeometry), so that an option added later changes the struct, the op
+//     layer and the loops, not every signature of the kernel table.
 //   - Outputs are overwritten, never accumulated into.
 #pragma once
 
@@ -27,32 +28,45 @@ constexpr int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride,
   return in + 2 * padding < kernel ? 0 : (in + 2 * padding - kernel) / stride + 1;
 }
 
+// How conv2d's weight slides over its input: one stride and one zero padding on every side, for
+// both axes. The kernel is kh x kw, from the weight's shape.
+struct Conv2dGeometry {
+  int64_t stride = 1;
+  int64_t padding = 0;
+};
+
+// A square pooling window: kernel x kernel, moved by one stride along both axes, over the input
+// with `padding` on every side (never wins a max, counts as zeros in an average).
+struct Pool2dGeometry {
+  int64_t kernel = 1;
+  int64_t stride = 1;
+  int64_t padding = 0;
+};
+
 // ---- conv2d ----
 // out [N, K, Ho, Wo] = x [N, C, H, W] (*) weight [K, C, kh, kw] (+ bias [K]; undefined: none).
-void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
-                    int64_t padding, const Tensor& out);
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& geometry,
+                    const Tensor& out);
 // grad_x [N, C, H, W] from grad_out [N, K, Ho, Wo]; grad_x's shape gives H and W.
-void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride,
-                           int64_t padding, const Tensor& grad_x);
+void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Conv2dGeometry& geometry,
+                           const Tensor& grad_x);
 // grad_weight [K, C, kh, kw] from grad_out and the forward input x. The bias gradient is the
 // plain sum of grad_out over N, H, W, which the op layer computes.
-void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride,
-                            int64_t padding, const Tensor& grad_weight);
+void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
+                            const Tensor& grad_weight);
 
 // ---- pooling ----
 // out and indices [N, C, Ho, Wo]. indices (i64) holds the position of each maximum within its
 // input plane, h * W + w (PyTorch's convention). Padding never wins: it acts as -infinity.
 // On ties the first maximum in row-major window order wins.
-void max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding,
-                        const Tensor& out, const Tensor& indices);
+void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out,
+                        const Tensor& indices);
 // grad_x [N, C, H, W] = grad_out scattered (summed) to the positions in indices.
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x);
 // Average over each window; the padding counts as zeros in it (count_include_pad=True), so
 // every window divides by kernel * kernel.
-void avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding,
-                        const Tensor& out);
-void avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
-                         const Tensor& grad_x);
+void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out);
+void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry, const Tensor& grad_x);
 // Adaptive average pooling to out's Ho x Wo: output row o averages input rows
 // [floor(o * H / Ho), ceil((o + 1) * H / Ho)), and likewise for columns.
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out);

@@ -50,7 +50,7 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
   }
   if (param.numel() == 0) return;
   profiler::Scope profile(__func__);
-  backend_for(param.device().type).sgd_update(param, grad, args.momentum != 0 ? momentum_buffer : Tensor(), args);
+  backend_for(param.device(), __func__).sgd_update(param, grad, args.momentum != 0 ? momentum_buffer : Tensor(), args);
 }
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
@@ -61,7 +61,7 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
                  {{"param", param}, {"grad", grad}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
   if (param.numel() == 0) return;
   profiler::Scope profile(__func__);
-  backend_for(param.device().type).adam_update(param, grad, exp_avg, exp_avg_sq, args);
+  backend_for(param.device(), __func__).adam_update(param, grad, exp_avg, exp_avg_sq, args);
 }
 
 }  // namespace duet::kernels

@@ -19,8 +19,9 @@ using autograd::TensorList;
 // gradient reads the other operand.
 class Conv2dBackward final : public Node {
  public:
-  Conv2dBackward(const Tensor& x, const Tensor& weight, bool x_needs, bool weight_needs, Conv2dParams params)
-      : params_(params), x_shape_(x.sizes()), weight_shape_(weight.sizes()) {
+  Conv2dBackward(const Tensor& x, const Tensor& weight, bool x_needs, bool weight_needs,
+                 const kernels::Conv2dGeometry& geometry)
+      : geometry_(geometry), x_shape_(x.sizes()), weight_shape_(weight.sizes()) {
     if (weight_needs) x_ = SavedTensor(x);
     if (x_needs) weight_ = SavedTensor(weight);
   }
@@ -31,11 +32,11 @@ class Conv2dBackward final : public Node {
     Tensor grad_x, grad_weight, grad_bias;
     if (autograd::input_needs_grad(*this, 0)) {
       grad_x = empty(x_shape_, autograd::options_of(grad));
-      kernels::conv2d_backward_input(grad, weight_.unpack(*this), params_.stride, params_.padding, grad_x);
+      kernels::conv2d_backward_input(grad, weight_.unpack(*this), geometry_, grad_x);
     }
     if (autograd::input_needs_grad(*this, 1)) {
       grad_weight = empty(weight_shape_, autograd::options_of(grad));
-      kernels::conv2d_backward_weight(grad, x_.unpack(*this), params_.stride, params_.padding, grad_weight);
+      kernels::conv2d_backward_weight(grad, x_.unpack(*this), geometry_, grad_weight);
     }
     if (autograd::input_needs_grad(*this, 2)) grad_bias = sum(grad, {0, 2, 3});
     return {grad_x, grad_weight, grad_bias};
@@ -47,7 +48,7 @@ class Conv2dBackward final : public Node {
   }
 
  private:
-  Conv2dParams params_;
+  kernels::Conv2dGeometry geometry_;
   Shape x_shape_, weight_shape_;
   SavedTensor x_, weight_;
 };
@@ -80,10 +81,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dP
   const int64_t out_w = kernels::window_output_size(x.size(3), weight.size(3), params.stride, params.padding);
   Tensor out = empty({x.size(0), weight.size(0), out_h, out_w}, autograd::options_of(x));
   const Tensor x_data = detail::dense(x), weight_data = detail::dense(weight);
-  kernels::conv2d_forward(x_data, weight_data, detail::dense(bias), params.stride, params.padding, out);
+  const kernels::Conv2dGeometry geometry{.stride = params.stride, .padding = params.padding};
+  kernels::conv2d_forward(x_data, weight_data, detail::dense(bias), geometry, out);
   if (autograd::needs_grad({x, weight, bias})) {
     auto node = std::make_shared<Conv2dBackward>(x_data, weight_data, x.requires_grad(), weight.requires_grad(),
-                                                 params);
+                                                 geometry);
     autograd::record(node, {x, weight, bias}, {out});
   }
   return out;

@@ -41,25 +41,25 @@ class MaxPool2dBackward final : public Node {
 // windows' gradients over their divisors.
 class AvgPool2dBackward final : public Node {
  public:
-  // params: the sliding window, or none for adaptive pooling.
-  AvgPool2dBackward(std::optional<Pool2dParams> params, Shape input_shape)
-      : params_(params), input_shape_(std::move(input_shape)) {}
+  // window: the sliding window, or none for adaptive pooling.
+  AvgPool2dBackward(std::optional<kernels::Pool2dGeometry> window, Shape input_shape)
+      : window_(window), input_shape_(std::move(input_shape)) {}
 
   TensorList apply(TensorList&& grads) override {
     if (!grads.at(0).defined()) return {Tensor()};
     const Tensor grad = detail::dense(grads[0]);
     Tensor grad_x = empty(input_shape_, autograd::options_of(grad));
-    if (params_) {
-      kernels::avg_pool2d_backward(grad, params_->kernel, params_->stride, params_->padding, grad_x);
+    if (window_) {
+      kernels::avg_pool2d_backward(grad, *window_, grad_x);
     } else {
       kernels::adaptive_avg_pool2d_backward(grad, grad_x);
     }
     return {grad_x};
   }
-  std::string name() const override { return params_ ? "AvgPool2dBackward" : "AdaptiveAvgPool2dBackward"; }
+  std::string name() const override { return window_ ? "AvgPool2dBackward" : "AdaptiveAvgPool2dBackward"; }
 
  private:
-  std::optional<Pool2dParams> params_;
+  std::optional<kernels::Pool2dGeometry> window_;
   Shape input_shape_;
 };
 
@@ -70,9 +70,9 @@ void check_pool_input(const char* op, const Tensor& x) {
   DUET_CHECK(x.size(2) >= 1 && x.size(3) >= 1, op, ": input ", x.describe(), " has empty planes");
 }
 
-// The params with stride 0 resolved to the kernel, checked against the input; and the output shape.
+// The window, with stride 0 resolved to the kernel, checked against the input; and the output shape.
 struct PoolPlan {
-  Pool2dParams params;
+  kernels::Pool2dGeometry window;
   Shape out_shape;
 };
 
@@ -88,27 +88,28 @@ PoolPlan plan_pool(const char* op, const Tensor& x, Pool2dParams params) {
   const int64_t out_w = kernels::window_output_size(x.size(3), params.kernel, params.stride, params.padding);
   DUET_CHECK(out_h >= 1 && out_w >= 1, op, ": kernel ", params.kernel, " with padding ", params.padding,
              " is larger than input ", x.describe());
-  return {params, {x.size(0), x.size(1), out_h, out_w}};
+  return {{.kernel = params.kernel, .stride = params.stride, .padding = params.padding},
+          {x.size(0), x.size(1), out_h, out_w}};
 }
 
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x, Pool2dParams params) {
   const PoolPlan plan = plan_pool("max_pool2d", x, params);
-  const Pool2dParams& p = plan.params;
   Tensor out = empty(plan.out_shape, autograd::options_of(x));
   Tensor indices = empty(plan.out_shape, autograd::options_of(x, DType::i64));
-  kernels::max_pool2d_forward(detail::dense(x), p.kernel, p.stride, p.padding, out, indices);
+  kernels::max_pool2d_forward(detail::dense(x), plan.window, out, indices);
   if (autograd::needs_grad({x})) autograd::record(std::make_shared<MaxPool2dBackward>(indices, x.sizes()), {x}, {out});
   return out;
 }
 
 Tensor avg_pool2d(const Tensor& x, Pool2dParams params) {
   const PoolPlan plan = plan_pool("avg_pool2d", x, params);
-  const Pool2dParams& p = plan.params;
   Tensor out = empty(plan.out_shape, autograd::options_of(x));
-  kernels::avg_pool2d_forward(detail::dense(x), p.kernel, p.stride, p.padding, out);
-  if (autograd::needs_grad({x})) autograd::record(std::make_shared<AvgPool2dBackward>(p, x.sizes()), {x}, {out});
+  kernels::avg_pool2d_forward(detail::dense(x), plan.window, out);
+  if (autograd::needs_grad({x})) {
+    autograd::record(std::make_shared<AvgPool2dBackward>(plan.window, x.sizes()), {x}, {out});
+  }
   return out;
 }
 

@@ -1,27 +1,16 @@
 // Batch norm on the CPU: direct loops, one channel per task on the pool. Sums run in short
 // blocks of T and are totalled in double, so f32 statistics over large batches keep their digits.
 //
-// x is seen as [N, C, S] (S = H * W, or 1 for [N, C]); channel c reads N runs of S elements.
+// x is seen as [N, C, S] (ChannelLayout, kernels/nn_layouts.h); channel c reads N runs of S elements.
 #include <algorithm>
 #include <cmath>
 
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/nn_common.h"
 #include "duet/kernels/cpu/thread_pool.h"
 
 namespace duet::kernels::cpu {
 namespace {
-
-struct ChannelLayout {
-  int64_t batch, channels, spatial;
-
-  int64_t count() const { return batch * spatial; }  // values per channel
-  // Calls fn(offset) for each of channel c's N contiguous runs of `spatial` elements.
-  template <class Fn>
-  void for_each_run(int64_t c, Fn&& fn) const {
-    for (int64_t n = 0; n < batch; ++n) fn((n * channels + c) * spatial);
-  }
-};
 
 // sum of term(i) over i in [0, n), with kLanes independent accumulators of T: a single one would
 // stall every add on the previous one, and the compiler may not reorder floating-point sums by
@@ -39,17 +28,6 @@ double run_sum(int64_t n, Term&& term) {
   }
   for (; i < n; ++i) total += term(i);
   return total;
-}
-
-ChannelLayout layout_of(const char* op, const Tensor& x) {
-  DUET_CHECK(x.dim() == 2 || x.dim() == 4, op, ": expected x of shape [N, C] or [N, C, H, W], got ", x.describe());
-  return {x.size(0), x.size(1), x.dim() == 4 ? x.size(2) * x.size(3) : 1};
-}
-
-void check_channel_vector(const char* op, const Tensor& t, int64_t channels) {
-  if (!t.defined()) return;
-  DUET_CHECK(t.dim() == 1 && t.size(0) == channels, op, ": expected a per-channel tensor of shape [", channels,
-             "], got ", t.describe());
 }
 
 // Runs fn(c) for every channel, in parallel.
@@ -156,18 +134,8 @@ void backward_typed(const Tensor& grad_out, const Tensor& x, const Tensor& weigh
 void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                         const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
                         const Tensor& save_mean, const Tensor& save_invstd) {
-  const char* op = "batch_norm_forward";
-  DType dtype = check_nn_operands(op, {x, weight, bias, running_mean, running_var, out, save_mean, save_invstd});
-  ChannelLayout l = layout_of(op, x);
-  DUET_CHECK(out.sizes() == x.sizes(), op, ": output ", out.describe(), " does not match input ", x.describe());
-  for (const Tensor* t : {&weight, &bias, &running_mean, &running_var, &save_mean, &save_invstd})
-    check_channel_vector(op, *t, l.channels);
-  DUET_CHECK(save_mean.defined() && save_invstd.defined(), op, ": save_mean and save_invstd are required");
-  DUET_CHECK(training || (running_mean.defined() && running_var.defined()), op,
-             ": inference needs running_mean and running_var");
-  DUET_CHECK(!training || l.count() > 1, op, ": expected more than 1 value per channel when training, got input ",
-             x.describe());
-  dispatch_floating(dtype, op, [&]<class T>() {
+  const ChannelLayout l = ChannelLayout::of(x);
+  dispatch_floating(x.dtype(), "batch_norm_forward", [&]<class T>() {
     forward_typed<T>(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean,
                      save_invstd, l);
   });
@@ -176,16 +144,8 @@ void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
                          const Tensor& save_invstd, bool training, const Tensor& grad_x, const Tensor& grad_weight,
                          const Tensor& grad_bias) {
-  const char* op = "batch_norm_backward";
-  DType dtype =
-      check_nn_operands(op, {grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias});
-  ChannelLayout l = layout_of(op, x);
-  DUET_CHECK(grad_out.sizes() == x.sizes() && (!grad_x.defined() || grad_x.sizes() == x.sizes()), op,
-             ": gradients ", grad_out.describe(), " and ", grad_x.defined() ? grad_x.describe() : "(none)",
-             " do not match input ", x.describe());
-  for (const Tensor* t : {&weight, &save_mean, &save_invstd, &grad_weight, &grad_bias})
-    check_channel_vector(op, *t, l.channels);
-  dispatch_floating(dtype, op, [&]<class T>() {
+  const ChannelLayout l = ChannelLayout::of(x);
+  dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
     backward_typed<T>(grad_out, x, weight, save_mean, save_invstd, training, grad_x, grad_weight, grad_bias, l);
   });
 }

@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/gemm.h"
 #include "duet/kernels/cpu/im2col.h"
 #include "duet/kernels/cpu/nn_common.h"
@@ -19,22 +19,10 @@
 namespace duet::kernels::cpu {
 namespace {
 
-// The geometry of x (*) weight -> out; throws naming `op` when the shapes do not agree.
-ConvGeometry checked_geometry(const char* op, const Tensor& x, const Tensor& weight, const Tensor& out,
-                              int64_t stride, int64_t padding) {
-  DUET_CHECK(x.dim() == 4 && weight.dim() == 4 && out.dim() == 4 && x.size(0) == out.size(0) &&
-                 x.size(1) == weight.size(1) && out.size(1) == weight.size(0) && stride >= 1 && padding >= 0 &&
-                 out.size(2) == window_output_size(x.size(2), weight.size(2), stride, padding) &&
-                 out.size(3) == window_output_size(x.size(3), weight.size(3), stride, padding),
-             op, ": shapes do not match: input ", x.describe(), ", weight ", weight.describe(), ", output ",
-             out.describe(), ", stride ", stride, ", padding ", padding);
-  return {x.size(1), x.size(2), x.size(3), weight.size(2), weight.size(3), stride, padding, out.size(2), out.size(3)};
-}
-
 // The column matrix of image x_n: the image itself for a pointwise conv, else im2col into
 // `buffer` (sized on first use, reused for the thread's next images).
 template <class T>
-const T* columns_of(const ConvGeometry& g, const T* image, std::vector<T>& buffer) {
+const T* columns_of(const ConvLayout& g, const T* image, std::vector<T>& buffer) {
   if (g.is_pointwise()) return image;
   buffer.resize(static_cast<size_t>(g.patch_size() * g.out_pixels()));
   im2col(g, image, buffer.data());
@@ -42,9 +30,9 @@ const T* columns_of(const ConvGeometry& g, const T* image, std::vector<T>& buffe
 }
 
 template <class T>
-void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& g,
+void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvLayout& g,
                    const Tensor& out) {
-  const int64_t batch = x.size(0), filters = weight.size(0);
+  const int64_t batch = g.batch, filters = g.filters;
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
   const T* xd = x.data<T>();
   const T* wd = weight.data<T>();
@@ -64,9 +52,9 @@ void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, co
 }
 
 template <class T>
-void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const ConvGeometry& g,
+void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const ConvLayout& g,
                           const Tensor& grad_x) {
-  const int64_t batch = grad_x.size(0), filters = weight.size(0);
+  const int64_t batch = g.batch, filters = g.filters;
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
   const T* gd = grad_out.data<T>();
   const T* wd = weight.data<T>();
@@ -86,9 +74,9 @@ void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const Co
 }
 
 template <class T>
-void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvGeometry& g,
+void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvLayout& g,
                            const Tensor& grad_weight) {
-  const int64_t batch = x.size(0), filters = grad_weight.size(0);
+  const int64_t batch = g.batch, filters = g.filters;
   const int64_t patch = g.patch_size(), pixels = g.out_pixels(), weights = filters * patch;
   const T* gd = grad_out.data<T>();
   const T* xd = x.data<T>();
@@ -119,29 +107,26 @@ void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvGe
 
 }  // namespace
 
-void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
+void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& geometry,
                     const Tensor& out) {
-  DType dtype = check_nn_operands("conv2d_forward", {x, weight, bias, out});
-  const ConvGeometry g = checked_geometry("conv2d_forward", x, weight, out, stride, padding);
   if (out.numel() == 0) return;
-  dispatch_floating(dtype, "conv2d_forward", [&]<class T>() { forward_typed<T>(x, weight, bias, g, out); });
+  const ConvLayout g = ConvLayout::of(x, weight, out, geometry);
+  dispatch_floating(x.dtype(), "conv2d_forward", [&]<class T>() { forward_typed<T>(x, weight, bias, g, out); });
 }
 
-void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Conv2dGeometry& geometry,
                            const Tensor& grad_x) {
-  DType dtype = check_nn_operands("conv2d_backward_input", {grad_out, weight, grad_x});
-  const ConvGeometry g = checked_geometry("conv2d_backward_input", grad_x, weight, grad_out, stride, padding);
   if (grad_x.numel() == 0) return;
-  dispatch_floating(dtype, "conv2d_backward_input",
+  const ConvLayout g = ConvLayout::of(grad_x, weight, grad_out, geometry);
+  dispatch_floating(grad_x.dtype(), "conv2d_backward_input",
                     [&]<class T>() { backward_input_typed<T>(grad_out, weight, g, grad_x); });
 }
 
-void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
                             const Tensor& grad_weight) {
-  DType dtype = check_nn_operands("conv2d_backward_weight", {grad_out, x, grad_weight});
-  const ConvGeometry g = checked_geometry("conv2d_backward_weight", x, grad_weight, grad_out, stride, padding);
   if (grad_weight.numel() == 0) return;
-  dispatch_floating(dtype, "conv2d_backward_weight",
+  const ConvLayout g = ConvLayout::of(x, grad_weight, grad_out, geometry);
+  dispatch_floating(x.dtype(), "conv2d_backward_weight",
                     [&]<class T>() { backward_weight_typed<T>(grad_out, x, g, grad_weight); });
 }
 

@@ -1,4 +1,6 @@
-// The CPU backend: kernels::cpu's functions behind the Backend interface.
+// The CPU kernels: one function per entry of the kernel table (kernels/backend.h), each declared
+// with the type of its namesake in kernels.h, optim_kernels.h or nn_kernels.h, whose contract it
+// keeps, and defined in the file named above it. cpu_backend.cpp puts them in the CPU table.
 #pragma once
 
 #include "duet/kernels/backend.h"
@@ -6,51 +8,47 @@
 namespace duet::kernels::cpu {
 
 // elementwise.cpp
-void unary(UnaryOp op, const Tensor& in, const Tensor& out);
-void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
-                    const Tensor& grad_in);
-void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
-void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
-                     const Tensor& out, const Tensor& grad_a, const Tensor& grad_b);
-void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
+decltype(kernels::unary) unary;
+decltype(kernels::unary_backward) unary_backward;
+decltype(kernels::binary) binary;
+decltype(kernels::binary_backward) binary_backward;
+decltype(kernels::where) where;
 // copy.cpp
-void copy(const Tensor& src, const Tensor& dst);
+decltype(kernels::copy) copy;
 // fill.cpp
-void fill(const Tensor& out, double value);
-void arange(const Tensor& out, double start, double step);
+decltype(kernels::fill) fill;
+decltype(kernels::arange) arange;
 // reduce.cpp
-void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out);
+decltype(kernels::reduce) reduce;
 // matmul.cpp
-void matmul(const Tensor& a, const Tensor& b, const Tensor& out);
+decltype(kernels::matmul) matmul;
 // random.cpp
-void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high);
-void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev);
+decltype(kernels::uniform) uniform;
+decltype(kernels::normal) normal;
 // optim_update.cpp
-void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdUpdateArgs& args);
-void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const AdamUpdateArgs& args);
-
-class CpuBackend final : public Backend {
- public:
-  void unary(UnaryOp op, const Tensor& in, const Tensor& out) override;
-  void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
-                      const Tensor& grad_in) override;
-  void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
-                       const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) override;
-  void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims,
-              const Tensor& out) override;
-  void matmul(const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) override;
-  void copy(const Tensor& src, const Tensor& dst) override;
-  void fill(const Tensor& out, double value) override;
-  void arange(const Tensor& out, double start, double step) override;
-  void uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high) override;
-  void normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev) override;
-  void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
-                  const SgdUpdateArgs& args) override;
-  void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                   const AdamUpdateArgs& args) override;
-};
+decltype(kernels::sgd_update) sgd_update;
+decltype(kernels::adam_update) adam_update;
+// conv2d.cpp
+decltype(kernels::conv2d_forward) conv2d_forward;
+decltype(kernels::conv2d_backward_input) conv2d_backward_input;
+decltype(kernels::conv2d_backward_weight) conv2d_backward_weight;
+// pool2d.cpp
+decltype(kernels::max_pool2d_forward) max_pool2d_forward;
+decltype(kernels::max_pool2d_backward) max_pool2d_backward;
+decltype(kernels::avg_pool2d_forward) avg_pool2d_forward;
+decltype(kernels::avg_pool2d_backward) avg_pool2d_backward;
+decltype(kernels::adaptive_avg_pool2d_forward) adaptive_avg_pool2d_forward;
+decltype(kernels::adaptive_avg_pool2d_backward) adaptive_avg_pool2d_backward;
+// batch_norm.cpp
+decltype(kernels::batch_norm_forward) batch_norm_forward;
+decltype(kernels::batch_norm_backward) batch_norm_backward;
+// softmax.cpp
+decltype(kernels::softmax_forward) softmax_forward;
+decltype(kernels::softmax_backward) softmax_backward;
+decltype(kernels::log_softmax_forward) log_softmax_forward;
+decltype(kernels::log_softmax_backward) log_softmax_backward;
+// cross_entropy.cpp
+decltype(kernels::cross_entropy_forward) cross_entropy_forward;
+decltype(kernels::cross_entropy_backward) cross_entropy_backward;
 
 }  // namespace duet::kernels::cpu

@@ -1,20 +1,15 @@
 // Fused cross-entropy on the CPU: a log-softmax per row (softmax_rows.h) and the picked
 // negative log-probability; rows split over the pool.
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/softmax_rows.h"
 
 namespace duet::kernels::cpu {
 namespace {
 
-// Shapes, and every target in [0, classes). A serial pass before the parallel loop, so the error
-// always names the first bad target.
-void check_operands(const char* op, const Tensor& scores, const Tensor& target, const Tensor& per_row) {
-  check_index_operand(op, target);
-  DUET_CHECK(scores.dim() == 2 && target.dim() == 1 && per_row.dim() == 1 && target.size(0) == scores.size(0) &&
-                 per_row.size(0) == scores.size(0),
-             op, ": shapes do not match: scores ", scores.describe(), ", target ", target.describe(), ", per-row ",
-             per_row.describe());
-  const int64_t classes = scores.size(1);
+// Every target in [0, classes): only the kernel reads the target's memory (the shapes were checked
+// by nn_dispatch.cpp). A serial pass before the parallel loop, so the error always names the
+// first bad target.
+void check_targets(const char* op, const Tensor& target, int64_t classes) {
   const int64_t* t = target.data<int64_t>();
   for (int64_t i = 0; i < target.numel(); ++i) {
     DUET_CHECK(t[i] >= 0 && t[i] < classes, op, ": target[", i, "] = ", t[i], " is out of range for ", classes,
@@ -27,13 +22,10 @@ void check_operands(const char* op, const Tensor& scores, const Tensor& target, 
 void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
                            const Tensor& log_probs) {
   const char* op = "cross_entropy_forward";
-  DType dtype = check_nn_operands(op, {logits, losses, log_probs});
-  check_operands(op, logits, target, losses);
-  DUET_CHECK(log_probs.sizes() == logits.sizes(), op, ": log_probs ", log_probs.describe(),
-             " does not match the logits ", logits.describe());
   const RowLayout l = RowLayout::of(logits, 1);
+  check_targets(op, target, l.size);
   if (logits.numel() == 0) return;
-  dispatch_floating(dtype, op, [&]<class T>() {
+  dispatch_floating(logits.dtype(), op, [&]<class T>() {
     const T* x = logits.data<T>();
     T* lp = log_probs.data<T>();
     T* loss = losses.data<T>();
@@ -50,13 +42,10 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Ten
 void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
                             const Tensor& grad_logits) {
   const char* op = "cross_entropy_backward";
-  DType dtype = check_nn_operands(op, {grad_losses, log_probs, grad_logits});
-  check_operands(op, log_probs, target, grad_losses);
-  DUET_CHECK(grad_logits.sizes() == log_probs.sizes(), op, ": grad_logits ", grad_logits.describe(),
-             " does not match log_probs ", log_probs.describe());
   const int64_t classes = log_probs.size(1);
+  check_targets(op, target, classes);
   if (log_probs.numel() == 0) return;
-  dispatch_floating(dtype, op, [&]<class T>() {
+  dispatch_floating(log_probs.dtype(), op, [&]<class T>() {
     const T* g = grad_losses.data<T>();
     const T* lp = log_probs.data<T>();
     T* gx = grad_logits.data<T>();

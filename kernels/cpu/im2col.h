@@ -4,26 +4,17 @@
 // one column per output pixel (oh, ow):  col[(c * kh + ki) * kw + kj][oh * Wo + ow] =
 // x[c][oh * stride - padding + ki][ow * stride - padding + kj], or 0 where that falls in the
 // padding. Then out [K, Ho*Wo] = weight [K, C*kh*kw] @ col. col2im is its adjoint: it adds each
-// column entry back onto the input pixel it came from.
+// column entry back onto the input pixel it came from. The sizes are ConvLayout's
+// (kernels/nn_layouts.h), shared with the CUDA im2col.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "duet/kernels/nn_layouts.h"
+
 namespace duet::kernels::cpu {
-
-struct ConvGeometry {
-  int64_t channels, height, width;  // of one input image
-  int64_t kernel_h, kernel_w, stride, padding;
-  int64_t out_h, out_w;
-
-  int64_t patch_size() const { return channels * kernel_h * kernel_w; }  // rows of col
-  int64_t out_pixels() const { return out_h * out_w; }                   // columns of col
-  int64_t image_size() const { return channels * height * width; }
-  // A 1x1 kernel with stride 1 and no padding: col is the image itself, no copy needed.
-  bool is_pointwise() const { return kernel_h == 1 && kernel_w == 1 && stride == 1 && padding == 0; }
-};
 
 // The output positions o in [0, out) whose input position o * stride + offset lies in [0, in),
 // as [first, last): a contiguous range, since the input position grows with o.
@@ -56,7 +47,7 @@ inline void copy_row(T* dst, const T* src, int64_t n) {
 // starting at input_offset for (rows.first, cols.first) and moving by stride (columns) and
 // stride * width (rows); every other entry of the row lies in the padding.
 template <class Row>
-void for_each_patch_row(const ConvGeometry& g, Row&& row) {
+void for_each_patch_row(const ConvLayout& g, Row&& row) {
   for (int64_t c = 0; c < g.channels; ++c) {
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
       const OutputRange rows = valid_outputs(g.out_h, g.height, ki - g.padding, g.stride);
@@ -72,7 +63,7 @@ void for_each_patch_row(const ConvGeometry& g, Row&& row) {
 
 // col [patch_size, out_pixels] from one image x [C, H, W].
 template <class T>
-void im2col(const ConvGeometry& g, const T* x, T* col) {
+void im2col(const ConvLayout& g, const T* x, T* col) {
   const int64_t wo = g.out_w, pixels = g.out_pixels(), step = g.stride * g.width;
   for_each_patch_row(g, [&](int64_t r, OutputRange rows, OutputRange cols, int64_t in_offset) {
     T* dst = col + r * pixels;
@@ -95,7 +86,7 @@ void im2col(const ConvGeometry& g, const T* x, T* col) {
 
 // x [C, H, W] = the sum of col's entries onto the pixels they were read from (padding dropped).
 template <class T>
-void col2im(const ConvGeometry& g, const T* col, T* x) {
+void col2im(const ConvLayout& g, const T* col, T* x) {
   std::fill(x, x + g.image_size(), T(0));
   const int64_t wo = g.out_w, step = g.stride * g.width;
   for_each_patch_row(g, [&](int64_t r, OutputRange rows, OutputRange cols, int64_t in_offset) {

@@ -1,5 +1,5 @@
 // softmax and log_softmax over any dim of a contiguous tensor, rows split over the pool.
-#include "duet/kernels/cpu/cpu_nn_backend.h"
+#include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/softmax_rows.h"
 
 namespace duet::kernels::cpu {
@@ -7,18 +7,10 @@ namespace {
 
 enum class Kind { softmax, log_softmax };
 
-RowLayout checked_layout(const char* op, const Tensor& a, const Tensor& b, int64_t dim) {
-  DUET_CHECK(a.sizes() == b.sizes(), op, ": shapes differ: ", a.describe(), " and ", b.describe());
-  DUET_CHECK(dim >= 0 && (dim < a.dim() || (a.dim() == 0 && dim == 0)), op, ": dim ", dim, " out of range for ",
-             a.describe());
-  return RowLayout::of(a, dim);
-}
-
 void forward(Kind kind, const char* op, const Tensor& x, int64_t dim, const Tensor& out) {
-  DType dtype = check_nn_operands(op, {x, out});
-  RowLayout l = checked_layout(op, x, out, dim);
+  const RowLayout l = RowLayout::of(x, dim);
   if (x.numel() == 0) return;
-  dispatch_floating(dtype, op, [&]<class T>() {
+  dispatch_floating(x.dtype(), op, [&]<class T>() {
     const T* xd = x.data<T>();
     T* od = out.data<T>();
     for_each_row(l, [&](int64_t at) {
@@ -32,11 +24,9 @@ void forward(Kind kind, const char* op, const Tensor& x, int64_t dim, const Tens
 // log_softmax: grad_x = g - exp(y) * sum(g)
 void backward(Kind kind, const char* op, const Tensor& grad_out, const Tensor& out, int64_t dim,
               const Tensor& grad_x) {
-  DType dtype = check_nn_operands(op, {grad_out, out, grad_x});
-  RowLayout l = checked_layout(op, out, grad_out, dim);
-  checked_layout(op, out, grad_x, dim);
+  const RowLayout l = RowLayout::of(out, dim);
   if (out.numel() == 0) return;
-  dispatch_floating(dtype, op, [&]<class T>() {
+  dispatch_floating(out.dtype(), op, [&]<class T>() {
     const T* gd = grad_out.data<T>();
     const T* yd = out.data<T>();
     T* gxd = grad_x.data<T>();

@@ -1,35 +1,17 @@
 // Softmax and log-softmax of one row, shared by the softmax kernels and cross-entropy.
 //
-// A contiguous tensor reduced over dim d is seen as [outer, size, inner]: each of the
-// outer * inner rows holds `size` elements `inner` apart. The row maximum is subtracted before
-// exp, so exp never overflows; sums are taken in double.
+// Rows are those of RowLayout (kernels/nn_layouts.h). The row maximum is subtracted before exp,
+// so exp never overflows; sums are taken in double.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
-#include "duet/core/tensor.h"
 #include "duet/kernels/cpu/nn_common.h"
 #include "duet/kernels/cpu/thread_pool.h"
 
 namespace duet::kernels::cpu {
-
-struct RowLayout {
-  int64_t outer = 1, size = 1, inner = 1;
-
-  static RowLayout of(const Tensor& t, int64_t dim) {
-    RowLayout l;
-    for (int64_t d = 0; d < t.dim(); ++d) {
-      if (d < dim) l.outer *= t.size(d);
-      if (d > dim) l.inner *= t.size(d);
-    }
-    l.size = t.dim() == 0 ? 1 : t.size(dim);
-    return l;
-  }
-  int64_t rows() const { return outer * inner; }
-  int64_t offset(int64_t row) const { return (row / inner) * size * inner + row % inner; }
-};
 
 // Runs fn(offset) for the first element of every row, rows split over the pool.
 template <class Fn>

@@ -4,28 +4,21 @@
 // channel's statistics (sums in double, combined in block_reduce's fixed order) and then
 // normalises, or differentiates, the channel. The formulas are the CPU's
 // (kernels/cpu/batch_norm.cpp): a two-pass variance, the running statistics updated with the
-// unbiased variance, out = x * scale + shift. Also here: the operand checks both paths share.
+// unbiased variance, out = x * scale + shift.
 //
-// x is seen as [N, C, S] (S = H * W, or 1 for [N, C]); channel c holds N runs of S elements.
+// x is seen as [N, C, S] (ChannelLayout, kernels/nn_layouts.h); channel c holds N runs of S elements.
 #include <cmath>
 
 #include "duet/kernels/cuda/block_reduce.cuh"
 #include "duet/kernels/cuda/check.h"
-#include "duet/kernels/cuda/nn_checks.h"
 #include "duet/kernels/cuda/nn_launchers.h"
+#include "duet/kernels/nn_layouts.h"
 
 namespace duet::cuda {
 namespace {
 
-struct ChannelLayout {
-  int64_t batch, channels, spatial;
-
-  __host__ __device__ int64_t count() const { return batch * spatial; }  // values per channel
-  // The offset of channel c's j-th value, j < count().
-  __device__ int64_t offset(int64_t c, int64_t j) const {
-    return ((j / spatial) * channels + c) * spatial + j % spatial;
-  }
-};
+using kernels::ChannelLayout;
+using kernels::data_or_null;
 
 // The sum over channel c's values of term(offset), in double, shared by every thread of the block.
 template <class Term>
@@ -142,18 +135,7 @@ __global__ void inference_stats_kernel(const T* running_mean, const T* running_v
   save_invstd[c] = static_cast<T>(invstd_of(running_var[c], eps));
 }
 
-ChannelLayout layout_of(const char* op, const Tensor& x) {
-  DUET_CHECK(x.dim() == 2 || x.dim() == 4, op, ": expected x of shape [N, C] or [N, C, H, W], got ", x.describe());
-  return {x.size(0), x.size(1), x.dim() == 4 ? x.size(2) * x.size(3) : 1};
-}
-
-void check_channel_vector(const char* op, const Tensor& t, int64_t channels) {
-  if (!t.defined()) return;
-  DUET_CHECK(t.dim() == 1 && t.size(0) == channels, op, ": expected a per-channel tensor of shape [", channels,
-             "], got ", t.describe());
-}
-
-// One block per channel; grids are limited to 2^31 - 1 blocks, far more than any channel count.
+// One block per channel.
 template <class Kernel, class Args>
 void launch_per_channel(Kernel kernel, const Args& args, cudaStream_t stream) {
   if (args.l.channels == 0) return;
@@ -161,60 +143,21 @@ void launch_per_channel(Kernel kernel, const Args& args, cudaStream_t stream) {
   DUET_CUDA_CHECK_LAUNCH();
 }
 
-ChannelLayout checked_forward_layout(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                     const Tensor& running_mean, const Tensor& running_var, bool training,
-                                     const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd) {
-  const char* op = "batch_norm_forward";
-  check_nn_operands(op, {x, weight, bias, running_mean, running_var, out, save_mean, save_invstd});
-  const ChannelLayout l = layout_of(op, x);
-  DUET_CHECK(out.sizes() == x.sizes(), op, ": output ", out.describe(), " does not match input ", x.describe());
-  for (const Tensor* t : {&weight, &bias, &running_mean, &running_var, &save_mean, &save_invstd})
-    check_channel_vector(op, *t, l.channels);
-  DUET_CHECK(save_mean.defined() && save_invstd.defined(), op, ": save_mean and save_invstd are required");
-  DUET_CHECK(training || (running_mean.defined() && running_var.defined()), op,
-             ": inference needs running_mean and running_var");
-  DUET_CHECK(!training || l.count() > 1, op, ": expected more than 1 value per channel when training, got input ",
-             x.describe());
-  DUET_CHECK(l.channels <= (int64_t(1) << 31) - 1, op, ": too many channels for one grid: ", x.describe());
-  return l;
-}
-
-ChannelLayout checked_backward_layout(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                                      const Tensor& save_mean, const Tensor& save_invstd, const Tensor& grad_x,
-                                      const Tensor& grad_weight, const Tensor& grad_bias) {
-  const char* op = "batch_norm_backward";
-  check_nn_operands(op, {grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias});
-  const ChannelLayout l = layout_of(op, x);
-  DUET_CHECK(grad_out.sizes() == x.sizes() && (!grad_x.defined() || grad_x.sizes() == x.sizes()), op,
-             ": gradients ", grad_out.describe(), " and ", grad_x.defined() ? grad_x.describe() : "(none)",
-             " do not match input ", x.describe());
-  for (const Tensor* t : {&weight, &save_mean, &save_invstd, &grad_weight, &grad_bias})
-    check_channel_vector(op, *t, l.channels);
-  DUET_CHECK(save_mean.defined() && save_invstd.defined(), op, ": save_mean and save_invstd are required");
+// x's layout, for one block per channel: grids are limited to 2^31 - 1 blocks, far more than any
+// channel count.
+ChannelLayout grid_layout(const char* op, const Tensor& x) {
+  const ChannelLayout l = ChannelLayout::of(x);
   DUET_CHECK(l.channels <= (int64_t(1) << 31) - 1, op, ": too many channels for one grid: ", x.describe());
   return l;
 }
 
 }  // namespace
 
-void check_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                              const Tensor& running_var, bool training, const Tensor& out, const Tensor& save_mean,
-                              const Tensor& save_invstd) {
-  checked_forward_layout(x, weight, bias, running_mean, running_var, training, out, save_mean, save_invstd);
-}
-
-void check_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                               const Tensor& save_mean, const Tensor& save_invstd, const Tensor& grad_x,
-                               const Tensor& grad_weight, const Tensor& grad_bias) {
-  checked_backward_layout(grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
-}
-
 void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                                const Tensor& running_var, bool training, double momentum, double eps,
                                const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
                                cudaStream_t stream) {
-  const ChannelLayout l =
-      checked_forward_layout(x, weight, bias, running_mean, running_var, training, out, save_mean, save_invstd);
+  const ChannelLayout l = grid_layout("batch_norm_forward", x);
   dispatch_floating(x.dtype(), "batch_norm_forward", [&]<class T>() {
     const ForwardArgs<T> args{x.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias),
                               data_or_null<T>(running_mean), data_or_null<T>(running_var), out.data<T>(),
@@ -227,8 +170,7 @@ void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const T
                                 const Tensor& save_mean, const Tensor& save_invstd, bool training,
                                 const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
                                 cudaStream_t stream) {
-  const ChannelLayout l =
-      checked_backward_layout(grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias);
+  const ChannelLayout l = grid_layout("batch_norm_backward", x);
   dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
     const BackwardArgs<T> args{grad_out.data<T>(), x.data<T>(), data_or_null<T>(weight), save_mean.data<T>(),
                                save_invstd.data<T>(), data_or_null<T>(grad_x), data_or_null<T>(grad_weight),

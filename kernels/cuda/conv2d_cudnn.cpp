@@ -40,7 +40,7 @@ cudnnDataType_t cudnn_type(DType dtype) { return dtype == DType::f64 ? CUDNN_DAT
 // and y [N, K, Ho, Wo] (the output, or its gradient).
 class Descriptors {
  public:
-  Descriptors(const ConvGeometry& g, DType dtype) {
+  Descriptors(const ConvLayout& g, DType dtype) {
     const cudnnDataType_t type = cudnn_type(dtype);
     DUET_CUDNN_CHECK(cudnnCreateTensorDescriptor(&x));
     DUET_CUDNN_CHECK(cudnnCreateTensorDescriptor(&y));
@@ -156,7 +156,7 @@ std::map<CacheKey, RankedCandidates<Candidate>>& cache() {
   return *c;
 }
 
-std::string describe(const ConvGeometry& g, DType dtype, Device device) {
+std::string describe(const ConvLayout& g, DType dtype, Device device) {
   std::ostringstream out;
   out << dtype_name(dtype) << " input [" << g.batch << ", " << g.channels << ", " << g.height << ", " << g.width
       << "], weight [" << g.filters << ", " << g.channels << ", " << g.kernel_h << ", " << g.kernel_w << "], stride "
@@ -191,7 +191,7 @@ std::vector<Candidate> candidates(cudnnHandle_t h, const Descriptors& d, DType d
   return out;
 }
 
-bool fits_int(const ConvGeometry& g) {
+bool fits_int(const ConvLayout& g) {
   const int64_t largest = std::max({g.batch * g.image_size(), g.batch * g.filters * g.out_pixels(),
                                     g.filters * g.patch_size()});
   return largest <= INT_MAX;
@@ -205,7 +205,7 @@ constexpr const char* kCaptureRemedy =
 // a CUDA graph records the device, where any failure but cuDNN's not-supported answer (given
 // before anything is queued) may be the recording's doing and throws instead.
 template <Direction D>
-Attempt attempt(cudnnHandle_t h, const Descriptors& d, const Candidate& c, const ConvGeometry& g, DType dtype,
+Attempt attempt(cudnnHandle_t h, const Descriptors& d, const Candidate& c, const ConvLayout& g, DType dtype,
                 const Pointers& p, Device device) {
   // Strings only on the paths that print them: this runs for every convolution.
   const auto call = [&] { return std::string(Ops<D>::kName) + " (algorithm " + std::to_string(c.algo) + ")"; };
@@ -237,7 +237,7 @@ Attempt attempt(cudnnHandle_t h, const Descriptors& d, const Candidate& c, const
 }
 
 template <Direction D>
-bool run(const ConvGeometry& g, DType dtype, const Pointers& p, Device device) {
+bool run(const ConvLayout& g, DType dtype, const Pointers& p, Device device) {
   if (!fits_int(g)) return false;  // 4-d descriptors take int sizes and strides
   const CudnnHandle handle(device);  // held until the convolution is queued
   cudnnHandle_t h = handle.get();
@@ -271,18 +271,18 @@ bool run(const ConvGeometry& g, DType dtype, const Pointers& p, Device device) {
 
 }  // namespace
 
-bool cudnn_conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& out,
+bool cudnn_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out,
                           Device device) {
   return run<Direction::forward>(g, x.dtype(), {x.data_ptr(), weight.data_ptr(), out.data_ptr()}, device);
 }
 
-bool cudnn_conv2d_backward_input(const ConvGeometry& g, const Tensor& grad_out, const Tensor& weight,
+bool cudnn_conv2d_backward_input(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight,
                                  const Tensor& grad_x, Device device) {
   return run<Direction::backward_data>(g, grad_x.dtype(),
                                        {grad_x.data_ptr(), weight.data_ptr(), grad_out.data_ptr()}, device);
 }
 
-bool cudnn_conv2d_backward_weight(const ConvGeometry& g, const Tensor& grad_out, const Tensor& x,
+bool cudnn_conv2d_backward_weight(const ConvLayout& g, const Tensor& grad_out, const Tensor& x,
                                   const Tensor& grad_weight, Device device) {
   return run<Direction::backward_filter>(g, x.dtype(),
                                          {x.data_ptr(), grad_weight.data_ptr(), grad_out.data_ptr()}, device);

@@ -1,5 +1,6 @@
 // conv2d as im2col + cuBLAS on CUDA: the fallback of conv2d.cpp, and the plain reference path
-// under DUET_CONV_IM2COL=1. The index math is the CPU's (kernels/cpu/im2col.h): for image x_n
+// under DUET_CONV_IM2COL=1. The index math is the CPU's (kernels/cpu/im2col.h), on the same
+// ConvLayout (kernels/nn_layouts.h): for image x_n
 // [C, H, W], col_n [C*kh*kw, Ho*Wo] holds col[(c*kh + ki)*kw + kj][oh*Wo + ow] =
 // x[c][oh*stride - padding + ki][ow*stride - padding + kj] (0 in the padding), and
 //   forward        out_n    = W [K, C*kh*kw] @ col_n
@@ -22,22 +23,12 @@ namespace {
 // (256 MiB of f32), or one image's if that is larger.
 constexpr int64_t kColumnBudget = int64_t(1) << 26;
 
-struct DeviceGeometry {
-  int64_t channels, height, width, kernel_h, kernel_w, stride, padding, out_h, out_w;
-
-  explicit DeviceGeometry(const ConvGeometry& g)
-      : channels(g.channels), height(g.height), width(g.width), kernel_h(g.kernel_h), kernel_w(g.kernel_w),
-        stride(g.stride), padding(g.padding), out_h(g.out_h), out_w(g.out_w) {}
-  __device__ int64_t patch_size() const { return channels * kernel_h * kernel_w; }
-  __device__ int64_t out_pixels() const { return out_h * out_w; }
-};
-
 // col[b] for images b of a chunk starting at x: one thread per column entry.
 template <class T>
 struct Im2col {
   const T* x;
   T* col;
-  DeviceGeometry g;
+  ConvLayout g;
   __device__ void operator()(int64_t i) const {
     const int64_t pixels = g.out_pixels(), per_image = g.patch_size() * pixels;
     const int64_t b = i / per_image, r = (i % per_image) / pixels, p = i % pixels;
@@ -53,7 +44,7 @@ template <class T>
 struct Col2im {
   const T* col;
   T* grad_x;
-  DeviceGeometry g;
+  ConvLayout g;
   __device__ void operator()(int64_t i) const {
     const int64_t image = g.channels * g.height * g.width, pixels = g.out_pixels();
     const int64_t b = i / image, c = (i % image) / (g.height * g.width);
@@ -88,27 +79,27 @@ struct Chunks {
   int64_t size;
   Tensor scratch;
 
-  Chunks(const ConvGeometry& g, DType dtype, Device device) {
+  Chunks(const ConvLayout& g, DType dtype, Device device) {
     const int64_t per_image = g.patch_size() * g.out_pixels();
     size = std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(per_image, 1), 1, g.batch);
     if (!g.is_pointwise()) scratch = empty_contiguous({size * per_image}, dtype, device);
   }
-  int64_t count(const ConvGeometry& g, int64_t first) const { return std::min(size, g.batch - first); }
+  int64_t count(const ConvLayout& g, int64_t first) const { return std::min(size, g.batch - first); }
 };
 
 // The column matrices of images [first, first + n) of x: the images themselves when pointwise.
 template <class T>
-const T* columns(const ConvGeometry& g, const Chunks& chunks, const T* x, int64_t first, int64_t n,
+const T* columns(const ConvLayout& g, const Chunks& chunks, const T* x, int64_t first, int64_t n,
                  cudaStream_t stream) {
   const T* images = x + first * g.image_size();
   if (g.is_pointwise()) return images;
   T* col = chunks.scratch.data<T>();
-  launch_indexed(n * g.patch_size() * g.out_pixels(), Im2col<T>{images, col, DeviceGeometry(g)}, stream);
+  launch_indexed(n * g.patch_size() * g.out_pixels(), Im2col<T>{images, col, g}, stream);
   return col;
 }
 
 template <class T>
-void forward_typed(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& out, Device device,
+void forward_typed(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out, Device device,
                    cudaStream_t stream) {
   const Chunks chunks(g, x.dtype(), device);
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
@@ -123,7 +114,7 @@ void forward_typed(const ConvGeometry& g, const Tensor& x, const Tensor& weight,
 }
 
 template <class T>
-void backward_input_typed(const ConvGeometry& g, const Tensor& grad_out, const Tensor& weight, const Tensor& grad_x,
+void backward_input_typed(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight, const Tensor& grad_x,
                           Device device, cudaStream_t stream) {
   const Chunks chunks(g, grad_x.dtype(), device);
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
@@ -137,12 +128,12 @@ void backward_input_typed(const ConvGeometry& g, const Tensor& grad_out, const T
                             grad_out.data<T>() + first * g.filters * pixels, pixels, g.filters * pixels,
                             weight.data<T>(), patch, 0, T(0), dcol, pixels, patch * pixels, n);
     if (!g.is_pointwise())
-      launch_indexed(n * g.image_size(), Col2im<T>{dcol, grad_x_chunk, DeviceGeometry(g)}, stream);
+      launch_indexed(n * g.image_size(), Col2im<T>{dcol, grad_x_chunk, g}, stream);
   }
 }
 
 template <class T>
-void backward_weight_typed(const ConvGeometry& g, const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
+void backward_weight_typed(const ConvLayout& g, const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                            Device device, cudaStream_t stream) {
   const Chunks chunks(g, x.dtype(), device);
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
@@ -161,19 +152,19 @@ void backward_weight_typed(const ConvGeometry& g, const Tensor& grad_out, const 
 
 }  // namespace
 
-void im2col_conv2d_forward(const ConvGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& out,
+void im2col_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out,
                            Device device, cudaStream_t stream) {
   dispatch_floating(x.dtype(), "conv2d_forward",
                     [&]<class T>() { forward_typed<T>(g, x, weight, out, device, stream); });
 }
 
-void im2col_conv2d_backward_input(const ConvGeometry& g, const Tensor& grad_out, const Tensor& weight,
+void im2col_conv2d_backward_input(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight,
                                   const Tensor& grad_x, Device device, cudaStream_t stream) {
   dispatch_floating(grad_x.dtype(), "conv2d_backward_input",
                     [&]<class T>() { backward_input_typed<T>(g, grad_out, weight, grad_x, device, stream); });
 }
 
-void im2col_conv2d_backward_weight(const ConvGeometry& g, const Tensor& grad_out, const Tensor& x,
+void im2col_conv2d_backward_weight(const ConvLayout& g, const Tensor& grad_out, const Tensor& x,
                                    const Tensor& grad_weight, Device device, cudaStream_t stream) {
   dispatch_floating(x.dtype(), "conv2d_backward_weight",
                     [&]<class T>() { backward_weight_typed<T>(g, grad_out, x, grad_weight, device, stream); });

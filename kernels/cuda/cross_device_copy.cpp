@@ -16,7 +16,7 @@ namespace duet::cuda {
 namespace {
 
 void same_device_copy(const Tensor& src, const Tensor& dst) {
-  kernels::backend_for(dst.device().type).copy(src, dst);
+  kernels::backend_for(dst.device(), "copy").copy(src, dst);
 }
 
 // src's elements as a dense tensor of dst's dtype and shape, on src's device.

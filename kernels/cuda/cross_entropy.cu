@@ -15,7 +15,6 @@
 #include "duet/kernels/cuda/bad_label.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/elementwise.cuh"
-#include "duet/kernels/cuda/nn_checks.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/softmax_rows.cuh"
 
@@ -83,14 +82,6 @@ void check_targets(const Tensor& target, int64_t classes, cudaStream_t stream) {
 
 __device__ bool in_range(int64_t target, int64_t classes) { return target >= 0 && target < classes; }
 
-void check_shapes(const char* op, const Tensor& scores, const Tensor& target, const Tensor& per_row) {
-  check_index_operand(op, target);
-  DUET_CHECK(scores.dim() == 2 && target.dim() == 1 && per_row.dim() == 1 && target.size(0) == scores.size(0) &&
-                 per_row.size(0) == scores.size(0),
-             op, ": shapes do not match: scores ", scores.describe(), ", target ", target.describe(), ", per-row ",
-             per_row.describe());
-}
-
 template <class T>
 struct ForwardRow {
   const T* x;
@@ -139,14 +130,10 @@ void raise_bad_label(Device device) {
 void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
                                   const Tensor& log_probs, cudaStream_t stream) {
   const char* op = "cross_entropy_forward";
-  const DType dtype = check_nn_operands(op, {logits, losses, log_probs});
-  check_shapes(op, logits, target, losses);
-  DUET_CHECK(log_probs.sizes() == logits.sizes(), op, ": log_probs ", log_probs.describe(),
-             " does not match the logits ", logits.describe());
   const int64_t classes = logits.size(1);
   check_targets(target, classes, stream);
   if (logits.numel() == 0) return;
-  dispatch_floating(dtype, op, [&]<class T>() {
+  dispatch_floating(logits.dtype(), op, [&]<class T>() {
     launch_per_row(logits.size(0), classes,
                    ForwardRow<T>{logits.data<T>(), target.data<int64_t>(), log_probs.data<T>(), losses.data<T>(),
                                  classes},
@@ -157,13 +144,9 @@ void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, co
 void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
                                    const Tensor& grad_logits, cudaStream_t stream) {
   const char* op = "cross_entropy_backward";
-  const DType dtype = check_nn_operands(op, {grad_losses, log_probs, grad_logits});
-  check_shapes(op, log_probs, target, grad_losses);
-  DUET_CHECK(grad_logits.sizes() == log_probs.sizes(), op, ": grad_logits ", grad_logits.describe(),
-             " does not match log_probs ", log_probs.describe());
   const int64_t classes = log_probs.size(1);
   if (log_probs.numel() == 0) return;
-  dispatch_floating(dtype, op, [&]<class T>() {
+  dispatch_floating(log_probs.dtype(), op, [&]<class T>() {
     launch_indexed(log_probs.numel(),
                    Backward<T>{grad_losses.data<T>(), log_probs.data<T>(), target.data<int64_t>(),
                                grad_logits.data<T>(), classes},

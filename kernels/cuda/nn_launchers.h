@@ -1,6 +1,7 @@
 // Host entry points of the CUDA NN kernels, one per function of nn_kernels.h with the same
-// contract (read that header for shapes and semantics). Each checks its operands, then enqueues
-// on `stream`; the caller (cuda_nn_backend.cpp) has checked devices and made the device current.
+// contract (read that header for shapes and semantics). Each enqueues on `stream`: its operands
+// were checked by kernels/nn_dispatch.cpp, and the caller (cuda_backend.cpp) has checked devices
+// and made the device current.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -8,16 +9,15 @@
 #include <cstdint>
 
 #include "duet/core/tensor.h"
+#include "duet/kernels/nn_kernels.h"
 
 namespace duet::cuda {
 
-// softmax.cu: one block per row, sums in double as on the CPU.
-void launch_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream);
-void launch_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
-                             cudaStream_t stream);
-void launch_log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream);
-void launch_log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
-                                 cudaStream_t stream);
+// softmax.cu: one block per row, sums in double as on the CPU; log_softmax when `log_softmax`.
+void launch_softmax_forward(bool log_softmax, const Tensor& x, int64_t dim, const Tensor& out,
+                            cudaStream_t stream);
+void launch_softmax_backward(bool log_softmax, const Tensor& grad_out, const Tensor& out, int64_t dim,
+                             const Tensor& grad_x, cudaStream_t stream);
 
 // cross_entropy.cu. The forward checks the targets on the device without waiting: a bad target
 // throws the CPU's error when the host next waits for the device (bad_label.h). Neither reads
@@ -28,28 +28,21 @@ void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_
                                    const Tensor& grad_logits, cudaStream_t stream);
 
 // pool2d.cu
-void launch_max_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+void launch_max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
                                const Tensor& indices, cudaStream_t stream);
 void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x,
                                 cudaStream_t stream);
-void launch_avg_pool2d_forward(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, const Tensor& out,
+void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
                                cudaStream_t stream);
-void launch_avg_pool2d_backward(const Tensor& grad_out, int64_t kernel, int64_t stride, int64_t padding,
-                                const Tensor& grad_x, cudaStream_t stream);
+void launch_avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeometry& geometry, const Tensor& grad_x,
+                                cudaStream_t stream);
 void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cudaStream_t stream);
 void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x, cudaStream_t stream);
 
 // Batch norm: cuDNN first, duet's own kernels where it declines or under
-// DUET_BATCH_NORM_KERNELS=duet (the choice is cuda_nn_backend.cpp's).
+// DUET_BATCH_NORM_KERNELS=duet (the choice is cuda_backend.cpp's).
 //
-// batch_norm.cu: the operand checks (the launchers make them too; call them before cuDNN), and
-// duet's own kernels, one block per channel.
-void check_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                              const Tensor& running_var, bool training, const Tensor& out, const Tensor& save_mean,
-                              const Tensor& save_invstd);
-void check_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                               const Tensor& save_mean, const Tensor& save_invstd, const Tensor& grad_x,
-                               const Tensor& grad_weight, const Tensor& grad_bias);
+// batch_norm.cu: duet's own kernels, one block per channel.
 void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                                const Tensor& running_var, bool training, double momentum, double eps,
                                const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
@@ -64,7 +57,7 @@ void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const T
 void launch_batch_norm_inference_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
                                        const Tensor& save_mean, const Tensor& save_invstd, cudaStream_t stream);
 
-// batch_norm_cudnn.cpp: cuDNN, for operands that passed the checks above. Each returns false,
+// batch_norm_cudnn.cpp: cuDNN. Each returns false,
 // having written nothing, when cuDNN does not take the case: eps below CUDNN_BN_MIN_EPSILON, an
 // empty x or one of 2^31 - 1 elements or more, a strided operand, backward with training = false
 // (cuDNN's backward always differentiates through the batch statistics), or a NOT_SUPPORTED
@@ -80,11 +73,12 @@ bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Te
                                cudaStream_t stream);
 
 // conv2d.cpp: cuDNN, or im2col + cuBLAS under DUET_CONV_IM2COL=1 or where cuDNN declines.
-void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
-                           int64_t padding, const Tensor& out, Device device, cudaStream_t stream);
-void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, int64_t stride, int64_t padding,
+void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                           const kernels::Conv2dGeometry& geometry, const Tensor& out, Device device,
+                           cudaStream_t stream);
+void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const kernels::Conv2dGeometry& geometry,
                                   const Tensor& grad_x, Device device, cudaStream_t stream);
-void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, int64_t stride, int64_t padding,
+void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const kernels::Conv2dGeometry& geometry,
                                    const Tensor& grad_weight, Device device, cudaStream_t stream);
 
 }  // namespace duet::cuda

@@ -1,5 +1,5 @@
-// What every CUDA backend entry point does first: checks that each operand is on the output's
-// device, makes that device current and picks its stream (shared by the tensor and NN backends).
+// What every entry of the CUDA kernel table does first: checks that each operand is on the
+// output's device, makes that device current and picks its stream (cuda_backend.cpp).
 #pragma once
 
 #include <initializer_list>

@@ -1,6 +1,5 @@
 // softmax and log_softmax over any dim of a contiguous tensor on CUDA, forward and backward:
 // one block per row (softmax_rows.cuh).
-#include "duet/kernels/cuda/nn_checks.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/softmax_rows.cuh"
 
@@ -46,19 +45,11 @@ struct BackwardRow {
   }
 };
 
-RowLayout checked_layout(const char* op, const Tensor& a, const Tensor& b, int64_t dim) {
-  DUET_CHECK(a.sizes() == b.sizes(), op, ": shapes differ: ", a.describe(), " and ", b.describe());
-  DUET_CHECK(dim >= 0 && (dim < a.dim() || (a.dim() == 0 && dim == 0)), op, ": dim ", dim, " out of range for ",
-             a.describe());
-  return RowLayout::of(a, dim);
-}
-
 template <Kind kKind>
 void forward(const char* op, const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream) {
-  const DType dtype = check_nn_operands(op, {x, out});
-  const RowLayout l = checked_layout(op, x, out, dim);
+  const RowLayout l = RowLayout::of(x, dim);
   if (x.numel() == 0) return;
-  dispatch_floating(dtype, op, [&]<class T>() {
+  dispatch_floating(x.dtype(), op, [&]<class T>() {
     launch_per_row(l.rows(), l.size, ForwardRow<T, kKind>{x.data<T>(), out.data<T>(), l}, stream);
   });
 }
@@ -66,11 +57,9 @@ void forward(const char* op, const Tensor& x, int64_t dim, const Tensor& out, cu
 template <Kind kKind>
 void backward(const char* op, const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
               cudaStream_t stream) {
-  const DType dtype = check_nn_operands(op, {grad_out, out, grad_x});
-  const RowLayout l = checked_layout(op, out, grad_out, dim);
-  checked_layout(op, out, grad_x, dim);
+  const RowLayout l = RowLayout::of(out, dim);
   if (out.numel() == 0) return;
-  dispatch_floating(dtype, op, [&]<class T>() {
+  dispatch_floating(out.dtype(), op, [&]<class T>() {
     launch_per_row(l.rows(), l.size,
                    BackwardRow<T, kKind>{grad_out.data<T>(), out.data<T>(), grad_x.data<T>(), l}, stream);
   });
@@ -78,19 +67,16 @@ void backward(const char* op, const Tensor& grad_out, const Tensor& out, int64_t
 
 }  // namespace
 
-void launch_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream) {
-  forward<Kind::softmax>("softmax_forward", x, dim, out, stream);
+void launch_softmax_forward(bool log_softmax, const Tensor& x, int64_t dim, const Tensor& out,
+                            cudaStream_t stream) {
+  if (log_softmax) forward<Kind::log_softmax>("log_softmax_forward", x, dim, out, stream);
+  else forward<Kind::softmax>("softmax_forward", x, dim, out, stream);
 }
-void launch_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
-                             cudaStream_t stream) {
-  backward<Kind::softmax>("softmax_backward", grad_out, out, dim, grad_x, stream);
-}
-void launch_log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream) {
-  forward<Kind::log_softmax>("log_softmax_forward", x, dim, out, stream);
-}
-void launch_log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
-                                 cudaStream_t stream) {
-  backward<Kind::log_softmax>("log_softmax_backward", grad_out, out, dim, grad_x, stream);
+
+void launch_softmax_backward(bool log_softmax, const Tensor& grad_out, const Tensor& out, int64_t dim,
+                             const Tensor& grad_x, cudaStream_t stream) {
+  if (log_softmax) backward<Kind::log_softmax>("log_softmax_backward", grad_out, out, dim, grad_x, stream);
+  else backward<Kind::softmax>("softmax_backward", grad_out, out, dim, grad_x, stream);
 }
 
 }  // namespace duet::cuda

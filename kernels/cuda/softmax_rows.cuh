@@ -2,8 +2,7 @@
 // (included by .cu files only). The math is the CPU's (kernels/cpu/softmax_rows.h): the row
 // maximum is subtracted before exp, exp runs in T, sums are taken in double.
 //
-// A contiguous tensor over dim d is seen as [outer, size, inner]: each of the outer * inner
-// rows holds `size` elements `inner` apart.
+// Rows are those of RowLayout (kernels/nn_layouts.h), as on the CPU.
 #pragma once
 
 #include <algorithm>
@@ -13,24 +12,11 @@
 #include "duet/core/tensor.h"
 #include "duet/kernels/cuda/block_reduce.cuh"
 #include "duet/kernels/cuda/check.h"
+#include "duet/kernels/nn_layouts.h"
 
 namespace duet::cuda {
 
-struct RowLayout {
-  int64_t outer = 1, size = 1, inner = 1;
-
-  static RowLayout of(const Tensor& t, int64_t dim) {
-    RowLayout l;
-    for (int64_t d = 0; d < t.dim(); ++d) {
-      if (d < dim) l.outer *= t.size(d);
-      if (d > dim) l.inner *= t.size(d);
-    }
-    l.size = t.dim() == 0 ? 1 : t.size(dim);
-    return l;
-  }
-  __host__ __device__ int64_t rows() const { return outer * inner; }
-  __host__ __device__ int64_t offset(int64_t row) const { return (row / inner) * size * inner + row % inner; }
-};
+using kernels::RowLayout;
 
 // The statistics of one row that both outputs are computed from.
 template <class T>

@@ -700,9 +700,10 @@ TEST_CASE("dispatch names ops and reports a missing CUDA backend", "[kernels]") 
   CHECK(std::string(name(UnaryOp::sigmoid)) == "sigmoid");
   CHECK(std::string(name(BinaryOp::ge)) == "ge");
   CHECK(std::string(name(ReduceOp::logsumexp)) == "logsumexp");
-  CHECK(&backend_for(DeviceType::CPU) == &cpu_backend());
+  CHECK(&backend_for(duet::cpu(), "add") == &cpu_backend());
+  CHECK(&backend_for(duet::cpu(1), "add") == &cpu_backend());  // one table for every logical CPU device
 #ifndef DUET_HAS_CUDA
-  REQUIRE_THROWS_WITH(backend_for(DeviceType::CUDA), Contains("built without CUDA"));
+  REQUIRE_THROWS_WITH(backend_for(cuda_device(0), "add"), Contains("add on cuda:0: duet was built without CUDA"));
 #endif
 }
 

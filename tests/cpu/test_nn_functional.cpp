@@ -9,7 +9,7 @@
 
 #include "duet/duet.h"
 #include "duet/kernels/cuda/runtime.h"
-#include "duet/kernels/nn_backend.h"
+#include "duet/kernels/backend.h"
 #include "duet/nn/functional.h"
 
 using namespace duet;
@@ -537,12 +537,12 @@ TEST_CASE("cross_entropy names a bad target's value and index", "[nn][op_errors]
                       Contains("cross_entropy: expected logits of shape [N, C], got f32[4]"));
 }
 
-TEST_CASE("NN kernels on a device without an NN backend say so", "[nn]") {
+TEST_CASE("NN kernels on a device without a kernel table say so", "[nn]") {
   if (cuda::is_built()) {
-    SUCCEED("this build registers the CUDA NN backend");
+    SUCCEED("this build registers the CUDA kernel table");
     return;
   }
-  REQUIRE_THROWS_WITH(kernels::nn_backend_for(cuda_device(0), "conv2d_forward"),
+  REQUIRE_THROWS_WITH(kernels::backend_for(cuda_device(0), "conv2d_forward"),
                       Contains("conv2d_forward on cuda:0: duet was built without CUDA"));
 }
 

@@ -25,7 +25,7 @@ struct Layout {
 Layout dense(Shape sizes) { return {sizes, contiguous_strides(sizes), 0}; }
 
 const Device kGpu = cuda_device(0);
-kernels::Backend& cpu_kernels() { return kernels::cpu_backend(); }
+const kernels::Backend& cpu_kernels() { return kernels::cpu_backend(); }
 
 // Unary cases: {input, output}. Odd sizes, one past a block, a transposed input with gaps, a
 // column-major output and a broadcast input.

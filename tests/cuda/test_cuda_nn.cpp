@@ -12,8 +12,8 @@
 
 #include "cuda_test_util.h"
 #include "duet/duet.h"
+#include "duet/kernels/backend.h"
 #include "duet/kernels/cuda/runtime.h"
-#include "duet/kernels/nn_backend.h"
 #include "duet/kernels/nn_kernels.h"
 
 using namespace duet;
@@ -23,7 +23,7 @@ namespace {
 const Device kGpu = cuda_device(0);
 const std::vector<DType> kFloating = {DType::f32, DType::f64};
 
-kernels::NnBackend& cpu_nn() { return kernels::cpu_nn_backend(); }
+const kernels::Backend& cpu_nn() { return kernels::cpu_backend(); }
 
 double tol(DType dtype, double f32_tol) { return dtype == DType::f32 ? f32_tol : 1e-11; }
 
@@ -150,9 +150,7 @@ TEST_CASE("CUDA cross-entropy reports a bad target with the CPU's error at the n
 }
 
 TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
-  struct Window {
-    int64_t kernel, stride, padding;
-  };
+  using Window = kernels::Pool2dGeometry;
   const std::vector<std::pair<Shape, Window>> sliding = {
       {{2, 3, 11, 9}, {3, 2, 1}}, {{2, 3, 10, 10}, {2, 2, 0}}, {{1, 2, 7, 13}, {3, 1, 1}}, {{3, 1, 5, 5}, {5, 1, 2}}};
   uint64_t seed = 5000;
@@ -167,9 +165,9 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
       auto grad = test::random_pair(out_sizes, dtype, -2, 2, ++seed);
 
       test::GuardedOutput out(out_sizes, dtype, kGpu), indices(out_sizes, DType::i64, kGpu);
-      kernels::max_pool2d_forward(x.cuda, w.kernel, w.stride, w.padding, out.view(), indices.view());
+      kernels::max_pool2d_forward(x.cuda, w, out.view(), indices.view());
       Tensor out_cpu = cpu_empty(out_sizes, dtype), indices_cpu = cpu_empty(out_sizes, DType::i64);
-      cpu_nn().max_pool2d_forward(x.cpu, w.kernel, w.stride, w.padding, out_cpu, indices_cpu);
+      cpu_nn().max_pool2d_forward(x.cpu, w, out_cpu, indices_cpu);
       test::require_identical(out.check_and_fetch(), out_cpu, label("max_pool2d", dtype, c));
       test::require_identical(indices.check_and_fetch(), indices_cpu, label("max_pool2d indices", dtype, c));
 
@@ -180,15 +178,15 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
       compare(gx, gx_cpu, tol(dtype, 1e-6), label("max_pool2d backward", dtype, c));
 
       test::GuardedOutput avg(out_sizes, dtype, kGpu);
-      kernels::avg_pool2d_forward(x.cuda, w.kernel, w.stride, w.padding, avg.view());
+      kernels::avg_pool2d_forward(x.cuda, w, avg.view());
       Tensor avg_cpu = cpu_empty(out_sizes, dtype);
-      cpu_nn().avg_pool2d_forward(x.cpu, w.kernel, w.stride, w.padding, avg_cpu);
+      cpu_nn().avg_pool2d_forward(x.cpu, w, avg_cpu);
       compare(avg, avg_cpu, tol(dtype, 1e-6), label("avg_pool2d", dtype, c));
 
       test::GuardedOutput agx(in_sizes, dtype, kGpu);
-      kernels::avg_pool2d_backward(grad.cuda, w.kernel, w.stride, w.padding, agx.view());
+      kernels::avg_pool2d_backward(grad.cuda, w, agx.view());
       Tensor agx_cpu = cpu_empty(in_sizes, dtype);
-      cpu_nn().avg_pool2d_backward(grad.cpu, w.kernel, w.stride, w.padding, agx_cpu);
+      cpu_nn().avg_pool2d_backward(grad.cpu, w, agx_cpu);
       compare(agx, agx_cpu, tol(dtype, 1e-6), label("avg_pool2d backward", dtype, c));
     }
     // Adaptive: shrinking, growing, to 1x1, to the same size.
@@ -323,6 +321,7 @@ TEST_CASE("CUDA conv2d matches the CPU through cuDNN and through im2col", "[cuda
     Shape x, weight;
     int64_t stride, padding;
     bool bias;
+    kernels::Conv2dGeometry geometry() const { return {.stride = stride, .padding = padding}; }
   };
   const std::vector<Case> cases = {
       {{2, 3, 11, 9}, {5, 3, 3, 2}, 2, 1, true}, {{3, 4, 8, 8}, {6, 4, 1, 1}, 1, 0, true},  // pointwise
@@ -344,21 +343,21 @@ TEST_CASE("CUDA conv2d matches the CPU through cuDNN and through im2col", "[cuda
         auto grad = test::random_pair(out_sizes, dtype, -1, 1, ++seed);
 
         test::GuardedOutput out(out_sizes, dtype, kGpu);
-        kernels::conv2d_forward(x.cuda, w.cuda, cs.bias ? b.cuda : Tensor(), cs.stride, cs.padding, out.view());
+        kernels::conv2d_forward(x.cuda, w.cuda, cs.bias ? b.cuda : Tensor(), cs.geometry(), out.view());
         Tensor out_cpu = cpu_empty(out_sizes, dtype);
-        cpu_nn().conv2d_forward(x.cpu, w.cpu, cs.bias ? b.cpu : Tensor(), cs.stride, cs.padding, out_cpu);
+        cpu_nn().conv2d_forward(x.cpu, w.cpu, cs.bias ? b.cpu : Tensor(), cs.geometry(), out_cpu);
         compare(out, out_cpu, tol(dtype, 1e-4), label("conv2d_forward" + path, dtype, c));
 
         test::GuardedOutput gx(cs.x, dtype, kGpu);
-        kernels::conv2d_backward_input(grad.cuda, w.cuda, cs.stride, cs.padding, gx.view());
+        kernels::conv2d_backward_input(grad.cuda, w.cuda, cs.geometry(), gx.view());
         Tensor gx_cpu = cpu_empty(cs.x, dtype);
-        cpu_nn().conv2d_backward_input(grad.cpu, w.cpu, cs.stride, cs.padding, gx_cpu);
+        cpu_nn().conv2d_backward_input(grad.cpu, w.cpu, cs.geometry(), gx_cpu);
         compare(gx, gx_cpu, tol(dtype, 1e-4), label("conv2d_backward_input" + path, dtype, c));
 
         test::GuardedOutput gw(cs.weight, dtype, kGpu);
-        kernels::conv2d_backward_weight(grad.cuda, x.cuda, cs.stride, cs.padding, gw.view());
+        kernels::conv2d_backward_weight(grad.cuda, x.cuda, cs.geometry(), gw.view());
         Tensor gw_cpu = cpu_empty(cs.weight, dtype);
-        cpu_nn().conv2d_backward_weight(grad.cpu, x.cpu, cs.stride, cs.padding, gw_cpu);
+        cpu_nn().conv2d_backward_weight(grad.cpu, x.cpu, cs.geometry(), gw_cpu);
         compare(gw, gw_cpu, tol(dtype, 1e-4), label("conv2d_backward_weight" + path, dtype, c));
       }
     }

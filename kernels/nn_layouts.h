@@ -1,0 +1,152 @@
+// How the NN kernels see their contiguous operands, written once for the CPU loops and the CUDA
+// kernels: a softmax row, a pooling window, a batch-norm channel, a convolution's patches.
+//
+// The index math is DUET_HD (kernels/functors.h does the same for the elementwise math), so the
+// CPU tests cover the arithmetic the GPU runs. The factories (`of`, `sliding`, `adaptive`) read
+// shapes on the host and check nothing: nn_dispatch.cpp has checked the operands against them
+// before any kernel runs.
+#pragma once
+
+#include <cstdint>
+
+#include "duet/core/macros.h"
+#include "duet/core/tensor.h"
+#include "duet/kernels/nn_kernels.h"
+
+namespace duet::kernels {
+
+// ---- softmax, log_softmax, cross-entropy ----
+
+// A contiguous tensor reduced over dim d, seen as [outer, size, inner]: each of the
+// outer * inner rows holds `size` elements `inner` apart.
+struct RowLayout {
+  int64_t outer = 1, size = 1, inner = 1;
+
+  static RowLayout of(const Tensor& t, int64_t dim) {
+    RowLayout l;
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      if (d < dim) l.outer *= t.size(d);
+      if (d > dim) l.inner *= t.size(d);
+    }
+    l.size = t.dim() == 0 ? 1 : t.size(dim);
+    return l;
+  }
+  DUET_HD int64_t rows() const { return outer * inner; }
+  // The offset of row `row`'s first element.
+  DUET_HD int64_t offset(int64_t row) const { return (row / inner) * size * inner + row % inner; }
+};
+
+// ---- pooling ----
+
+struct Window {
+  int64_t begin, end;  // clipped to the input
+};
+
+// How output positions along one axis map to input windows: a sliding window (kernel, stride,
+// zero padding), or adaptive (output o covers [floor(o * in / out), ceil((o + 1) * in / out))).
+struct AxisWindows {
+  int64_t in, out, kernel, stride, padding;
+  bool adaptive;
+
+  static AxisWindows sliding(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding) {
+    return {in, out, kernel, stride, padding, false};
+  }
+  static AxisWindows adaptive_to(int64_t in, int64_t out) { return {in, out, 0, 1, 0, true}; }
+
+  DUET_HD Window at(int64_t o) const {
+    if (adaptive) return {o * in / out, ((o + 1) * in + out - 1) / out};
+    const int64_t begin = o * stride - padding;
+    return {begin > 0 ? begin : 0, begin + kernel < in ? begin + kernel : in};
+  }
+  // The average's divisor along this axis: the whole window, padding included
+  // (count_include_pad; in floor mode a window never reaches past the padding).
+  DUET_HD int64_t divisor(int64_t o) const {
+    if (!adaptive) return kernel;
+    const Window w = at(o);
+    return w.end - w.begin;
+  }
+  // Input elements one output reads, at most.
+  DUET_HD int64_t max_window() const { return adaptive ? (in + out - 1) / out + 1 : kernel; }
+  // The outputs whose windows may hold input position i: a superset, the caller tests each.
+  DUET_HD Window outputs_covering(int64_t i) const {
+    int64_t first, last;
+    if (adaptive) {
+      first = i * out / in - 1;
+      last = ((i + 1) * out + in - 1) / in + 1;
+    } else {
+      const int64_t lowest = i + padding - kernel + 1;  // the first window reaching i starts here
+      first = lowest <= 0 ? 0 : (lowest + stride - 1) / stride;
+      last = (i + padding) / stride + 1;
+    }
+    return {first > 0 ? first : 0, last < out ? last : out};
+  }
+};
+
+// x [N, C, H, W] pooled to out [N, C, Ho, Wo]: N * C independent planes, rows and columns.
+struct PoolLayout {
+  int64_t planes;  // N * C
+  AxisWindows rows, cols;
+
+  static PoolLayout sliding(const Tensor& x, const Tensor& out, const Pool2dGeometry& g) {
+    return {x.size(0) * x.size(1), AxisWindows::sliding(x.size(2), out.size(2), g.kernel, g.stride, g.padding),
+            AxisWindows::sliding(x.size(3), out.size(3), g.kernel, g.stride, g.padding)};
+  }
+  static PoolLayout adaptive(const Tensor& x, const Tensor& out) {
+    return {x.size(0) * x.size(1), AxisWindows::adaptive_to(x.size(2), out.size(2)),
+            AxisWindows::adaptive_to(x.size(3), out.size(3))};
+  }
+  DUET_HD int64_t in_plane() const { return rows.in * cols.in; }
+  DUET_HD int64_t out_plane() const { return rows.out * cols.out; }
+};
+
+// ---- batch norm ----
+
+// x [N, C] or [N, C, H, W] seen as [N, C, S] (S = H * W, or 1): channel c holds N runs of S
+// contiguous elements.
+struct ChannelLayout {
+  int64_t batch, channels, spatial;
+
+  static ChannelLayout of(const Tensor& x) {
+    return {x.size(0), x.size(1), x.dim() == 4 ? x.size(2) * x.size(3) : 1};
+  }
+  DUET_HD int64_t count() const { return batch * spatial; }  // values per channel
+  // The offset of channel c's j-th value, j < count().
+  DUET_HD int64_t offset(int64_t c, int64_t j) const { return ((j / spatial) * channels + c) * spatial + j % spatial; }
+  // Calls fn(offset) for the start of each of channel c's N runs.
+  template <class Fn>
+  void for_each_run(int64_t c, Fn&& fn) const {
+    for (int64_t n = 0; n < batch; ++n) fn((n * channels + c) * spatial);
+  }
+};
+
+// ---- conv2d ----
+
+// x [N, C, H, W] (*) weight [K, C, kh, kw] -> out [N, K, Ho, Wo]. The column matrix of one
+// image (im2col) has one row per weight element (c, ki, kj) and one column per output pixel.
+struct ConvLayout {
+  int64_t batch, channels, height, width;  // x
+  int64_t filters, kernel_h, kernel_w;     // weight
+  int64_t stride, padding;
+  int64_t out_h, out_w;
+
+  static ConvLayout of(const Tensor& x, const Tensor& weight, const Tensor& out, const Conv2dGeometry& g) {
+    return {x.size(0), x.size(1), x.size(2), x.size(3), weight.size(0), weight.size(2), weight.size(3),
+            g.stride,  g.padding, out.size(2), out.size(3)};
+  }
+  DUET_HD int64_t patch_size() const { return channels * kernel_h * kernel_w; }  // rows of a column matrix
+  DUET_HD int64_t out_pixels() const { return out_h * out_w; }                   // its columns
+  DUET_HD int64_t image_size() const { return channels * height * width; }
+  // A 1x1 kernel with stride 1 and no padding: an image is its own column matrix.
+  DUET_HD bool is_pointwise() const { return kernel_h == 1 && kernel_w == 1 && stride == 1 && padding == 0; }
+};
+
+// ---- optional operands ----
+
+// data<T>() of an optional operand (a bias, a running statistic, a gradient not wanted): null
+// when undefined.
+template <class T>
+T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+}  // namespace duet::kernels

@@ -1,0 +1,144 @@
+// The NN kernels' operand contract, checked once for every backend by kernels/nn_dispatch.cpp,
+// and the layouts the CPU and CUDA kernels share (kernels/nn_layouts.h).
+#include <catch2/catch.hpp>
+
+#include "duet/duet.h"
+#include "duet/kernels/nn_kernels.h"
+#include "duet/kernels/nn_layouts.h"
+
+using namespace duet;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Tensor f64_zeros(Shape sizes) { return zeros(std::move(sizes), {.dtype = DType::f64}); }
+Tensor i64_zeros(Shape sizes) { return zeros(std::move(sizes), {.dtype = DType::i64}); }
+
+}  // namespace
+
+TEST_CASE("conv2d kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
+  const kernels::Conv2dGeometry g{.stride = 1, .padding = 0};
+  Tensor x = zeros({2, 3, 5, 5}), w = zeros({4, 3, 3, 3}), out = zeros({2, 4, 3, 3});
+  CHECK_NOTHROW(kernels::conv2d_forward(x, w, Tensor(), g, out));
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(x, w, Tensor(), g, zeros({2, 4, 3, 4})),
+                      Contains("conv2d_forward: shapes do not match: x f32[2, 3, 5, 5] on cpu:0, weight f32[4, 3, 3, "
+                               "3] on cpu:0, out f32[2, 4, 3, 4] on cpu:0, stride 1, padding 0"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(x, w, zeros({3}), g, out),
+                      Contains("conv2d_forward: bias f32[3] on cpu:0 does not match the 4 filters of weight"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(x, f64_zeros({4, 3, 3, 3}), Tensor(), g, out),
+                      Contains("conv2d_forward: weight f64[4, 3, 3, 3] on cpu:0 and x f32[2, 3, 5, 5] on cpu:0 have "
+                               "different dtypes"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(zeros({2, 3, 5, 5}).transpose(2, 3), w, Tensor(), g, out),
+                      Contains("conv2d_forward: x f32[2, 3, 5, 5] on cpu:0 is not contiguous"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(Tensor(), w, Tensor(), g, out),
+                      Contains("conv2d_forward: x is required but undefined"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(x, w, Tensor(), {.stride = 0, .padding = 0}, out),
+                      Contains("stride 0, padding 0"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_backward_input(zeros({2, 4, 3, 3}), w, g, zeros({2, 3, 6, 5})),
+                      Contains("conv2d_backward_input: shapes do not match: grad_x f32[2, 3, 6, 5]"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_backward_weight(zeros({2, 4, 3, 3}), x, g, zeros({4, 2, 3, 3})),
+                      Contains("conv2d_backward_weight: shapes do not match: x f32[2, 3, 5, 5] on cpu:0, "
+                               "grad_weight f32[4, 2, 3, 3]"));
+}
+
+TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
+  const kernels::Pool2dGeometry g{.kernel = 2, .stride = 2, .padding = 0};
+  Tensor x = zeros({1, 2, 4, 4}), out = zeros({1, 2, 2, 2}), indices = i64_zeros({1, 2, 2, 2});
+  CHECK_NOTHROW(kernels::max_pool2d_forward(x, g, out, indices));
+  REQUIRE_THROWS_WITH(kernels::max_pool2d_forward(x, g, out, zeros({1, 2, 2, 2})),
+                      Contains("max_pool2d_forward: expected indices to be a contiguous i64 tensor, got indices "
+                               "f32[1, 2, 2, 2]"));
+  REQUIRE_THROWS_WITH(kernels::max_pool2d_forward(x, g, out, i64_zeros({1, 2, 4})),
+                      Contains("max_pool2d_forward: indices i64[1, 2, 4] on cpu:0 does not match out f32[1, 2, 2, 2]"));
+  REQUIRE_THROWS_WITH(kernels::max_pool2d_forward(x, {.kernel = 3, .stride = 2, .padding = 0}, out, indices),
+                      Contains("max_pool2d_forward: out f32[1, 2, 2, 2] on cpu:0 does not match x f32[1, 2, 4, 4] on "
+                               "cpu:0 with kernel 3, stride 2, padding 0"));
+  // Padding wider than half the window would make windows that lie wholly in the padding.
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(x, {.kernel = 2, .stride = 2, .padding = 2}, zeros({1, 2, 4, 4})),
+                      Contains("avg_pool2d_forward: out f32[1, 2, 4, 4]"));
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(zeros({1, 2, 2, 2}), g, zeros({1, 3, 4, 4})),
+                      Contains("avg_pool2d_backward: shapes do not match: grad_x f32[1, 3, 4, 4] on cpu:0, grad_out "
+                               "f32[1, 2, 2, 2]"));
+  REQUIRE_THROWS_WITH(kernels::max_pool2d_backward(zeros({1, 2, 2, 2}), indices, f64_zeros({1, 2, 4, 4})),
+                      Contains("max_pool2d_backward: grad_x f64[1, 2, 4, 4] on cpu:0 and grad_out f32[1, 2, 2, 2] on "
+                               "cpu:0 have different dtypes"));
+  REQUIRE_THROWS_WITH(kernels::adaptive_avg_pool2d_forward(zeros({2, 4, 4}), out),
+                      Contains("adaptive_avg_pool2d_forward: shapes do not match: x f32[2, 4, 4]"));
+}
+
+TEST_CASE("batch norm kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
+  Tensor x = zeros({4, 3, 2, 2}), out = zeros({4, 3, 2, 2}), mean = zeros({3}), invstd = zeros({3});
+  CHECK_NOTHROW(kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out, mean,
+                                            invstd));
+  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(x, zeros({4}), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out,
+                                                  mean, invstd),
+                      Contains("batch_norm_forward: weight f32[4] on cpu:0 does not match the 3 channels of x f32[4, "
+                               "3, 2, 2] on cpu:0 (expected shape [3])"));
+  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out,
+                                                  Tensor(), invstd),
+                      Contains("batch_norm_forward: save_mean is required but undefined"));
+  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), false, 0.1, 1e-5, out,
+                                                  mean, invstd),
+                      Contains("batch_norm_forward: inference needs running_mean and running_var"));
+  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(zeros({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1,
+                                                  1e-5, zeros({1, 3}), mean, invstd),
+                      Contains("batch_norm_forward: expected more than 1 value per channel when training"));
+  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(zeros({4, 3, 2}), Tensor(), Tensor(), Tensor(), Tensor(), true,
+                                                  0.1, 1e-5, zeros({4, 3, 2}), mean, invstd),
+                      Contains("batch_norm_forward: expected x of shape [N, C] or [N, C, H, W], got f32[4, 3, 2]"));
+  REQUIRE_THROWS_WITH(kernels::batch_norm_backward(zeros({4, 3, 2, 2}), x, Tensor(), mean, invstd, true,
+                                                   zeros({4, 3, 2, 1}), Tensor(), Tensor()),
+                      Contains("batch_norm_backward: grad_x f32[4, 3, 2, 1] on cpu:0 does not match x f32[4, 3, 2, "
+                               "2]"));
+  // Nothing wanted: nothing to check or compute.
+  CHECK_NOTHROW(kernels::batch_norm_backward(Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), true, Tensor(),
+                                             Tensor(), Tensor()));
+}
+
+TEST_CASE("softmax and cross-entropy kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
+  REQUIRE_THROWS_WITH(kernels::softmax_forward(zeros({2, 3}), 2, zeros({2, 3})),
+                      Contains("softmax_forward: dim 2 out of range for x f32[2, 3]"));
+  REQUIRE_THROWS_WITH(kernels::log_softmax_backward(zeros({2, 3}), zeros({2, 3}), 1, zeros({3, 2})),
+                      Contains("log_softmax_backward: grad_x f32[3, 2] on cpu:0 does not match out f32[2, 3]"));
+  REQUIRE_THROWS_WITH(kernels::softmax_forward(i64_zeros({2, 3}), 1, i64_zeros({2, 3})),
+                      Contains("softmax_forward: expected a floating dtype (f32 or f64), got x i64[2, 3]"));
+  Tensor logits = zeros({4, 3}), losses = zeros({4}), log_probs = zeros({4, 3});
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({3}), losses, log_probs),
+                      Contains("cross_entropy_forward: shapes do not match: logits f32[4, 3] on cpu:0, target i64[3] "
+                               "on cpu:0, losses f32[4] on cpu:0"));
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), losses, zeros({4, 2})),
+                      Contains("cross_entropy_forward: log_probs f32[4, 2] on cpu:0 does not match logits"));
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_backward(zeros({4}), log_probs, zeros({4}), zeros({4, 3})),
+                      Contains("cross_entropy_backward: expected target to be a contiguous i64 tensor"));
+  // The targets' values are the kernel's to check: only it reads their memory.
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, from_vector<int64_t>({0, 1, 3, 2}), losses, log_probs),
+                      Contains("cross_entropy_forward: target[2] = 3 is out of range for 3 classes"));
+}
+
+// The CUDA average-pooling backward gathers each input's gradient from the outputs that
+// outputs_covering() names; every output whose window holds the input must be among them.
+TEST_CASE("a pooling axis's covering outputs include every window that holds an input", "[nn][kernels]") {
+  std::vector<kernels::AxisWindows> axes;
+  for (int64_t in : {1, 5, 7, 12})
+    for (int64_t kernel : {1, 2, 3, 5})
+      for (int64_t stride : {1, 2, 3})
+        for (int64_t padding = 0; 2 * padding <= kernel; ++padding) {
+          const int64_t out = kernels::window_output_size(in, kernel, stride, padding);
+          if (out >= 1) axes.push_back(kernels::AxisWindows::sliding(in, out, kernel, stride, padding));
+        }
+  for (int64_t in : {1, 4, 7, 13})
+    for (int64_t out : {1, 2, 3, 6, 13, 20}) axes.push_back(kernels::AxisWindows::adaptive_to(in, out));
+  for (const kernels::AxisWindows& a : axes) {
+    for (int64_t i = 0; i < a.in; ++i) {
+      const kernels::Window covering = a.outputs_covering(i);
+      for (int64_t o = 0; o < a.out; ++o) {
+        const kernels::Window w = a.at(o);
+        if (i < w.begin || i >= w.end) continue;
+        INFO("in " << a.in << ", out " << a.out << ", kernel " << a.kernel << ", stride " << a.stride
+                   << ", padding " << a.padding << (a.adaptive ? ", adaptive" : "") << ": input " << i
+                   << ", output " << o);
+        CHECK((o >= covering.begin && o < covering.end));
+      }
+    }
+  }
+}
