@@ -1,0 +1,172 @@
+// Behaviours where duet once differed from PyTorch 1.13 and now follows it (docs/pytorch-parity.md).
+// Unless a comment derives them by hand, the expected values were printed by Debian's
+// python3-torch 1.13 running the same computation; each test names the torch call.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "duet/duet.h"
+
+using namespace duet;
+using Catch::Matchers::Contains;
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+Tensor leaf(const std::vector<double>& values) {
+  Tensor t = from_vector<double>(values, {static_cast<int64_t>(values.size())});
+  t.requires_grad_();
+  return t;
+}
+
+// Equal element by element, NaN matching NaN and infinities matching exactly.
+void check_same(const std::vector<double>& got, const std::vector<double>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO("element " << i << ": got " << got[i] << ", want " << want[i]);
+    if (std::isnan(want[i])) {
+      CHECK(std::isnan(got[i]));
+    } else {
+      CHECK(got[i] == Approx(want[i]).epsilon(1e-12));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("maximum and minimum propagate NaN from either side, with torch's gradients", "[parity]") {
+  // a = [nan, 1, 2, 1, nan], b = [1, nan, 2, 3, nan]; y = torch.maximum(a, b) (and minimum),
+  // y.backward(torch.ones(5)): a NaN gives both sides the whole gradient, a tie half of it.
+  Tensor a = leaf({kNaN, 1, 2, 1, kNaN}), b = leaf({1, kNaN, 2, 3, kNaN});
+  Tensor y = maximum(a, b);
+  check_same(y.to_vector<double>(), {kNaN, kNaN, 2, 3, kNaN});
+  sum(y).backward();
+  check_same(a.grad().to_vector<double>(), {1, 1, 0.5, 0, 1});
+  check_same(b.grad().to_vector<double>(), {1, 1, 0.5, 1, 1});
+
+  Tensor c = leaf({kNaN, 1, 2, 1, kNaN}), d = leaf({1, kNaN, 2, 3, kNaN});
+  Tensor z = minimum(c, d);
+  check_same(z.to_vector<double>(), {kNaN, kNaN, 2, 1, kNaN});
+  sum(z).backward();
+  check_same(c.grad().to_vector<double>(), {1, 1, 0.5, 1, 1});
+  check_same(d.grad().to_vector<double>(), {1, 1, 0.5, 0, 1});
+
+  // f32 runs the same functor; integers are untouched by the NaN test.
+  Tensor f = maximum(from_vector<float>({std::nanf(""), 1}), from_vector<float>({1, std::nanf("")}));
+  CHECK(std::isnan(f.to_vector<float>()[0]));
+  CHECK(std::isnan(f.to_vector<float>()[1]));
+  CHECK(minimum(from_vector<int64_t>({-3, 4}), from_vector<int64_t>({2, 2})).to_vector<int64_t>() ==
+        std::vector<int64_t>{-3, 2});
+}
+
+TEST_CASE("relu keeps NaN and its gradient, and -0 as -0", "[parity]") {
+  // torch.relu([nan, -1, 0, 2]) = [nan, 0, 0, 2], gradient of the sum [1, 0, 0, 1]; relu(-0.) = -0.
+  Tensor x = leaf({kNaN, -1, 0, 2});
+  Tensor y = relu(x);
+  check_same(y.to_vector<double>(), {kNaN, 0, 0, 2});
+  sum(y).backward();
+  check_same(x.grad().to_vector<double>(), {1, 0, 0, 1});
+  CHECK(std::signbit(relu(from_vector<double>({-0.0})).item<double>()));
+
+  // f32, over enough elements that the CPU runs its vectorised loop: every NaN survives.
+  std::vector<float> values(1000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = i % 7 == 0 ? std::nanf("") : float(i % 5) - 2.f;
+  std::vector<float> out = relu(from_vector<float>(values)).to_vector<float>();
+  for (size_t i = 0; i < values.size(); ++i) {
+    INFO("element " << i);
+    if (i % 7 == 0) CHECK(std::isnan(out[i]));
+    else CHECK(out[i] == std::max(values[i], 0.f));
+  }
+}
+
+TEST_CASE("pow's gradient for the exponent at base 0 is 0 only where the exponent is >= 0", "[parity]") {
+  // y = torch.pow(a, b) for a = [0, 0, 0, 0, 2, -2], b = [2, 0, -1, -0.5, 3, 2]; y.sum().backward().
+  // d/db a^b = a^b log a: at a = 0 torch takes 0 for b >= 0, and keeps inf * log 0 = -inf for b < 0.
+  Tensor a = leaf({0, 0, 0, 0, 2, -2}), b = leaf({2, 0, -1, -0.5, 3, 2});
+  Tensor y = pow(a, b);
+  check_same(y.to_vector<double>(), {0, 1, kInf, kInf, 8, 4});
+  sum(y).backward();
+  check_same(b.grad().to_vector<double>(), {0, 0, -kInf, -kInf, 5.545177444479562, kNaN});
+  check_same(a.grad().to_vector<double>(), {0, 0, -kInf, -kInf, 12, -4});
+}
+
+TEST_CASE("sum of integers is i64 and mean of integers is refused", "[parity]") {
+  // torch.ones(300, dtype=torch.uint8).sum() = tensor(300) of dtype int64 (duet once gave u8 44).
+  Tensor ones_u8 = ones({300}, {.dtype = DType::u8});
+  Tensor total = sum(ones_u8);
+  CHECK(total.dtype() == DType::i64);
+  CHECK(total.item<int64_t>() == 300);
+  Tensor rows = sum(ones_u8.view({3, 100}), {1});
+  CHECK(rows.dtype() == DType::i64);
+  CHECK(rows.to_vector<int64_t>() == std::vector<int64_t>{100, 100, 100});
+  Tensor big = full({3}, 4e18, {.dtype = DType::i64});
+  CHECK(sum(big.narrow(0, 0, 2)).item<int64_t>() == 8000000000000000000);  // i64 throughout
+  CHECK(sum(from_vector<float>({1.5f, 2})).dtype() == DType::f32);
+
+  // torch.mean(torch.ones(3, dtype=d)) raises "mean(): could not infer output dtype..." for
+  // every integer d; duet names the tensor and the fix.
+  for (DType dtype : {DType::u8, DType::i64}) {
+    INFO(dtype_name(dtype));
+    CHECK_THROWS_WITH(mean(ones({3}, {.dtype = dtype})),
+                      Contains("mean: could not infer output dtype") && Contains(dtype_name(dtype)) &&
+                          Contains("to(DType::f32)"));
+  }
+}
+
+TEST_CASE("div is true division, floor_divide rounds toward -inf", "[parity]") {
+  // torch.div([-7, 7, -7, 7], [2, 2, -2, -2]) = [-3.5, 3.5, 3.5, -3.5], float32;
+  // torch.floor_divide (and div with rounding_mode='floor') = [-4, 3, 3, -4], int64.
+  Tensor a = from_vector<int64_t>({-7, 7, -7, 7}), b = from_vector<int64_t>({2, 2, -2, -2});
+  Tensor q = div(a, b);
+  CHECK(q.dtype() == DType::f32);
+  CHECK(q.to_vector<float>() == std::vector<float>{-3.5f, 3.5f, 3.5f, -3.5f});
+  CHECK((a / b).dtype() == DType::f32);
+  CHECK((a / 2.5).to_vector<float>() == std::vector<float>{-2.8f, 2.8f, -2.8f, 2.8f});
+  CHECK((7.0 / from_vector<int64_t>({2})).item<float>() == 3.5f);
+  Tensor f = floor_divide(a, b);
+  CHECK(f.dtype() == DType::i64);
+  CHECK(f.to_vector<int64_t>() == std::vector<int64_t>{-4, 3, 3, -4});
+  CHECK(floor_divide(from_vector<int64_t>({6, -6, 0}), from_vector<int64_t>({-3, 3, -5})).to_vector<int64_t>() ==
+        std::vector<int64_t>{-2, -2, 0});
+  // u8 / u8 is f32 too; floor_divide keeps u8.
+  Tensor u = from_vector<uint8_t>({1, 200}), two = from_vector<uint8_t>({2, 3});
+  CHECK(div(u, two).to_vector<float>() == std::vector<float>{0.5f, 200.f / 3.f});
+  CHECK(floor_divide(u, two).to_vector<uint8_t>() == std::vector<uint8_t>{0, 66});
+
+  // An integer divisor of 0: torch.div gives inf (it divides as floats), torch.floor_divide
+  // raises ZeroDivisionError, which duet makes an error naming the op.
+  CHECK(div(from_vector<int64_t>({-7, 0}), from_vector<int64_t>({0, 0})).to_vector<float>()[0] == -INFINITY);
+  CHECK(std::isnan(div(from_vector<int64_t>({0}), from_vector<int64_t>({0})).item<float>()));
+  CHECK_THROWS_WITH(floor_divide(a, from_vector<int64_t>({1, 0, 1, 1})),
+                    Contains("floor_divide") && Contains("division by zero"));
+  CHECK_THROWS_WITH(floor_divide(a, from_vector<float>({1, 1, 1, 1})), Contains("floor_divide") && Contains("dtypes"));
+}
+
+TEST_CASE("floor_divide on floats matches torch.floor_divide, zero divisors and signed zeros included", "[parity]") {
+  // torch.floor_divide(a, b) for these float64 pairs, printed with repr():
+  const std::vector<double> a = {-7, 7, -7, 7, 1, -1, 0, 5.5, -5.5, 0.3, -0.0, 0, 1, 1e300, -1e-300};
+  const std::vector<double> b = {2, 2, -2, -2, 0, 0, 0, 2, 2, 0.1, 5, -5, -5, 1e-300, 1};
+  const std::vector<double> want = {-4, 3, 3, -4, kInf, -kInf, kNaN, 2, -3, 2, -0.0, -0.0, -1, kInf, -1};
+  Tensor got = floor_divide(from_vector<double>(a), from_vector<double>(b));
+  std::vector<double> values = got.to_vector<double>();
+  check_same(values, want);
+  CHECK(std::signbit(values[10]));
+  CHECK(std::signbit(values[11]));
+}
+
+TEST_CASE("floor_divide's gradient is zero, as torch.div(rounding_mode='floor')", "[parity][gradcheck]") {
+  // torch.div(x, [2, 2], rounding_mode='floor').sum().backward() leaves x.grad = [0, 0].
+  Tensor x = leaf({3, -3}), y = leaf({2, 2});
+  sum(floor_divide(x, y)).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0});
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{0, 0});
+  // Away from the jumps central differences agree (quotients 1.8, -1.8 and -1.3).
+  GradcheckResult result = gradcheck([](const std::vector<Tensor>& in) { return floor_divide(in[0], in[1]); },
+                                     {leaf({3.6, -3.6, 0.5}), leaf({2, 2, -0.5 / 1.3})});
+  INFO(result.message);
+  CHECK(result.ok);
+}
