@@ -67,14 +67,15 @@ StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
   x_.copy_(batch.x);
   y_.copy_(batch.y);
   graph_->replay();
-  // The recording called step() once, for the step its first replay performs (which may come
-  // a call later, when this batch's labels were refused).
-  if (!first_replay_pending_) optimizer().count_replayed_step();
-  first_replay_pending_ = false;
-  ++replays_;
   // An eager step in between may have replaced the parameters' .grad; show the graph's again.
   const std::vector<Tensor>& params = optimizer().params();
   for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(grads_[i]);
+  // The recording called step() once, for the step its first replay performs (which may come
+  // a call later, when this batch's labels were refused). The parameters with a .grad now are
+  // the ones the replay updated.
+  if (!first_replay_pending_) optimizer().count_replayed_step();
+  first_replay_pending_ = false;
+  ++replays_;
   const int64_t n = batch.y.numel();
   StepResult result{mean_loss(loss_value_, loss_, n), correct_.item<int64_t>(), n};
   timer.lap(Phase::step);

@@ -4,10 +4,18 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "duet/duet.h"
+#include "duet/nn/safetensors.h"
+#include "duet/optim/adam.h"
+#include "duet/optim/checkpoint.h"
+#include "duet/optim/schedule.h"
 
 using namespace duet;
 using Catch::Matchers::Contains;
@@ -169,4 +177,168 @@ TEST_CASE("floor_divide's gradient is zero, as torch.div(rounding_mode='floor')"
                                      {leaf({3.6, -3.6, 0.5}), leaf({2, 2, -0.5 / 1.3})});
   INFO(result.message);
   CHECK(result.ok);
+}
+
+namespace {
+
+// Six steps on loss = sum(c * p^2) + [steps 3, 5, 6 only] sum(d * q^2), from p = [1, -2, 3]
+// and q = [0.5, -1.5], lr 0.1, weight decay 0.01: q has no gradient at steps 1, 2 and 4.
+struct SkippedGradients {
+  Tensor p = leaf_f32({1, -2, 3}), q = leaf_f32({0.5f, -1.5f});
+  std::unique_ptr<optim::Optimizer> optimizer;
+
+  static Tensor leaf_f32(const std::vector<float>& values) {
+    Tensor t = from_vector<float>(values, {static_cast<int64_t>(values.size())});
+    t.requires_grad_();
+    return t;
+  }
+  void run_steps(int first, int last) {
+    const Tensor c = from_vector<float>({1, 2, 0.5f}), d = from_vector<float>({3, 1});
+    for (int step = first; step <= last; ++step) {
+      optimizer->zero_grad();
+      Tensor loss = sum(p * p * c);
+      if (step == 3 || step >= 5) loss = loss + sum(q * q * d);
+      loss.backward();
+      optimizer->step();
+    }
+  }
+};
+
+void check_close_f32(const Tensor& got, const std::vector<float>& want) {
+  std::vector<float> values = got.to_vector<float>();
+  REQUIRE(values.size() == want.size());
+  for (size_t i = 0; i < values.size(); ++i) CHECK(values[i] == Approx(want[i]).epsilon(1e-5).margin(1e-6));
+}
+
+}  // namespace
+
+TEST_CASE("Adam and AdamW count steps per parameter, as torch.optim's state['step']", "[parity][optim]") {
+  // torch.optim.Adam([p, q], lr=0.1, weight_decay=0.01) (and AdamW) over the same six steps,
+  // with opt.zero_grad(set_to_none=True): q's state['step'] ends at 3, p's at 6.
+  SkippedGradients adam;
+  adam.optimizer = std::make_unique<optim::Adam>(std::vector<Tensor>{adam.p, adam.q},
+                                                 optim::AdamOptions{.lr = 0.1, .weight_decay = 0.01});
+  adam.run_steps(1, 6);
+  check_close_f32(adam.p, {0.4142364562f, -1.4051316977f, 2.4030637741f});
+  check_close_f32(adam.q, {0.2048712373f, -1.2009029388f});
+  CHECK(adam.optimizer->steps() == 6);
+  CHECK(adam.optimizer->updates(0) == 6);
+  CHECK(adam.optimizer->updates(1) == 3);
+
+  SkippedGradients adamw;
+  adamw.optimizer = std::make_unique<optim::AdamW>(std::vector<Tensor>{adamw.p, adamw.q},
+                                                   optim::AdamOptions{.lr = 0.1, .weight_decay = 0.01});
+  adamw.run_steps(1, 6);
+  check_close_f32(adamw.p, {0.4099385142f, -1.3947819471f, 2.3867106438f});
+  check_close_f32(adamw.q, {0.2037124038f, -1.1967245340f});
+}
+
+TEST_CASE("per-parameter step counts survive state() and load_state()", "[parity][optim]") {
+  auto make = [](SkippedGradients& run) {
+    run.optimizer = std::make_unique<optim::Adam>(std::vector<Tensor>{run.p, run.q}, optim::AdamOptions{.lr = 0.1});
+  };
+  SkippedGradients straight;
+  make(straight);
+  straight.run_steps(1, 6);
+
+  SkippedGradients first, resumed;
+  make(first);
+  first.run_steps(1, 4);  // q updated once, at step 3
+  nn::NamedTensors state = first.optimizer->state();
+  std::map<std::string, Tensor> saved(state.begin(), state.end());
+  CHECK(saved.at("step").item<int64_t>() == 4);
+  CHECK(saved.at("0.step").item<int64_t>() == 4);
+  CHECK(saved.at("1.step").item<int64_t>() == 1);
+  make(resumed);
+  {
+    NoGradGuard no_grad;
+    resumed.p.copy_(first.p);
+    resumed.q.copy_(first.q);
+  }
+  resumed.optimizer->load_state(saved);
+  resumed.run_steps(5, 6);
+  CHECK(resumed.p.to_vector<float>() == straight.p.to_vector<float>());
+  CHECK(resumed.q.to_vector<float>() == straight.q.to_vector<float>());
+
+  saved["1.step"] = from_vector<float>({1.5f});
+  CHECK_THROWS_WITH(resumed.optimizer->load_state(saved), Contains("'1.step'") && Contains("one integer"));
+  saved["1.step"] = from_vector<int64_t>({-1});
+  CHECK_THROWS_WITH(resumed.optimizer->load_state(saved), Contains("'1.step'") && Contains(">= 0"));
+}
+
+TEST_CASE("a state without per-parameter counts gives parameters with buffers the global step", "[parity][optim]") {
+  // What checkpoints of version 1 hold: "step" and the buffers. q has none (never updated).
+  SkippedGradients run;
+  run.optimizer = std::make_unique<optim::Adam>(std::vector<Tensor>{run.p, run.q}, optim::AdamOptions{.lr = 0.1});
+  run.run_steps(1, 2);
+  std::map<std::string, Tensor> old_format;
+  for (auto& [name, t] : run.optimizer->state()) {
+    if (name != "0.step" && name != "1.step") old_format[name] = t;
+  }
+  REQUIRE(old_format.count("0.exp_avg"));
+  REQUIRE_FALSE(old_format.count("1.exp_avg"));
+  optim::Adam restored({run.p, run.q}, {.lr = 0.1});
+  restored.load_state(old_format);
+  CHECK(restored.steps() == 2);
+  CHECK(restored.updates(0) == 2);
+  CHECK(restored.updates(1) == 0);
+}
+
+TEST_CASE("checkpoints carry the per-parameter counts; version 1 files still load", "[parity][optim][checkpoint]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "duet-test-parity-ckpt.safetensors").string();
+  nn::Linear model(3, 2);
+  optim::Adam adam(model->parameters(), {.lr = 0.1});
+  Tensor x = rand({4, 3});
+  for (int step = 0; step < 3; ++step) {
+    adam.zero_grad();
+    Tensor loss = sum(model->forward(x));
+    loss.backward();
+    if (step == 0) model->parameters()[1].set_grad(Tensor());  // the bias misses the first step
+    adam.step();
+  }
+  REQUIRE(adam.updates(0) == 3);
+  REQUIRE(adam.updates(1) == 2);
+  Generator generator(1);
+  optim::save_checkpoint(path, *model, adam, generator, {.epochs_done = 1});
+  nn::SafeTensors file = nn::load_safetensors(path);
+  CHECK(file.metadata.at("version") == "2");
+  CHECK(file.tensors.at("optim.1.step").item<int64_t>() == 2);
+
+  nn::Linear fresh(3, 2);
+  optim::Adam loaded(fresh->parameters(), {.lr = 0.1});
+  optim::load_checkpoint(path, *fresh, loaded, generator);
+  CHECK(loaded.updates(0) == 3);
+  CHECK(loaded.updates(1) == 2);
+
+  // The same file as duet wrote it before the counts: version 1, no "optim.<index>.step".
+  nn::NamedTensors v1_tensors;
+  for (auto& [name, t] : file.tensors) {
+    if (name != "optim.0.step" && name != "optim.1.step") v1_tensors.emplace_back(name, t);
+  }
+  std::map<std::string, std::string> v1_meta = file.metadata;
+  v1_meta["version"] = "1";
+  nn::save_safetensors(path, v1_tensors, v1_meta);
+  optim::load_checkpoint(path, *fresh, loaded, generator);
+  CHECK(loaded.updates(0) == 3);
+  CHECK(loaded.updates(1) == 3);  // the documented rule: the global step
+
+  v1_meta["version"] = "3";
+  nn::save_safetensors(path, v1_tensors, v1_meta);
+  CHECK_THROWS_WITH(optim::load_checkpoint(path, *fresh, loaded, generator),
+                    Contains("checkpoint version '3'") && Contains("versions 1 and 2"));
+  std::remove(path.c_str());
+}
+
+TEST_CASE("CosineLR keeps following the cosine past its period, as CosineAnnealingLR", "[parity][optim]") {
+  // CosineAnnealingLR(SGD(lr=1.0), T_max=10, eta_min=0.1), the lr at each epoch as scheduler.step()
+  // leaves it (PyTorch's recursive form; its closed form agrees within 5e-15): past T_max it rises
+  // again, back to the base lr at 2 * T_max.
+  optim::CosineLR cosine(10, 0.1);
+  const std::vector<std::pair<int64_t, double>> torch_lrs = {
+      {0, 1.0}, {5, 0.55}, {10, 0.1}, {11, 0.12202456766718092}, {12, 0.185942352531274},
+      {15, 0.550000000000002}, {20, 1.0000000000000042}, {25, 0.5500000000000022}, {30, 0.1}};
+  for (const auto& [epoch, lr] : torch_lrs) {
+    INFO("epoch " << epoch);
+    CHECK(cosine.lr_at(1.0, epoch) == Approx(lr).epsilon(1e-12));
+  }
 }
