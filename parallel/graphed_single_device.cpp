@@ -42,9 +42,10 @@ bool GraphedSingleDevice::fits(const data::Batch& batch) const {
   return graph_ && same_layout(batch.x, x_) && same_layout(batch.y, y_);
 }
 
-// Where the graph reads and writes the parameters. Module::to moves them (and the buffers with
-// them), and the graph would go on writing the old, freed memory; load_state_dict copies into
-// them in place, which the graph then reads.
+// Where the graph reads and writes the parameters. Module::to moves their data (and the
+// buffers' with them) to new memory inside the same tensors, so the optimizer's parameters show
+// the new addresses while the graph would go on writing the old, freed memory; load_state_dict
+// copies into them in place, which the graph then reads.
 std::vector<const void*> GraphedSingleDevice::parameter_addresses() {
   std::vector<const void*> out;
   for (const Tensor& p : optimizer().params()) out.push_back(p.data_ptr());

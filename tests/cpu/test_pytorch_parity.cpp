@@ -12,10 +12,13 @@
 #include <vector>
 
 #include "duet/duet.h"
+#include "duet/nn/functional.h"
+#include "duet/nn/layers.h"
 #include "duet/nn/safetensors.h"
 #include "duet/optim/adam.h"
 #include "duet/optim/checkpoint.h"
 #include "duet/optim/schedule.h"
+#include "duet/optim/sgd.h"
 
 using namespace duet;
 using Catch::Matchers::Contains;
@@ -341,4 +344,116 @@ TEST_CASE("CosineLR keeps following the cosine past its period, as CosineAnneali
     INFO("epoch " << epoch);
     CHECK(cosine.lr_at(1.0, epoch) == Approx(lr).epsilon(1e-12));
   }
+}
+
+namespace {
+
+// A conv, a batch norm (buffers) and a linear layer, from `seed`.
+nn::Sequential small_model(uint64_t seed) {
+  manual_seed(seed);
+  return nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 2, 3)), nn::BatchNorm2d(2), nn::ReLU(), nn::Flatten(),
+                        nn::Linear(2 * 2 * 2, 3));
+}
+
+// Three SGD steps on `model` from `optimizer`, over one fixed batch placed on `device`.
+void train_three_steps(nn::Module& model, optim::Optimizer& optimizer, Device device) {
+  manual_seed(5);
+  const Tensor x = randn({6, 1, 4, 4}).to(device);
+  const Tensor y = from_vector<int64_t>({0, 1, 2, 0, 1, 2}, {6}).to(device);
+  for (int step = 0; step < 3; ++step) {
+    optimizer.zero_grad();
+    nn::functional::cross_entropy(model.forward(x), y).backward();
+    optimizer.step();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Module::to moves parameters in place: an optimizer built before it trains the moved model",
+          "[parity][nn][module]") {
+  // libtorch's module->to() moves each parameter's data inside the same tensor; duet once put
+  // new tensors in the module, and an optimizer built before to() then updated the old ones.
+  nn::Sequential reference = small_model(3);
+  optim::SGD reference_sgd(reference->parameters(), {.lr = 0.1, .momentum = 0.9});
+  train_three_steps(*reference, reference_sgd, cpu(0));
+
+  nn::Sequential model = small_model(3);
+  const nn::NamedTensors params_before = model->named_parameters(), buffers_before = model->named_buffers();
+  optim::SGD sgd(model->parameters(), {.lr = 0.1, .momentum = 0.9});
+  int hook_calls = 0;
+  params_before[0].second.register_hook([&](const Tensor&) {
+    ++hook_calls;
+    return Tensor();
+  });
+  model->to(cpu(1));
+
+  const nn::NamedTensors params_after = model->named_parameters(), buffers_after = model->named_buffers();
+  for (size_t i = 0; i < params_before.size(); ++i) {
+    INFO(params_before[i].first);
+    CHECK(params_after[i].second.is_same(params_before[i].second));  // the same tensor, moved
+    CHECK(params_before[i].second.device() == cpu(1));
+    CHECK(params_before[i].second.requires_grad());
+    CHECK(params_before[i].second.is_leaf());
+  }
+  for (size_t i = 0; i < buffers_before.size(); ++i) {
+    INFO(buffers_before[i].first);
+    CHECK(buffers_after[i].second.is_same(buffers_before[i].second));
+    CHECK(buffers_before[i].second.device() == cpu(1));
+  }
+
+  train_three_steps(*model, sgd, cpu(1));
+  CHECK(hook_calls == 3);
+  const nn::NamedTensors want = reference->state_dict(), got = model->state_dict();
+  REQUIRE(want.size() == got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    INFO(want[i].first);
+    CHECK(got[i].second.device() == cpu(1));
+    CHECK(got[i].second.to(cpu(0)).to_vector<float>() == want[i].second.to_vector<float>());
+  }
+}
+
+// A parameter and a buffer that are two views of one storage.
+class TwoViews final : public nn::Cloneable<TwoViews> {
+ public:
+  TwoViews() {
+    Tensor flat = arange(0, 6, 1, {.dtype = DType::f32});
+    register_parameter("first", flat.narrow(0, 0, 3));
+    register_buffer("second", flat.narrow(0, 3, 3));
+  }
+  Tensor forward(const Tensor& x) override { return x; }
+  std::string name() const override { return "TwoViews()"; }
+};
+
+TEST_CASE("Module::to moves gradients too, keeps shared storage shared, and clone() still copies",
+          "[parity][nn][module]") {
+  nn::Linear shared(3, 3);
+  nn::Sequential model(shared, nn::ReLU(), shared);  // tied: one layer used twice
+  sum(model->forward(ones({1, 3}))).backward();
+  const Tensor weight = shared->parameters()[0];
+  const std::vector<float> grad_values = weight.grad().to_vector<float>();
+  const Tensor weight_alias = weight.detach();  // shares the storage, has an impl of its own
+  model->to(cpu(2));
+  CHECK(weight.device() == cpu(2));
+  CHECK(weight.grad().device() == cpu(2));
+  CHECK(weight.grad().to_vector<float>() == grad_values);
+  CHECK(weight_alias.device() == cpu(0));  // not a module's tensor: stays, as in PyTorch
+
+  TwoViews views;
+  views.to(cpu(1));
+  const Tensor first = views.parameters()[0], second = views.named_buffers()[0].second;
+  CHECK(first.device() == cpu(1));
+  CHECK(first.storage() == second.storage());  // still one storage, moved once
+  CHECK(second.offset() == 3);
+  CHECK(first.to_vector<float>() == std::vector<float>{0, 1, 2});
+  CHECK(second.to_vector<float>() == std::vector<float>{3, 4, 5});
+
+  std::shared_ptr<nn::Module> copy = model->clone(cpu(3));
+  const Tensor copied = copy->parameters()[0];
+  CHECK(copied.device() == cpu(3));
+  CHECK(copied.storage() != weight.storage());
+  {
+    NoGradGuard no_grad;
+    copied.fill_(0.0);
+  }
+  CHECK(weight.to_vector<float>() != copied.to_vector<float>());
 }

@@ -10,6 +10,9 @@
 
 #include "cuda_test_util.h"
 #include "duet/duet.h"
+#include "duet/nn/functional.h"
+#include "duet/nn/layers.h"
+#include "duet/optim/sgd.h"
 
 using namespace duet;
 using Catch::Matchers::Contains;
@@ -87,4 +90,44 @@ TEST_CASE("CUDA sums integers into i64 and refuses their mean", "[cuda]") {
   check_on_gpu("sum u8 over a dim", [](const Inputs& x) { return sum(x[0], {1}); },
                {from_vector<double>({1, 2, 3, 250, 251, 252}, {2, 3}).to(DType::u8)});
   CHECK_THROWS_WITH(mean(bytes), Contains("mean: could not infer output dtype"));
+}
+
+namespace {
+
+// Three SGD steps from an optimizer built BEFORE the model moves to `device`.
+nn::Sequential trained_after_move(Device device, std::vector<Tensor>& params_before) {
+  manual_seed(3);
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 2, 3)), nn::BatchNorm2d(2), nn::ReLU(), nn::Flatten(),
+                       nn::Linear(2 * 2 * 2, 3));
+  params_before = model->parameters();
+  optim::SGD sgd(params_before, {.lr = 0.1, .momentum = 0.9});
+  model->to(device);
+  manual_seed(5);
+  const Tensor x = randn({6, 1, 4, 4}).to(device);
+  const Tensor y = from_vector<int64_t>({0, 1, 2, 0, 1, 2}, {6}).to(device);
+  for (int step = 0; step < 3; ++step) {
+    sgd.zero_grad();
+    nn::functional::cross_entropy(model->forward(x), y).backward();
+    sgd.step();
+  }
+  return model;
+}
+
+}  // namespace
+
+TEST_CASE("Module::to(cuda) moves parameters in place, so an optimizer built before it trains the model", "[cuda]") {
+  std::vector<Tensor> on_cpu, on_gpu;
+  nn::Sequential reference = trained_after_move(cpu(), on_cpu);
+  nn::Sequential model = trained_after_move(kGpu, on_gpu);
+  const std::vector<Tensor> params = model->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    CHECK(params[i].is_same(on_gpu[i]));
+    CHECK(on_gpu[i].device() == kGpu);
+  }
+  const nn::NamedTensors want = reference->state_dict(), got = model->state_dict();
+  REQUIRE(want.size() == got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    CHECK(got[i].second.device() == kGpu);
+    test::require_close(got[i].second.to(cpu()), want[i].second, 1e-4, 1e-5, "after training: " + want[i].first);
+  }
 }
