@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -52,19 +53,21 @@ void check_same(const std::vector<double>& got, const std::vector<double>& want)
 TEST_CASE("maximum and minimum propagate NaN from either side, with torch's gradients", "[parity]") {
   // a = [nan, 1, 2, 1, nan], b = [1, nan, 2, 3, nan]; y = torch.maximum(a, b) (and minimum),
   // y.backward(torch.ones(5)): a NaN gives both sides the whole gradient, a tie half of it.
-  Tensor a = leaf({kNaN, 1, 2, 1, kNaN}), b = leaf({1, kNaN, 2, 3, kNaN});
-  Tensor y = maximum(a, b);
-  check_same(y.to_vector<double>(), {kNaN, kNaN, 2, 3, kNaN});
-  sum(y).backward();
-  check_same(a.grad().to_vector<double>(), {1, 1, 0.5, 0, 1});
-  check_same(b.grad().to_vector<double>(), {1, 1, 0.5, 1, 1});
-
-  Tensor c = leaf({kNaN, 1, 2, 1, kNaN}), d = leaf({1, kNaN, 2, 3, kNaN});
-  Tensor z = minimum(c, d);
-  check_same(z.to_vector<double>(), {kNaN, kNaN, 2, 1, kNaN});
-  sum(z).backward();
-  check_same(c.grad().to_vector<double>(), {1, 1, 0.5, 1, 1});
-  check_same(d.grad().to_vector<double>(), {1, 1, 0.5, 0, 1});
+  struct Case {
+    const char* name;
+    Tensor (*op)(const Tensor&, const Tensor&);
+    std::vector<double> y, grad_a, grad_b;
+  };
+  for (const Case& c : {Case{"maximum", maximum, {kNaN, kNaN, 2, 3, kNaN}, {1, 1, 0.5, 0, 1}, {1, 1, 0.5, 1, 1}},
+                        Case{"minimum", minimum, {kNaN, kNaN, 2, 1, kNaN}, {1, 1, 0.5, 1, 1}, {1, 1, 0.5, 0, 1}}}) {
+    INFO(c.name);
+    Tensor a = leaf({kNaN, 1, 2, 1, kNaN}), b = leaf({1, kNaN, 2, 3, kNaN});
+    Tensor y = c.op(a, b);
+    check_same(y.to_vector<double>(), c.y);
+    sum(y).backward();
+    check_same(a.grad().to_vector<double>(), c.grad_a);
+    check_same(b.grad().to_vector<double>(), c.grad_b);
+  }
 
   // f32 runs the same functor; integers are untouched by the NaN test.
   Tensor f = maximum(from_vector<float>({std::nanf(""), 1}), from_vector<float>({1, std::nanf("")}));
@@ -185,10 +188,11 @@ TEST_CASE("floor_divide's gradient is zero, as torch.div(rounding_mode='floor')"
 namespace {
 
 // Six steps on loss = sum(c * p^2) + [steps 3, 5, 6 only] sum(d * q^2), from p = [1, -2, 3]
-// and q = [0.5, -1.5], lr 0.1, weight decay 0.01: q has no gradient at steps 1, 2 and 4.
+// and q = [0.5, -1.5]: q has no gradient at steps 1, 2 and 4.
 struct SkippedGradients {
-  Tensor p = leaf_f32({1, -2, 3}), q = leaf_f32({0.5f, -1.5f});
-  std::unique_ptr<optim::Optimizer> optimizer;
+  using MakeOptimizer = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
+
+  explicit SkippedGradients(const MakeOptimizer& make) : optimizer(make({p, q})) {}
 
   static Tensor leaf_f32(const std::vector<float>& values) {
     Tensor t = from_vector<float>(values, {static_cast<int64_t>(values.size())});
@@ -205,7 +209,14 @@ struct SkippedGradients {
       optimizer->step();
     }
   }
+
+  Tensor p = leaf_f32({1, -2, 3}), q = leaf_f32({0.5f, -1.5f});
+  std::unique_ptr<optim::Optimizer> optimizer;
 };
+
+std::unique_ptr<optim::Optimizer> plain_adam(std::vector<Tensor> params) {
+  return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = 0.1});
+}
 
 void check_close_f32(const Tensor& got, const std::vector<float>& want) {
   std::vector<float> values = got.to_vector<float>();
@@ -218,41 +229,38 @@ void check_close_f32(const Tensor& got, const std::vector<float>& want) {
 TEST_CASE("Adam and AdamW count steps per parameter, as torch.optim's state['step']", "[parity][optim]") {
   // torch.optim.Adam([p, q], lr=0.1, weight_decay=0.01) (and AdamW) over the same six steps,
   // with opt.zero_grad(set_to_none=True): q's state['step'] ends at 3, p's at 6.
-  SkippedGradients adam;
-  adam.optimizer = std::make_unique<optim::Adam>(std::vector<Tensor>{adam.p, adam.q},
-                                                 optim::AdamOptions{.lr = 0.1, .weight_decay = 0.01});
-  adam.run_steps(1, 6);
-  check_close_f32(adam.p, {0.4142364562f, -1.4051316977f, 2.4030637741f});
-  check_close_f32(adam.q, {0.2048712373f, -1.2009029388f});
-  CHECK(adam.optimizer->steps() == 6);
-  CHECK(adam.optimizer->updates(0) == 6);
-  CHECK(adam.optimizer->updates(1) == 3);
-
-  SkippedGradients adamw;
-  adamw.optimizer = std::make_unique<optim::AdamW>(std::vector<Tensor>{adamw.p, adamw.q},
-                                                   optim::AdamOptions{.lr = 0.1, .weight_decay = 0.01});
-  adamw.run_steps(1, 6);
-  check_close_f32(adamw.p, {0.4099385142f, -1.3947819471f, 2.3867106438f});
-  check_close_f32(adamw.q, {0.2037124038f, -1.1967245340f});
+  struct Case {
+    bool decoupled;
+    std::vector<float> p, q;
+  };
+  for (const Case& c : {Case{false, {0.4142364562f, -1.4051316977f, 2.4030637741f}, {0.2048712373f, -1.2009029388f}},
+                        Case{true, {0.4099385142f, -1.3947819471f, 2.3867106438f}, {0.2037124038f, -1.1967245340f}}}) {
+    INFO((c.decoupled ? "AdamW" : "Adam"));
+    SkippedGradients run([&](std::vector<Tensor> params) -> std::unique_ptr<optim::Optimizer> {
+      const optim::AdamOptions options{.lr = 0.1, .weight_decay = 0.01};
+      if (c.decoupled) return std::make_unique<optim::AdamW>(std::move(params), options);
+      return std::make_unique<optim::Adam>(std::move(params), options);
+    });
+    run.run_steps(1, 6);
+    check_close_f32(run.p, c.p);
+    check_close_f32(run.q, c.q);
+    CHECK(run.optimizer->steps() == 6);
+    CHECK(run.optimizer->updates(0) == 6);
+    CHECK(run.optimizer->updates(1) == 3);
+  }
 }
 
 TEST_CASE("per-parameter step counts survive state() and load_state()", "[parity][optim]") {
-  auto make = [](SkippedGradients& run) {
-    run.optimizer = std::make_unique<optim::Adam>(std::vector<Tensor>{run.p, run.q}, optim::AdamOptions{.lr = 0.1});
-  };
-  SkippedGradients straight;
-  make(straight);
+  SkippedGradients straight(plain_adam);
   straight.run_steps(1, 6);
 
-  SkippedGradients first, resumed;
-  make(first);
+  SkippedGradients first(plain_adam), resumed(plain_adam);
   first.run_steps(1, 4);  // q updated once, at step 3
   nn::NamedTensors state = first.optimizer->state();
   std::map<std::string, Tensor> saved(state.begin(), state.end());
   CHECK(saved.at("step").item<int64_t>() == 4);
   CHECK(saved.at("0.step").item<int64_t>() == 4);
   CHECK(saved.at("1.step").item<int64_t>() == 1);
-  make(resumed);
   {
     NoGradGuard no_grad;
     resumed.p.copy_(first.p);
@@ -271,8 +279,7 @@ TEST_CASE("per-parameter step counts survive state() and load_state()", "[parity
 
 TEST_CASE("a state without per-parameter counts gives parameters with buffers the global step", "[parity][optim]") {
   // What checkpoints of version 1 hold: "step" and the buffers. q has none (never updated).
-  SkippedGradients run;
-  run.optimizer = std::make_unique<optim::Adam>(std::vector<Tensor>{run.p, run.q}, optim::AdamOptions{.lr = 0.1});
+  SkippedGradients run(plain_adam);
   run.run_steps(1, 2);
   std::map<std::string, Tensor> old_format;
   for (auto& [name, t] : run.optimizer->state()) {
@@ -287,7 +294,7 @@ TEST_CASE("a state without per-parameter counts gives parameters with buffers th
   CHECK(restored.updates(1) == 0);
 }
 
-TEST_CASE("checkpoints carry the per-parameter counts; version 1 files still load", "[parity][optim][checkpoint]") {
+TEST_CASE("checkpoints carry the per-parameter counts, and version 1 files still load", "[parity][optim][checkpoint]") {
   const std::string path = (std::filesystem::temp_directory_path() / "duet-test-parity-ckpt.safetensors").string();
   nn::Linear model(3, 2);
   optim::Adam adam(model->parameters(), {.lr = 0.1});
