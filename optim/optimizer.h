@@ -24,8 +24,8 @@ class Optimizer {
 
   // True when, once its buffers exist, step() queues the same kernels with the same arguments
   // every time (for a given lr), so a CUDA graph may record it once and replay it
-  // (parallel::GraphedSingleDevice). Adam's is not: its bias corrections come from the step
-  // count, computed on the host.
+  // (parallel::GraphedSingleDevice). Adam's is not: its bias corrections come from each
+  // parameter's step count, computed on the host.
   virtual bool replayable() const { return false; }
   // Counts a step that a replay performed without calling step(): the parameters whose .grad
   // is set are the ones it updated.
