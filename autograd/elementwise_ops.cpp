@@ -86,16 +86,14 @@ Tensor unary_op(UnaryOp op, const Tensor& x) {
 
 // ---- binary ----
 
-// Which operands backward keeps. add and sub are linear and keep none; mul's partial for a
-// reads only b and vice versa; the other partials read both operands.
-bool keeps_a(BinaryOp op, bool b_needs_grad) {
-  if (op == BinaryOp::add || op == BinaryOp::sub) return false;
-  return op != BinaryOp::mul || b_needs_grad;
+// Which operands backward keeps. add and sub are linear and floor_divide's gradient is zero,
+// so they keep none; mul's partial for a reads only b and vice versa; the other partials read
+// both operands.
+bool keeps_none(BinaryOp op) {
+  return op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::floor_divide;
 }
-bool keeps_b(BinaryOp op, bool a_needs_grad) {
-  if (op == BinaryOp::add || op == BinaryOp::sub) return false;
-  return op != BinaryOp::mul || a_needs_grad;
-}
+bool keeps_a(BinaryOp op, bool b_needs_grad) { return !keeps_none(op) && (op != BinaryOp::mul || b_needs_grad); }
+bool keeps_b(BinaryOp op, bool a_needs_grad) { return !keeps_none(op) && (op != BinaryOp::mul || a_needs_grad); }
 
 class BinaryBackward final : public Node {
  public:
@@ -113,6 +111,10 @@ class BinaryBackward final : public Node {
     if (op_ == BinaryOp::add) {  // the identity on both sides: no kernel needed
       return {want_a ? autograd::sum_to_shape(grad, a_shape_) : Tensor(),
               want_b ? autograd::sum_to_shape(grad, b_shape_) : Tensor()};
+    }
+    if (op_ == BinaryOp::floor_divide) {  // piecewise constant
+      return {want_a ? zeros(a_shape_, autograd::options_of(grad)) : Tensor(),
+              want_b ? zeros(b_shape_, autograd::options_of(grad)) : Tensor()};
     }
     // An operand that was not kept is read by no partial we evaluate; a zero scalar stands in.
     Tensor placeholder = scalar_like(0.0, grad);
@@ -135,6 +137,9 @@ class BinaryBackward final : public Node {
   Shape a_shape_, b_shape_;
   SavedTensor a_, b_;
 };
+
+// An operand of true division: a floating tensor as it is, an integer one as f32 (torch.div).
+Tensor as_true_division_operand(const Tensor& t) { return is_floating(t.dtype()) ? t : t.to(DType::f32); }
 
 Tensor binary_op(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* op_name = kernels::name(op);
@@ -164,7 +169,13 @@ Tensor tanh(const Tensor& x) { return unary_op(UnaryOp::tanh, x); }
 Tensor add(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::add, a, b); }
 Tensor sub(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::sub, a, b); }
 Tensor mul(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::mul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::div, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) {
+  // True division, as torch.div: integers are divided as f32 (so -7 / 2 = -3.5, and a zero
+  // divisor gives inf or NaN, not an error).
+  autograd::check_compatible("div", a, b);
+  return binary_op(BinaryOp::div, as_true_division_operand(a), as_true_division_operand(b));
+}
+Tensor floor_divide(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::floor_divide, a, b); }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::pow, a, b); }
 Tensor pow(const Tensor& a, double exponent) {
   autograd::check_defined("pow", a);
@@ -194,10 +205,19 @@ Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(b, a)); }
 Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_like(b, a)); }
 Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_like(b, a)); }
-Tensor operator/(const Tensor& a, double b) { return div(a, scalar_like(b, a)); }
+// The scalar takes the dividend's dtype after promotion, so that i64 / 2.5 divides by 2.5.
+Tensor operator/(const Tensor& a, double b) {
+  autograd::check_defined("div", a);
+  Tensor dividend = as_true_division_operand(a);
+  return div(dividend, scalar_like(b, dividend));
+}
 Tensor operator+(double a, const Tensor& b) { return add(scalar_like(a, b), b); }
 Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(a, b), b); }
 Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(a, b), b); }
-Tensor operator/(double a, const Tensor& b) { return div(scalar_like(a, b), b); }
+Tensor operator/(double a, const Tensor& b) {
+  autograd::check_defined("div", b);
+  Tensor divisor = as_true_division_operand(b);
+  return div(scalar_like(a, divisor), divisor);
+}
 
 }  // namespace duet

@@ -24,7 +24,13 @@ Tensor tanh(const Tensor& x);
 Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
+// True division, as torch.div: integer operands give f32 (-7 / 2 = -3.5).
 Tensor div(const Tensor& a, const Tensor& b);
+// a / b rounded toward -inf, in a's dtype (-7 // 2 = -4), as torch.floor_divide in 1.13 and
+// torch.div(a, b, rounding_mode='floor'). Integer division by zero throws on the CPU (PyTorch
+// raises ZeroDivisionError); floating division by zero gives +-inf or NaN. Its gradient is
+// zero, as that of torch.div(rounding_mode='floor') (torch.floor_divide has none).
+Tensor floor_divide(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
 Tensor maximum(const Tensor& a, const Tensor& b);
@@ -55,6 +61,7 @@ Tensor operator*(double a, const Tensor& b);
 Tensor operator/(double a, const Tensor& b);
 
 // ---- reductions over `dims` (empty = all dims) ----
+// sum of an integer tensor is i64, as torch.sum; mean needs a floating one (torch.mean too).
 Tensor sum(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 // Max values; on ties the gradient is split evenly among the maxima (like torch.amax).

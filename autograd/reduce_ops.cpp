@@ -49,8 +49,8 @@ Reduction plan_reduction(const char* op, const Tensor& x, std::vector<int64_t> d
 }
 
 // Runs the kernel into a fresh keepdim-layout tensor and views it as the output shape.
-Tensor reduce_raw(ReduceOp op, const Tensor& x, const Reduction& r, DType dtype) {
-  Tensor out = empty(r.keepdim_shape, autograd::options_of(x, dtype));
+Tensor reduce_raw(ReduceOp op, const Tensor& x, const Reduction& r) {
+  Tensor out = empty(r.keepdim_shape, autograd::options_of(x, kernels::reduce_output_dtype(op, x.dtype())));
   kernels::reduce(op, x, r.dims, out);
   return out.as_strided(r.out_shape, contiguous_strides(r.out_shape), 0);
 }
@@ -105,12 +105,21 @@ class ReduceBackward final : public Node {
   SavedTensor input_, output_;
 };
 
+// Which dtypes each reduction takes, as PyTorch: sum and max take any (a sum of integers is i64,
+// so 300 u8 ones sum to 300, not 44); mean of integers is refused, as torch.mean refuses it.
+void check_reduction_dtype(ReduceOp op, const Tensor& x) {
+  if (is_floating(x.dtype()) || op == ReduceOp::sum || op == ReduceOp::max) return;
+  DUET_CHECK(op != ReduceOp::mean, "mean: could not infer output dtype: the input must be floating (f32 or f64), got ",
+             x.describe(), "; convert it first, e.g. mean(x.to(DType::f32))");
+  autograd::check_floating(kernels::name(op), x);
+}
+
 Tensor differentiable_reduce(ReduceOp op, const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
   const char* op_name = kernels::name(op);
   autograd::check_defined(op_name, x);
-  if (op != ReduceOp::sum && op != ReduceOp::max) autograd::check_floating(op_name, x);
+  check_reduction_dtype(op, x);
   Reduction r = plan_reduction(op_name, x, std::move(dims), keepdim);
-  Tensor out = reduce_raw(op, x, r, x.dtype());
+  Tensor out = reduce_raw(op, x, r);
   if (autograd::needs_grad({x})) {
     autograd::record(std::make_shared<ReduceBackward>(op, x, out, std::move(r)), {x}, {out});
   }
@@ -135,7 +144,7 @@ Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim) {
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   autograd::check_defined("argmax", x);
   Reduction r = plan_reduction("argmax", x, {dim}, keepdim);
-  return reduce_raw(ReduceOp::argmax, x, r, DType::i64);
+  return reduce_raw(ReduceOp::argmax, x, r);
 }
 
 }  // namespace duet

@@ -46,6 +46,7 @@ const char* name(BinaryOp op) {
     case BinaryOp::sub: return "sub";
     case BinaryOp::mul: return "mul";
     case BinaryOp::div: return "div";
+    case BinaryOp::floor_divide: return "floor_divide";
     case BinaryOp::pow: return "pow";
     case BinaryOp::maximum: return "maximum";
     case BinaryOp::minimum: return "minimum";

@@ -16,6 +16,12 @@ namespace duet::kernels::functors {
 
 template <class T> DUET_HD inline T zero() { return T(0); }
 
+// NaN test as a plain compare (vectorises, runs on the device); integers are never NaN.
+template <class T> DUET_HD inline bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) return x != x;
+  else return false;
+}
+
 // ---- unary ----
 struct Neg {
   template <class T> DUET_HD T operator()(T x) const { return T(0) - x; }
@@ -40,9 +46,11 @@ struct Abs {
     return x > T(0) ? g : (x < T(0) ? -g : T(0));
   }
 };
+// As PyTorch: NaN passes through (relu(NaN) = NaN, so a diverging network stays visible) and
+// so does its gradient; relu(-0) = -0. One select each way, so the CPU loop stays vectorised.
 struct Relu {
-  template <class T> DUET_HD T operator()(T x) const { return x > T(0) ? x : T(0); }
-  template <class T> DUET_HD T backward(T g, T x, T) const { return x > T(0) ? g : T(0); }
+  template <class T> DUET_HD T operator()(T x) const { return x < T(0) ? T(0) : x; }
+  template <class T> DUET_HD T backward(T g, T x, T) const { return x <= T(0) ? T(0) : g; }
 };
 struct Sigmoid {
   template <class T> DUET_HD T operator()(T x) const {
@@ -91,34 +99,56 @@ struct Div {
   template <class T> DUET_HD T grad_a(T g, T, T b, T) const { return g / b; }
   template <class T> DUET_HD T grad_b(T g, T, T b, T y) const { return -g * y / b; }
 };
+// torch.floor_divide (1.13: rounds toward -inf, as torch.div(rounding_mode='floor')), with
+// PyTorch's own formulas so halfway cases and signed zeros agree. Piecewise constant: its
+// gradient is 0, as torch.div(rounding_mode='floor') gives (torch.floor_divide has none).
+// An integer divisor of 0 is the caller's to refuse (the CPU loop throws).
+struct FloorDivide {
+  template <class T> DUET_HD T operator()(T a, T b) const {
+    if constexpr (std::is_unsigned_v<T>) {
+      return static_cast<T>(a / b);
+    } else if constexpr (std::is_integral_v<T>) {
+      const T quot = static_cast<T>(a / b);
+      // Truncation rounds toward 0: one less when the signs differ and it did not divide evenly.
+      if ((a < T(0)) != (b < T(0)) && static_cast<T>(a % b) != T(0)) return static_cast<T>(quot - T(1));
+      return quot;
+    } else {
+      if (b == T(0)) return a / b;  // IEEE: +-inf, or NaN for 0 / 0
+      const T mod = std::fmod(a, b);
+      T div = (a - mod) / b;
+      if (mod != T(0) && (b < T(0)) != (mod < T(0))) div -= T(1);
+      if (div == T(0)) return std::copysign(T(0), a / b);
+      T floor_div = std::floor(div);
+      if (div - floor_div > T(0.5)) floor_div += T(1);  // (a - mod) / b rounded just below an integer
+      return floor_div;
+    }
+  }
+  template <class T> DUET_HD T grad_a(T, T, T, T) const { return T(0); }
+  template <class T> DUET_HD T grad_b(T, T, T, T) const { return T(0); }
+};
 struct Pow {
   template <class T> DUET_HD T operator()(T a, T b) const { return std::pow(a, b); }
   template <class T> DUET_HD T grad_a(T g, T a, T b, T) const {
     return b == T(0) ? T(0) : g * b * std::pow(a, b - T(1));
   }
-  // d/db a^b = a^b log a; taken as 0 where a == 0 (PyTorch's convention), avoiding 0 * -inf.
-  template <class T> DUET_HD T grad_b(T g, T a, T, T y) const {
-    return a == T(0) ? T(0) : g * y * std::log(a);
+  // d/db a^b = a^b log a. At a == 0 PyTorch takes it as 0 where b >= 0 (the limit, instead of
+  // 0 * -inf) and keeps the formula's value where b < 0 (inf * -inf = -inf).
+  template <class T> DUET_HD T grad_b(T g, T a, T b, T y) const {
+    return a == T(0) && b >= T(0) ? T(0) : g * y * std::log(a);
   }
 };
-// On ties the gradient is split evenly, as in PyTorch.
+// As PyTorch: a NaN on either side gives NaN, and PyTorch's gradient rules: each side gets g
+// unless the other side wins, a tie splits g evenly, and where a NaN is involved both sides
+// get g (no comparison holds).
 struct Maximum {
-  template <class T> DUET_HD T operator()(T a, T b) const { return a > b ? a : b; }
-  template <class T> DUET_HD T grad_a(T g, T a, T b, T) const {
-    return a > b ? g : (a == b ? g / T(2) : T(0));
-  }
-  template <class T> DUET_HD T grad_b(T g, T a, T b, T) const {
-    return b > a ? g : (a == b ? g / T(2) : T(0));
-  }
+  template <class T> DUET_HD T operator()(T a, T b) const { return a > b || is_nan(a) ? a : b; }
+  template <class T> DUET_HD T grad_a(T g, T a, T b, T) const { return a < b ? T(0) : (a == b ? g / T(2) : g); }
+  template <class T> DUET_HD T grad_b(T g, T a, T b, T) const { return a > b ? T(0) : (a == b ? g / T(2) : g); }
 };
 struct Minimum {
-  template <class T> DUET_HD T operator()(T a, T b) const { return a < b ? a : b; }
-  template <class T> DUET_HD T grad_a(T g, T a, T b, T) const {
-    return a < b ? g : (a == b ? g / T(2) : T(0));
-  }
-  template <class T> DUET_HD T grad_b(T g, T a, T b, T) const {
-    return b < a ? g : (a == b ? g / T(2) : T(0));
-  }
+  template <class T> DUET_HD T operator()(T a, T b) const { return a < b || is_nan(a) ? a : b; }
+  template <class T> DUET_HD T grad_a(T g, T a, T b, T) const { return a > b ? T(0) : (a == b ? g / T(2) : g); }
+  template <class T> DUET_HD T grad_b(T g, T a, T b, T) const { return a < b ? T(0) : (a == b ? g / T(2) : g); }
 };
 
 // Comparisons return 0 or 1 (stored as u8).
@@ -153,6 +183,7 @@ decltype(auto) dispatch_arithmetic(BinaryOp op, Fn&& fn) {
     case BinaryOp::sub: return fn.template operator()<Sub>();
     case BinaryOp::mul: return fn.template operator()<Mul>();
     case BinaryOp::div: return fn.template operator()<Div>();
+    case BinaryOp::floor_divide: return fn.template operator()<FloorDivide>();
     case BinaryOp::pow: return fn.template operator()<Pow>();
     case BinaryOp::maximum: return fn.template operator()<Maximum>();
     case BinaryOp::minimum: return fn.template operator()<Minimum>();

@@ -1,8 +1,10 @@
 #include "duet/nn/module.h"
 
+#include <map>
 #include <set>
 #include <sstream>
 
+#include "duet/autograd/factory.h"
 #include "duet/autograd/grad_mode.h"
 
 namespace duet::nn {
@@ -10,6 +12,26 @@ namespace {
 
 std::string join(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
+}
+
+// Where each storage went, so that tensors sharing one before a move (tied weights, views)
+// share one after it. Keys hold the old storages alive, so no address is reused meanwhile.
+using MovedStorages = std::map<std::shared_ptr<Storage>, std::shared_ptr<Storage>>;
+
+// Moves t's data to `device` inside t's own TensorImpl: every handle to that TensorImpl (an
+// optimizer's, a hook's, the caller's) sees the moved data, and its autograd state (identity,
+// requires_grad, hooks) stays. The whole storage moves, so sizes, strides and offset still hold.
+void move_in_place(const Tensor& t, Device device, MovedStorages& moved) {
+  if (!t.defined() || t.device() == device) return;
+  TensorImpl& impl = t.impl();
+  std::shared_ptr<Storage>& target = moved[impl.storage];
+  if (!target) {
+    const auto elements = static_cast<int64_t>(impl.storage->nbytes() / t.element_size());
+    Tensor copy = empty({elements}, {.dtype = t.dtype(), .device = device});
+    copy.copy_(t.as_strided({elements}, {1}, 0));
+    target = copy.storage();
+  }
+  impl.storage = target;
 }
 
 // A copy on `device` that shares nothing with `t`, keeping requires_grad.
@@ -75,16 +97,13 @@ void Module::train(bool on) {
 }
 
 void Module::to(Device device) {
-  for (auto& [name, p] : parameters_) {
-    if (p.device() == device) continue;
-    bool trainable = p.requires_grad();
-    p = p.detach().to(device);
-    if (trainable) p.requires_grad_();
+  NoGradGuard no_grad;
+  MovedStorages moved;  // over the whole tree: a storage shared across children moves once
+  for (const auto& [name, p] : named_parameters()) {
+    move_in_place(p, device, moved);
+    move_in_place(p.grad(), device, moved);
   }
-  for (auto& [name, b] : buffers_) {
-    if (b.defined()) b = b.to(device);
-  }
-  for (auto& [name, child] : children_) child->to(device);
+  for (const auto& [name, b] : named_buffers()) move_in_place(b, device, moved);
 }
 
 std::shared_ptr<Module> Module::clone(Device device) const {

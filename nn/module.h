@@ -43,7 +43,11 @@ class Module {
   void eval() { train(false); }
   bool is_training() const { return training_; }
 
-  // Moves every parameter and buffer to `device` in place (gradients are dropped).
+  // Moves every parameter and buffer, and every parameter's .grad, to `device` in place, as
+  // libtorch does: each tensor keeps its TensorImpl, so a Tensor obtained before the move (an
+  // optimizer's parameter list, a hook's capture) refers to the moved data afterwards, with its
+  // requires_grad and hooks. Tensors that shared a storage still share one. A view taken of a
+  // parameter before the move has an impl of its own and stays on the old device, as in PyTorch.
   void to(Device device);
   // A deep copy on `device`: same structure and values, no shared storage (for replicas).
   std::shared_ptr<Module> clone(Device device) const;

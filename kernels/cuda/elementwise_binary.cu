@@ -2,8 +2,8 @@
 // the CPU loops: arithmetic on every dtype except pow (floating only), comparisons on every
 // dtype writing u8, derivatives on floating dtypes.
 //
-// Integer division by zero cannot be reported from a kernel the way the CPU reports it; its
-// result is unspecified, as in PyTorch on CUDA.
+// Integer division (div, floor_divide) by zero cannot be reported from a kernel the way the CPU
+// reports it; its result is unspecified, as in PyTorch on CUDA.
 #include <type_traits>
 
 #include "duet/kernels/cuda/elementwise.cuh"

@@ -38,6 +38,9 @@ __device__ bool is_nan(T v) {
 
 template <class T>
 using SumType = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+// A sum's output: the input's floating dtype, or i64 for integers (as torch.sum).
+template <class T>
+using SumOutput = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
 
 // Accumulators: add(v, index) folds in one element (index: its position along the reduced
 // dims), merge(other) another accumulator, result(count) gives the output value. Each starts as
@@ -216,11 +219,10 @@ ReduceIndexing make_indexing(ReduceOp op, const Tensor& in, const std::vector<in
   if (op == ReduceOp::argmax) {
     DUET_CHECK(reduced_sizes.size() <= 1, "argmax: expected exactly one dim, got ", shape_str(dims), " for ",
                in.describe());
-    DUET_CHECK(out.dtype() == DType::i64, "argmax: expected an i64 output, got ", out.describe());
-  } else {
-    DUET_CHECK(out.dtype() == in.dtype(), op_name, " on CUDA: expected an output of the input's dtype, got ",
-               in.describe(), " -> ", out.describe());
   }
+  const DType out_dtype = kernels::reduce_output_dtype(op, in.dtype());
+  DUET_CHECK(out.dtype() == out_dtype, op_name, ": expected output dtype ", dtype_name(out_dtype), " for ",
+             in.describe(), ", got ", out.describe());
 
   ReduceIndexing ix{};
   ix.outputs = numel(kept_sizes);
@@ -249,7 +251,7 @@ void launch_reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& di
   if (ix.outputs == 0) return;
   dispatch_dtype(in.dtype(), [&]<class T>() {
     switch (op) {
-      case ReduceOp::sum: return run_reduce<T, T, SumAcc<T>>(in, out, ix, stream);
+      case ReduceOp::sum: return run_reduce<T, SumOutput<T>, SumAcc<T>>(in, out, ix, stream);
       case ReduceOp::max: return run_reduce<T, T, ExtremumAcc<T, true>>(in, out, ix, stream);
       case ReduceOp::min: return run_reduce<T, T, ExtremumAcc<T, false>>(in, out, ix, stream);
       case ReduceOp::argmax: return run_reduce<T, int64_t, ArgmaxAcc<T>>(in, out, ix, stream);

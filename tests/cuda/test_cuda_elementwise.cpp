@@ -57,8 +57,11 @@ const std::vector<BinaryCase> kBinaryCases = {
 const std::vector<UnaryOp> kUnaryOps = {UnaryOp::neg,  UnaryOp::exp,     UnaryOp::log,
                                         UnaryOp::sqrt, UnaryOp::abs,     UnaryOp::relu,
                                         UnaryOp::sigmoid, UnaryOp::tanh};
-const std::vector<BinaryOp> kArithmeticOps = {BinaryOp::add, BinaryOp::sub,     BinaryOp::mul,    BinaryOp::div,
-                                              BinaryOp::pow, BinaryOp::maximum, BinaryOp::minimum};
+const std::vector<BinaryOp> kArithmeticOps = {BinaryOp::add,     BinaryOp::sub, BinaryOp::mul,
+                                              BinaryOp::div,     BinaryOp::floor_divide, BinaryOp::pow,
+                                              BinaryOp::maximum, BinaryOp::minimum};
+
+bool divides(BinaryOp op) { return op == BinaryOp::div || op == BinaryOp::floor_divide; }
 const std::vector<BinaryOp> kComparisonOps = {BinaryOp::eq, BinaryOp::ne, BinaryOp::lt,
                                               BinaryOp::le, BinaryOp::gt, BinaryOp::ge};
 const std::vector<DType> kFloating = {DType::f32, DType::f64};
@@ -161,7 +164,7 @@ TEST_CASE("CUDA binary ops match the CPU, with broadcasting and strides", "[cuda
       for (DType dtype : kFloating) {
         bool ties = op == BinaryOp::maximum || op == BinaryOp::minimum;
         Range ra = op == BinaryOp::pow ? Range{0.2, 3} : Range{-4, 4};
-        Range rb = op == BinaryOp::pow ? Range{-2, 2} : (op == BinaryOp::div ? Range{0.5, 3} : Range{-4, 4});
+        Range rb = op == BinaryOp::pow ? Range{-2, 2} : (divides(op) ? Range{0.5, 3} : Range{-4, 4});
         run(op, dtype, ra, rb, ties, dtype);
       }
     }
@@ -171,7 +174,7 @@ TEST_CASE("CUDA binary ops match the CPU, with broadcasting and strides", "[cuda
       if (op == BinaryOp::pow) continue;
       for (DType dtype : {DType::i64, DType::u8}) {
         Range ra = dtype == DType::u8 ? Range{0, 255} : Range{-50, 50};
-        Range rb = op == BinaryOp::div ? Range{1, 9} : ra;  // no division by zero
+        Range rb = divides(op) ? Range{1, 9} : ra;  // no division by zero
         run(op, dtype, ra, rb, true, dtype);
       }
     }
@@ -190,7 +193,7 @@ TEST_CASE("CUDA binary backward matches the CPU for both operands", "[cuda]") {
         const BinaryCase& bc = kBinaryCases[c];
         bool ties = op == BinaryOp::maximum || op == BinaryOp::minimum;
         Range ra = op == BinaryOp::pow ? Range{0.2, 3} : Range{-4, 4};
-        Range rb = op == BinaryOp::pow ? Range{-2, 2} : (op == BinaryOp::div ? Range{0.5, 3} : Range{-4, 4});
+        Range rb = op == BinaryOp::pow ? Range{-2, 2} : (divides(op) ? Range{0.5, 3} : Range{-4, 4});
         auto a = test::random_pair(bc.a.sizes, bc.a.strides, bc.a.offset, dtype, ra.low, ra.high, ++seed, ties);
         auto b = test::random_pair(bc.b.sizes, bc.b.strides, bc.b.offset, dtype, rb.low, rb.high, ++seed, ties);
         auto grad = test::random_pair(bc.out.sizes, dtype, -2, 2, ++seed);

@@ -70,7 +70,9 @@ void check_reduce(ReduceOp op, DType dtype, const ReduceCase& c, size_t index, u
   const double low = dtype == DType::u8 ? 0 : -4;
   auto in = test::random_pair(c.in.sizes, c.in.strides, c.in.offset, dtype, low, high, seed, integral);
   const Shape out_sizes = keepdim_shape(c.in.sizes, c.dims);
-  const DType out_dtype = op == ReduceOp::argmax ? DType::i64 : dtype;
+  // argmax writes i64, and so does a sum of integers (as torch.sum).
+  const bool to_i64 = op == ReduceOp::argmax || (op == ReduceOp::sum && !is_floating(dtype));
+  const DType out_dtype = to_i64 ? DType::i64 : dtype;
   const Shape out_strides = c.out_strides.empty() ? contiguous_strides(out_sizes) : c.out_strides;
   test::GuardedOutput out(out_sizes, out_strides, out_dtype, kGpu);
   kernels::reduce(op, in.cuda, c.dims, out.view());
@@ -108,6 +110,8 @@ TEST_CASE("CUDA reductions reject what the CPU rejects", "[cuda]") {
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmax, in, {0}, test::empty_tensor({1, 5}, DType::f32, kGpu)), Error);
   Tensor ints = test::empty_tensor({4, 5}, DType::i64, kGpu);
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::mean, ints, {0}, test::empty_tensor({1, 5}, DType::i64, kGpu)), Error);
+  Tensor bytes = test::empty_tensor({4, 5}, DType::u8, kGpu);
+  CHECK_THROWS_AS(kernels::reduce(ReduceOp::sum, bytes, {0}, test::empty_tensor({1, 5}, DType::u8, kGpu)), Error);
   Tensor empty = test::empty_tensor({0, 3}, DType::f32, kGpu);
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::max, empty, {0}, test::empty_tensor({1, 3}, DType::f32, kGpu)), Error);
 }
