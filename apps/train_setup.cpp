@@ -1,0 +1,138 @@
+#include "train_setup.h"
+
+#include <cstdlib>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "duet/core/generator.h"
+#include "duet/data/fashion_mnist.h"
+#include "duet/kernels/kernels.h"
+#include "duet/nn/models/models.h"
+#include "duet/optim/checkpoint.h"
+#include "duet/parallel/comm/mpi_communicator.h"
+#include "duet/parallel/comm/nccl_communicator.h"
+
+namespace duet::apps {
+namespace {
+
+// Under mpirun the processes on one machine share its cores: each takes its share, so that
+// N processes do not oversubscribe them N times over.
+int threads_per_process(int world_size) {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  int sharing = local ? std::max(1, std::atoi(local)) : world_size;
+  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / sharing);
+}
+
+// --comm mpi: this process's rank. CPU ranks talk over MPI; GPU ranks over NCCL, each on the
+// GPU of its local rank (cuda:0 for the first process on a machine, cuda:1 for the next),
+// with MPI only carrying NCCL's id. `device` becomes the rank's device.
+std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device) {
+  if (device.is_cpu()) return parallel::make_mpi_communicator({.device = device});
+  auto bootstrap = parallel::make_mpi_communicator({.device = cpu(0)});
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+  device = cuda_device(local ? std::atoi(local) : bootstrap->rank());
+  return parallel::make_nccl_communicator(bootstrap, device);
+}
+
+// --devices N: N devices of --device's type from it on; --device-ids: exactly those.
+std::vector<Device> devices_of(const TrainArgs& args, Device device) {
+  std::vector<Device> group;
+  for (int index : args.device_ids) group.push_back({device.type, index});
+  return group.empty() ? device_group(device, args.devices) : group;
+}
+
+// How batches reach the devices. On GPUs they are assembled in pinned memory; where the batch
+// enters on one device (single, dp, a ddp group of one), the loader's thread also queues its
+// copy there, asynchronously, while the previous step runs. A ddp group of several local GPUs
+// keeps its batches on the host and copies each device's rows, asynchronously from the pinned
+// batch. On the CPU the loader works as it always did.
+// With --cuda-graph the batches stay in pinned host memory: the labels are checked there before
+// each replay, and the copy into the graph's inputs is queued just as asynchronously.
+data::DataLoaderOptions loader_options(int64_t batch_size, const std::vector<Device>& group, const TrainArgs& args) {
+  data::DataLoaderOptions options;
+  options.batch_size = batch_size;
+  if (group[0].is_cuda()) {
+    options.pin_memory = true;
+    if ((group.size() == 1 || args.strategy == "dp") && !args.cuda_graph) options.device = group[0];
+  }
+  return options;
+}
+
+}  // namespace
+
+std::string check_combination(const TrainArgs& args) {
+  if (args.strategy == "single" && (args.devices > 1 || args.device_ids.size() > 1)) {
+    return "several devices need --strategy dp or ddp";
+  }
+  if (args.devices > 1 && !args.device_ids.empty()) return "give --devices or --device-ids, not both";
+  std::set<int> distinct(args.device_ids.begin(), args.device_ids.end());
+  if (distinct.size() != args.device_ids.size()) return "--device-ids lists a device twice";
+  if (args.comm == "mpi" && args.strategy != "ddp") return "--comm mpi needs --strategy ddp";
+  if (args.comm == "mpi" && (args.devices > 1 || args.device_ids.size() > 1)) {
+    return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";
+  }
+  if (args.cuda_graph) {
+    if (args.strategy != "single") return "--cuda-graph records a single device's step: it needs --strategy single";
+    if (args.device.rfind("cuda", 0) != 0) return "--cuda-graph needs --device cuda";
+    if (args.optimizer.name != "sgd") return "--cuda-graph needs --optimizer sgd: Adam's step cannot be replayed";
+    if (args.profile) return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
+  }
+  if (args.strategy == "ddp" && !args.resume.empty()) {
+    // The checkpoint holds rank 0's model; its replicas would have to be rebuilt from it.
+    return "--resume is not supported with --strategy ddp yet; resume with single or dp";
+  }
+  return "";
+}
+
+void set_up(const TrainArgs& args, TrainSetup& setup) {
+  Device device = Device::parse(args.device);
+  if (args.comm == "mpi") {
+    setup.comm = mpi_rank_communicator(device);
+    setup.leader = setup.comm->rank() == 0;
+    DUET_CHECK(args.batch_size % setup.comm->world_size() == 0, "--batch-size ", args.batch_size,
+               " is the global batch and must be a multiple of the ", setup.comm->world_size(), " MPI ranks");
+  }
+  data::TensorDataset train_set = data::FashionMNIST::train(args.data_dir);
+  data::TensorDataset test_set = data::FashionMNIST::test(args.data_dir);
+  setup.train_images = train_set.size();
+  if (args.threads > 0) {
+    kernels::set_num_threads(args.threads);
+  } else if (setup.comm) {
+    kernels::set_num_threads(threads_per_process(setup.comm->world_size()));
+  }
+  // Across processes each rank loads its 1/N of every global batch: the DistributedSampler
+  // deals rank r the examples r, r + N, r + 2N, ... of the epoch's shuffled order.
+  std::shared_ptr<const data::Sampler> sampler;
+  int64_t batch_size = args.batch_size;
+  if (setup.comm) {
+    sampler = std::make_shared<data::DistributedSampler>(setup.comm->world_size(), setup.comm->rank(), true, args.seed);
+    batch_size /= setup.comm->world_size();
+  }
+
+  Generator& generator = default_generator();
+  generator.manual_seed(args.seed);
+  std::shared_ptr<nn::Module> model = nn::models::make(args.model);
+  std::vector<Device> group = devices_of(args, device);
+  setup.device_threads = setup.comm ? 1 : static_cast<int>(group.size());
+  model->to(group[0]);
+  data::DataLoaderOptions train_options = loader_options(batch_size, group, args);
+  train_options.shuffle = true;
+  train_options.seed = args.seed;
+  setup.train = std::make_unique<data::DataLoader>(train_set, train_options, sampler);
+  setup.test = std::make_unique<data::DataLoader>(test_set, loader_options(args.batch_size, group, args));
+  auto make_optimizer = [&args](std::vector<Tensor> params) { return apps::make_optimizer(args.optimizer, std::move(params)); };
+  setup.strategy = parallel::make_strategy(args.strategy, model, make_optimizer, group,
+                                           {.cuda_graph = args.cuda_graph, .comm = setup.comm});
+
+  if (!args.resume.empty()) {
+    optim::CheckpointInfo info = optim::load_checkpoint(args.resume, setup.strategy->model(),
+                                                        setup.strategy->optimizer(), generator);
+    DUET_CHECK(info.extra["model"] == args.model, args.resume, ": checkpoint of model '", info.extra["model"],
+               "', but --model is '", args.model, "'");
+    setup.first_epoch = info.epochs_done;
+    std::cout << "resumed from " << args.resume << " after epoch " << setup.first_epoch << "\n";
+  }
+}
+
+}  // namespace duet::apps
