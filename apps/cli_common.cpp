@@ -27,6 +27,15 @@ std::vector<Device> device_group(Device first, int count) {
   return group;
 }
 
+void add_comm_timeout_flag(CLI::App& cmd, double& seconds) {
+  cmd.add_option("--comm-timeout", seconds, "Seconds a collective waits for the other ranks before the run fails")
+      ->check(at_least(0.001, "a number of seconds >= 0.001"))->capture_default_str();
+}
+
+std::chrono::milliseconds comm_timeout(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
+}
+
 void add_optimizer_flags(CLI::App& cmd, OptimizerArgs& args) {
   cmd.add_option("--lr", args.lr, "Learning rate")->check(kNonNegative)->capture_default_str();
   cmd.add_option("--optimizer", args.name, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,10 @@ extern const CLI::Validator kNonNegative;  // "a number >= 0"
 
 // count logical devices of first's type from first on: cpu:0..N-1 (or cuda:0..N-1).
 std::vector<Device> device_group(Device first, int count);
+
+// --comm-timeout SECONDS: how long a collective waits for the other ranks before the run fails.
+void add_comm_timeout_flag(CLI::App& cmd, double& seconds);
+std::chrono::milliseconds comm_timeout(double seconds);
 
 struct OptimizerArgs {
   std::string name = "sgd";  // sgd or adam

@@ -1,5 +1,6 @@
 #include "plot.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 
 #include "duet/core/error.h"
@@ -28,11 +30,16 @@ void run_gnuplot(const std::string& png_path, const std::function<void(const fs:
        << "set termoption noenhanced\n";  // phase and strategy names have underscores
     write_script(dir, gp);
   }
-  std::string command = "gnuplot '" + script.string() + "' 2>&1";
+  fs::path log = dir / "gnuplot.log";
+  std::string command = "gnuplot '" + script.string() + "' > '" + log.string() + "' 2>&1";
   int status = std::system(command.c_str());
+  std::ifstream log_file(log);
+  std::string said((std::istreambuf_iterator<char>(log_file)), std::istreambuf_iterator<char>());
   fs::remove_all(dir);
-  DUET_CHECK(status == 0, "plotting ", png_path, ": gnuplot failed (exit status ", status,
-             "); install Debian's gnuplot-nox package, which make installs");
+  // The shell's 127: no gnuplot to run. Anything else is gnuplot's own complaint.
+  DUET_CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 127), "plotting ", png_path,
+             ": gnuplot is not installed; install Debian's gnuplot-nox package, which make installs");
+  DUET_CHECK(status == 0, "plotting ", png_path, ": gnuplot failed (exit status ", status, "): ", said);
 }
 
 std::string label(const parallel::RunMeasurement& run) {

@@ -7,6 +7,7 @@
 
 #include "cli_common.h"
 #include "duet/data/fashion_mnist.h"
+#include "duet/parallel/comm/communicator.h"
 
 namespace duet::apps {
 
@@ -23,6 +24,7 @@ struct TrainArgs {
   int devices = 1;
   std::vector<int> device_ids;  // instead of --devices: these indices of --device's type
   std::string comm = "local";
+  double comm_timeout = parallel::kDefaultCommTimeout.count() / 1000.0;  // seconds
   std::string save, resume, metrics, plot;
   bool profile = false;
   bool cuda_graph = false;

@@ -12,8 +12,18 @@
 namespace duet::apps {
 namespace {
 
-// Set up, train, report: bad flags, data or checkpoints exit 2 before the first step; a run
-// that fails while training exits 1.
+// Prints `message` and returns `code`. Under mpirun, a rank that simply exited would leave the
+// others waiting in their next collective until the timeout (and MPI_Finalize, run at exit,
+// would wait for them too): there the communicator's abort prints the message and ends the
+// whole job at once.
+int fail(const TrainSetup& setup, int code, const std::string& message) {
+  if (setup.comm && setup.comm->world_size() > 1) setup.comm->abort(message);
+  std::cerr << message << "\n";
+  return code;
+}
+
+// Set up, train, report: bad flags, data, checkpoints or output paths exit 2 before the first
+// step; a run that fails while training exits 1.
 int run_train(const TrainArgs& args) {
   if (std::string problem = check_combination(args); !problem.empty()) {
     std::cerr << "duet train: error: " << problem << "\n";
@@ -24,20 +34,18 @@ int run_train(const TrainArgs& args) {
   try {
     set_up(args, setup);
     reporter.emplace(args, setup);
-  } catch (const Error& e) {
-    std::cerr << "duet train: error: " << e.what() << "\n";
-    return kBadInput;
+  } catch (const std::exception& e) {
+    return fail(setup, kBadInput, std::string("duet train: error: ") + e.what());
   }
   parallel::Trainer trainer(*setup.strategy, *setup.train, *setup.test);
   std::vector<parallel::EpochStats> history;
   try {
     history = trainer.fit(setup.first_epoch, args.epochs, reporter->callbacks());
-  } catch (const Error& e) {
+    return reporter->report(history);
+  } catch (const std::exception& e) {
     reporter->interrupted();
-    std::cerr << "duet train: " << e.what() << "\n";
-    return kFailed;
+    return fail(setup, kFailed, std::string("duet train: ") + e.what());
   }
-  return reporter->report(history);
 }
 
 }  // namespace
@@ -62,6 +70,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->delimiter(',')->check(kNonNegative);
   cmd->add_option("--comm", args->comm, "ddp's communicator: local (threads in this process) or mpi (one rank per "
                   "process, under mpirun)")->check(CLI::IsMember({"local", "mpi"}))->capture_default_str();
+  add_comm_timeout_flag(*cmd, args->comm_timeout);
   cmd->add_option("--save", args->save, "Write a checkpoint here after every epoch");
   cmd->add_option("--resume", args->resume, "Continue from this checkpoint")->check(CLI::ExistingFile);
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");

@@ -23,7 +23,8 @@ class TrainReporter {
 
   parallel::TrainerCallbacks callbacks();
   void interrupted();  // ends the progress bar's line before an error is printed
-  // The last line, the profile and the plot; returns the exit code.
+  // The last line, the profile and the plot; returns the exit code. Throws duet::Error if the
+  // plot cannot be drawn.
   int report(const std::vector<parallel::EpochStats>& history);
 
  private:

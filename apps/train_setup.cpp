@@ -12,6 +12,7 @@
 #include "duet/optim/checkpoint.h"
 #include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/comm/nccl_communicator.h"
+#include "output_paths.h"
 
 namespace duet::apps {
 namespace {
@@ -24,15 +25,36 @@ int threads_per_process(int world_size) {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / sharing);
 }
 
+// mpirun (Open MPI's, or a PMI launcher's) tells its processes their rank in the environment.
+bool started_by_mpirun() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
+    if (std::getenv(name)) return true;
+  }
+  return false;
+}
+
 // --comm mpi: this process's rank. CPU ranks talk over MPI; GPU ranks over NCCL, each on the
 // GPU of its local rank (cuda:0 for the first process on a machine, cuda:1 for the next),
 // with MPI only carrying NCCL's id. `device` becomes the rank's device.
-std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device) {
-  if (device.is_cpu()) return parallel::make_mpi_communicator({.device = device});
-  auto bootstrap = parallel::make_mpi_communicator({.device = cpu(0)});
+std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device, std::chrono::milliseconds timeout) {
+  // Started by hand, MPI would quietly make a world of one process: the user asked for more.
+  DUET_CHECK(started_by_mpirun(), "--comm mpi: this process was not started by mpirun, so it would train alone; "
+             "run `mpirun -np N duet train --strategy ddp --comm mpi ...`, or use --comm local --devices N");
+  if (device.is_cpu()) return parallel::make_mpi_communicator({.timeout = timeout, .device = device});
+  auto bootstrap = parallel::make_mpi_communicator({.timeout = timeout, .device = cpu(0)});
   const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
   device = cuda_device(local ? std::atoi(local) : bootstrap->rank());
-  return parallel::make_nccl_communicator(bootstrap, device);
+  return parallel::make_nccl_communicator(bootstrap, device, {.timeout = timeout});
+}
+
+// Every file the leader will write, before any work: a bad path fails now, not after an epoch.
+void check_outputs(const TrainArgs& args) {
+  if (!args.save.empty()) check_output_file("--save", args.save, WriteMode::by_rename);
+  if (!args.metrics.empty()) check_output_file("--metrics", args.metrics);
+  if (!args.plot.empty()) {
+    check_output_file("--plot", args.plot);
+    check_gnuplot("--plot");
+  }
 }
 
 // --devices N: N devices of --device's type from it on; --device-ids: exactly those.
@@ -88,11 +110,12 @@ std::string check_combination(const TrainArgs& args) {
 void set_up(const TrainArgs& args, TrainSetup& setup) {
   Device device = Device::parse(args.device);
   if (args.comm == "mpi") {
-    setup.comm = mpi_rank_communicator(device);
+    setup.comm = mpi_rank_communicator(device, comm_timeout(args.comm_timeout));
     setup.leader = setup.comm->rank() == 0;
     DUET_CHECK(args.batch_size % setup.comm->world_size() == 0, "--batch-size ", args.batch_size,
                " is the global batch and must be a multiple of the ", setup.comm->world_size(), " MPI ranks");
   }
+  if (setup.leader) check_outputs(args);
   data::TensorDataset train_set = data::FashionMNIST::train(args.data_dir);
   data::TensorDataset test_set = data::FashionMNIST::test(args.data_dir);
   setup.train_images = train_set.size();
@@ -123,7 +146,9 @@ void set_up(const TrainArgs& args, TrainSetup& setup) {
   setup.test = std::make_unique<data::DataLoader>(test_set, loader_options(args.batch_size, group, args));
   auto make_optimizer = [&args](std::vector<Tensor> params) { return apps::make_optimizer(args.optimizer, std::move(params)); };
   setup.strategy = parallel::make_strategy(args.strategy, model, make_optimizer, group,
-                                           {.cuda_graph = args.cuda_graph, .comm = setup.comm});
+                                           {.cuda_graph = args.cuda_graph,
+                                            .comm = setup.comm,
+                                            .comm_timeout = comm_timeout(args.comm_timeout)});
 
   if (!args.resume.empty()) {
     optim::CheckpointInfo info = optim::load_checkpoint(args.resume, setup.strategy->model(),

@@ -17,6 +17,19 @@ expect_bad "--cuda-graph needs --device cuda" --cuda-graph
 expect_bad "it needs --strategy single" --cuda-graph --device cuda --strategy dp --devices 2
 expect_bad "Adam's step cannot be replayed" --cuda-graph --device cuda --optimizer adam
 expect_bad "use one or the other" --cuda-graph --device cuda --profile
+expect_bad "not started by mpirun, so it would train alone" --strategy ddp --comm mpi
+expect_bad "expected a number of seconds >= 0.001, got '0'" --comm-timeout 0
+
+# Every output path is checked before any work starts: the data is never loaded, and the
+# message names the flag, the path and the reason.
+expect_no_work() {
+  expect_bad "$@"
+  [ ! -s "$work/out" ] || fail "duet train ${*:2} started work before failing: $(cat "$work/out")"
+}
+expect_no_work "--save $work/nowhere/ckpt: folder $work/nowhere does not exist" --save "$work/nowhere/ckpt"
+expect_no_work "--metrics $work: is a folder, not a file" --metrics "$work"
+expect_no_work "--plot $work/nowhere/c.png: folder $work/nowhere does not exist" --plot "$work/nowhere/c.png"
+without_gnuplot expect_no_work "--plot: gnuplot is not on the PATH; install Debian's gnuplot-nox" --plot "$work/c.png"
 
 mkdir -p "$work/corrupt"
 printf 'junk' > "$work/corrupt/train-images-idx3-ubyte"
