@@ -4,7 +4,9 @@
 #include <optional>
 
 #include "duet/nn/models/models.h"
+#include "duet/optim/checkpoint.h"
 #include "duet/parallel/trainer.h"
+#include "run_settings.h"
 #include "train_args.h"
 #include "train_report.h"
 #include "train_setup.h"
@@ -22,9 +24,19 @@ int fail(const TrainSetup& setup, int code, const std::string& message) {
   return code;
 }
 
-// Set up, train, report: bad flags, data, checkpoints or output paths exit 2 before the first
-// step; a run that fails while training exits 1.
-int run_train(const TrainArgs& args) {
+// Settle the flags (from the checkpoint with --resume), set up, train, report: bad flags,
+// data, checkpoints or output paths exit 2 before the first step; a run that fails while
+// training exits 1.
+int run_train(TrainArgs args, const GivenFlags& given) {
+  std::optional<optim::Checkpoint> checkpoint;
+  std::vector<std::string> notes;
+  try {
+    if (!args.resume.empty()) checkpoint = optim::read_checkpoint(args.resume);
+    notes = settle_run_settings(args, given, checkpoint ? &checkpoint->info.extra : nullptr, args.resume);
+  } catch (const std::exception& e) {
+    std::cerr << "duet train: error: " << e.what() << "\n";
+    return kBadInput;
+  }
   if (std::string problem = check_combination(args); !problem.empty()) {
     std::cerr << "duet train: error: " << problem << "\n";
     return kBadInput;
@@ -32,8 +44,9 @@ int run_train(const TrainArgs& args) {
   TrainSetup setup;
   std::optional<TrainReporter> reporter;
   try {
-    set_up(args, setup);
-    reporter.emplace(args, setup);
+    set_up(args, setup, checkpoint ? &*checkpoint : nullptr);
+    checkpoint.reset();  // its tensors are in the strategy now
+    reporter.emplace(args, setup, notes);
   } catch (const std::exception& e) {
     return fail(setup, kBadInput, std::string("duet train: error: ") + e.what());
   }
@@ -62,8 +75,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores, shared among MPI processes)")
       ->check(kNonNegative)->capture_default_str();
   cmd->add_option("--device", args->device, "cpu, cpu:N, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--strategy", args->strategy, "single, dp (DataParallel) or ddp (DistributedDataParallel)")
-      ->check(CLI::IsMember({"single", "dp", "ddp"}))->capture_default_str();
+  cmd->add_option("--strategy", args->strategy, "single, dp (DataParallel), ddp (DistributedDataParallel), ddp-unbucketed or ddp-naive")
+      ->check(CLI::IsMember(parallel::strategy_names()))->capture_default_str();
   cmd->add_option("--devices", args->devices, "Number of devices for dp and ddp in this process")
       ->check(kPositive)->capture_default_str();
   cmd->add_option("--device-ids", args->device_ids, "Explicit device indices for dp and ddp, e.g. 0,2")
@@ -72,13 +85,23 @@ void add_train_command(CLI::App& app, int& exit_code) {
                   "process, under mpirun)")->check(CLI::IsMember({"local", "mpi"}))->capture_default_str();
   add_comm_timeout_flag(*cmd, args->comm_timeout);
   cmd->add_option("--save", args->save, "Write a checkpoint here after every epoch");
-  cmd->add_option("--resume", args->resume, "Continue from this checkpoint")->check(CLI::ExistingFile);
+  cmd->add_option("--resume", args->resume, "Continue the run of this checkpoint (flags not given take its values)")->check(CLI::ExistingFile);
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");
   cmd->add_option("--plot", args->plot, "Draw loss and accuracy curves to this PNG");
   cmd->add_flag("--profile", args->profile, "Print where a training step's time goes: per phase and per kernel");
   cmd->add_flag("--cuda-graph", args->cuda_graph,
                 "Record the training step once as a CUDA graph and replay it (one GPU, SGD, no dropout)");
-  cmd->callback([args, &exit_code] { exit_code = run_train(*args); });
+  cmd->get_option("--lr")
+      ->description("Learning rate (default: SGD's per model: lenet 0.9, mlp and lenet-relu 0.2, resnet18 0.1; "
+                    "Adam's 0.001)")
+      ->default_str("");
+  cmd->callback([args, cmd, &exit_code] {
+    GivenFlags given;
+    for (const CLI::Option* option : cmd->get_options()) {
+      if (option->count() > 0) given.insert(option->get_name());
+    }
+    exit_code = run_train(*args, given);
+  });
 }
 
 }  // namespace duet::apps

@@ -7,6 +7,7 @@
 #include "duet/core/generator.h"
 #include "duet/optim/checkpoint.h"
 #include "plot.h"
+#include "run_settings.h"
 
 namespace duet::apps {
 namespace {
@@ -20,14 +21,17 @@ nlohmann::json epoch_json(const TrainArgs& args, const parallel::EpochStats& e) 
 
 }  // namespace
 
-TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup)
+TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std::vector<std::string>& notes)
     : args_(args), setup_(setup), bar_(stderr, args.epochs) {
   if (!setup_.leader) return;
+  for (const std::string& note : notes) std::cout << "note: " << note << "\n";
+  if (!args_.resume.empty()) std::cout << "resumed from " << args_.resume << " after epoch " << setup_.first_epoch << "\n";
   if (!args_.metrics.empty()) {
     metrics_.open(args_.metrics, setup_.first_epoch > 0 ? std::ios::app : std::ios::trunc);
     DUET_CHECK(metrics_.is_open(), "cannot write --metrics file ", args_.metrics);
   }
   if (args_.profile) profile_.emplace();
+  if (setup_.first_epoch >= args_.epochs) return;  // report() says there is nothing to do
   std::cout << "training " << args_.model << " (" << setup_.strategy->model().num_parameters() << " parameters) on "
             << setup_.strategy->devices() << ": " << setup_.train_images << " images, batch " << args_.batch_size
             << ", " << args_.optimizer.name << " lr " << args_.optimizer.lr << ", epochs " << setup_.first_epoch + 1
@@ -55,7 +59,7 @@ void TrainReporter::after_epoch(const parallel::EpochStats& e) {
   if (metrics_.is_open()) metrics_ << epoch_json(args_, e).dump() << "\n" << std::flush;
   if (!args_.save.empty()) {
     optim::save_checkpoint(args_.save, setup_.strategy->model(), setup_.strategy->optimizer(), default_generator(),
-                           {.epochs_done = e.epoch + 1, .extra = {{"model", args_.model}}});
+                           {.epochs_done = e.epoch + 1, .extra = run_settings(args_)});
   }
 }
 
@@ -66,7 +70,8 @@ void TrainReporter::interrupted() {
 int TrainReporter::report(const std::vector<parallel::EpochStats>& history) {
   if (!setup_.leader) return 0;
   if (history.empty()) {
-    std::cout << "nothing to do: the checkpoint already has " << setup_.first_epoch << " epochs\n";
+    std::cout << "nothing to do: the checkpoint already has " << setup_.first_epoch << " of " << args_.epochs
+              << " epochs\n";
     return 0;
   }
   double seconds = 0;

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "duet/parallel/trainer.h"
@@ -18,8 +19,9 @@ namespace duet::apps {
 class TrainReporter {
  public:
   // Opens --metrics (throws duet::Error naming it if it cannot be written) and prints the
-  // run's header line. Only the leader reports; the other ranks' reporter does nothing.
-  TrainReporter(const TrainArgs& args, TrainSetup& setup);
+  // notes and the run's header line. Only the leader reports; the other ranks' reporter does
+  // nothing.
+  TrainReporter(const TrainArgs& args, TrainSetup& setup, const std::vector<std::string>& notes);
 
   parallel::TrainerCallbacks callbacks();
   void interrupted();  // ends the progress bar's line before an error is printed

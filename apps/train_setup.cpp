@@ -100,14 +100,10 @@ std::string check_combination(const TrainArgs& args) {
     if (args.optimizer.name != "sgd") return "--cuda-graph needs --optimizer sgd: Adam's step cannot be replayed";
     if (args.profile) return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
   }
-  if (args.strategy == "ddp" && !args.resume.empty()) {
-    // The checkpoint holds rank 0's model; its replicas would have to be rebuilt from it.
-    return "--resume is not supported with --strategy ddp yet; resume with single or dp";
-  }
   return "";
 }
 
-void set_up(const TrainArgs& args, TrainSetup& setup) {
+void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* checkpoint) {
   Device device = Device::parse(args.device);
   if (args.comm == "mpi") {
     setup.comm = mpi_rank_communicator(device, comm_timeout(args.comm_timeout));
@@ -139,24 +135,26 @@ void set_up(const TrainArgs& args, TrainSetup& setup) {
   std::vector<Device> group = devices_of(args, device);
   setup.device_threads = setup.comm ? 1 : static_cast<int>(group.size());
   model->to(group[0]);
+  // Before the strategy exists: dp broadcasts this model, and ddp's replicas start as its copies.
+  if (checkpoint) checkpoint->restore_model(*model);
   data::DataLoaderOptions train_options = loader_options(batch_size, group, args);
   train_options.shuffle = true;
   train_options.seed = args.seed;
   setup.train = std::make_unique<data::DataLoader>(train_set, train_options, sampler);
   setup.test = std::make_unique<data::DataLoader>(test_set, loader_options(args.batch_size, group, args));
-  auto make_optimizer = [&args](std::vector<Tensor> params) { return apps::make_optimizer(args.optimizer, std::move(params)); };
+  // Every optimizer the strategy makes (one per ddp replica) starts from the checkpoint's state.
+  auto make_optimizer = [&args, checkpoint](std::vector<Tensor> params) {
+    std::unique_ptr<optim::Optimizer> optimizer = apps::make_optimizer(args.optimizer, std::move(params));
+    if (checkpoint) checkpoint->restore_optimizer(*optimizer);
+    return optimizer;
+  };
   setup.strategy = parallel::make_strategy(args.strategy, model, make_optimizer, group,
                                            {.cuda_graph = args.cuda_graph,
                                             .comm = setup.comm,
                                             .comm_timeout = comm_timeout(args.comm_timeout)});
-
-  if (!args.resume.empty()) {
-    optim::CheckpointInfo info = optim::load_checkpoint(args.resume, setup.strategy->model(),
-                                                        setup.strategy->optimizer(), generator);
-    DUET_CHECK(info.extra["model"] == args.model, args.resume, ": checkpoint of model '", info.extra["model"],
-               "', but --model is '", args.model, "'");
-    setup.first_epoch = info.epochs_done;
-    std::cout << "resumed from " << args.resume << " after epoch " << setup.first_epoch << "\n";
+  if (checkpoint) {
+    checkpoint->restore_generator(generator);
+    setup.first_epoch = checkpoint->info.epochs_done;
   }
 }
 

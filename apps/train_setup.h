@@ -7,6 +7,7 @@
 #include <string>
 
 #include "duet/data/dataloader.h"
+#include "duet/optim/checkpoint.h"
 #include "duet/parallel/comm/communicator.h"
 #include "duet/parallel/strategy.h"
 #include "train_args.h"
@@ -26,8 +27,10 @@ struct TrainSetup {
 // The flag combinations that cannot work, as one message; empty when the flags are fine.
 std::string check_combination(const TrainArgs& args);
 
-// Fills `setup` step by step (communicator, data, model, strategy, checkpoint), so that a step
-// that throws duet::Error leaves what came before it, the communicator above all, in place.
-void set_up(const TrainArgs& args, TrainSetup& setup);
+// Fills `setup` step by step (communicator, output paths, data, model, strategy), so that a
+// step that throws duet::Error leaves what came before it, the communicator above all, in
+// place. With a checkpoint (--resume), every replica starts from its model and optimizer
+// state, and the run from its generator and epoch.
+void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* checkpoint);
 
 }  // namespace duet::apps

@@ -41,14 +41,34 @@ if ! "$duet" train --model mlp --lr 0.2 --epochs 1 --save "$work/ckpt.safetensor
      --metrics "$work/m.jsonl" --plot "$work/curves.png" > "$work/run1" 2>&1; then
   fail "first run: $(cat "$work/run1")"
 fi
-if ! "$duet" train --model mlp --lr 0.2 --epochs 2 --resume "$work/ckpt.safetensors" \
+cp "$work/ckpt.safetensors" "$work/epoch1.safetensors"
+# A deliberate change goes through with a note; the rest comes from the checkpoint.
+if ! "$duet" train --lr 0.1 --epochs 2 --resume "$work/ckpt.safetensors" \
      --metrics "$work/m.jsonl" > "$work/run2" 2>&1 || ! grep -q "resumed from" "$work/run2" \
+     || ! grep -q "^note: --lr 0.1 instead of the checkpoint's 0.2$" "$work/run2" \
+     || ! grep -q "^training mlp .* sgd lr 0.1, epochs 2..2$" "$work/run2" \
      || ! grep -qE "^test acc 0\.[0-9]+, [0-9.]+ sec/epoch on \[cpu:0\]$" "$work/run2"; then
   fail "resumed run: $(cat "$work/run2")"
+fi
+# Another model or optimizer is refused, naming both; the model check comes before any tensor's.
+expect_bad "epoch1.safetensors: checkpoint of model 'mlp', but --model is 'lenet'; leave --model out" \
+  --model lenet --resume "$work/epoch1.safetensors"
+expect_bad "epoch1.safetensors: checkpoint of optimizer 'sgd', but --optimizer is 'adam'" \
+  --optimizer adam --resume "$work/epoch1.safetensors"
+# A checkpoint from before duet recorded its run's settings (here, two of them renamed away)
+# still loads, saying what it assumes.
+sed 's/"lr":"/"xr":"/; s/"optimizer":"/"xptimizer":"/' "$work/epoch1.safetensors" > "$work/old.safetensors"
+if ! "$duet" train --resume "$work/old.safetensors" > "$work/old" 2>&1 \
+   || ! grep -q "^note: .*old.safetensors does not record --optimizer, --lr (it predates duet recording them): assuming --optimizer sgd, --lr 0.2$" "$work/old" \
+   || ! grep -q "^nothing to do: the checkpoint already has 1 of 1 epochs$" "$work/old"; then
+  fail "old checkpoint: $(cat "$work/old")"
+else
+  echo "ok: old checkpoint: $(head -n 1 "$work/old")"
 fi
 [ "$(wc -l < "$work/m.jsonl")" -eq 2 ] || fail "metrics should have 2 lines"
 # --profile: the phase and kernel tables come before the d2l-style last line.
 if ! "$duet" train --model mlp --epochs 1 --profile > "$work/profile" 2>&1 \
+     || ! grep -q "^training mlp .* sgd lr 0.2, epochs 1..1$" "$work/profile" \
      || ! grep -qE "^profile: 235 training steps, [0-9.]+ ms per step" "$work/profile" \
      || ! grep -qE "^matmul +5\.0 +[0-9.]+ +[0-9.]+$" "$work/profile" \
      || ! grep -qE "^\(outside the kernels\)" "$work/profile" \
@@ -56,7 +76,6 @@ if ! "$duet" train --model mlp --epochs 1 --profile > "$work/profile" 2>&1 \
   fail "--profile run: $(cat "$work/profile")"
 fi
 [ -s "$work/curves.png" ] || fail "no plot written"
-expect_bad "expects tensor '0.weight'" --model lenet --resume "$work/ckpt.safetensors"
 
 # A diverging run stops with exit 1 and names the epoch and step.
 "$duet" train --model mlp --lr 1e30 --epochs 1 > "$work/out" 2> "$work/err"
