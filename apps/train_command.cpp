@@ -45,8 +45,8 @@ int run_train(TrainArgs args, const GivenFlags& given) {
   std::optional<TrainReporter> reporter;
   try {
     set_up(args, setup, checkpoint ? &*checkpoint : nullptr);
+    reporter.emplace(args, setup, notes, checkpoint ? &checkpoint->info : nullptr);
     checkpoint.reset();  // its tensors are in the strategy now
-    reporter.emplace(args, setup, notes);
   } catch (const std::exception& e) {
     return fail(setup, kBadInput, std::string("duet train: error: ") + e.what());
   }

@@ -5,27 +5,48 @@
 #include <nlohmann/json.hpp>
 
 #include "duet/core/generator.h"
-#include "duet/optim/checkpoint.h"
+#include "epoch_history.h"
 #include "plot.h"
 #include "run_settings.h"
 
 namespace duet::apps {
 namespace {
 
-nlohmann::json epoch_json(const TrainArgs& args, const parallel::EpochStats& e) {
-  return {{"epoch", e.epoch + 1},         {"model", args.model},
-          {"train_loss", e.train_loss},   {"train_acc", e.train_accuracy},
-          {"test_acc", e.test_accuracy},  {"seconds", e.seconds},
-          {"images_per_second", e.images_per_second}};
+// A --metrics line: the epoch's numbers and what tells this run from others appended to the file.
+nlohmann::json metrics_line(const TrainArgs& args, const parallel::Strategy& strategy, const parallel::EpochStats& e) {
+  nlohmann::json line = epoch_json(e);
+  line["model"] = args.model;
+  line["optimizer"] = args.optimizer.name;
+  line["lr"] = args.optimizer.lr;
+  line["batch_size"] = args.batch_size;
+  line["strategy"] = args.strategy;
+  line["devices"] = strategy.devices();
+  line["seed"] = args.seed;
+  return line;
+}
+
+// The epochs before --resume: from the checkpoint, or else from the --metrics file.
+std::vector<parallel::EpochStats> earlier_epochs(const TrainArgs& args, const optim::CheckpointInfo& resumed) {
+  auto it = resumed.extra.find("history");
+  if (it != resumed.extra.end()) return parse_history(it->second, args.resume);
+  return args.metrics.empty() ? std::vector<parallel::EpochStats>{}
+                              : read_metrics_history(args.metrics, args, resumed.epochs_done);
 }
 
 }  // namespace
 
-TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std::vector<std::string>& notes)
+TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std::vector<std::string>& notes,
+                             const optim::CheckpointInfo* resumed)
     : args_(args), setup_(setup), bar_(stderr, args.epochs) {
   if (!setup_.leader) return;
   for (const std::string& note : notes) std::cout << "note: " << note << "\n";
-  if (!args_.resume.empty()) std::cout << "resumed from " << args_.resume << " after epoch " << setup_.first_epoch << "\n";
+  if (resumed) {
+    std::cout << "resumed from " << args_.resume << " after epoch " << setup_.first_epoch << "\n";
+    run_ = earlier_epochs(args_, *resumed);
+    for (const auto& e : run_) {
+      if (e.test_accuracy > best_accuracy_) best_accuracy_ = e.test_accuracy, best_epoch_ = e.epoch + 1;
+    }
+  }
   if (!args_.metrics.empty()) {
     metrics_.open(args_.metrics, setup_.first_epoch > 0 ? std::ios::app : std::ios::trunc);
     DUET_CHECK(metrics_.is_open(), "cannot write --metrics file ", args_.metrics);
@@ -56,11 +77,20 @@ void TrainReporter::after_epoch(const parallel::EpochStats& e) {
               static_cast<long long>(e.epoch + 1), e.train_loss, e.train_accuracy, e.test_accuracy, e.seconds,
               e.images_per_second);
   std::fflush(stdout);
-  if (metrics_.is_open()) metrics_ << epoch_json(args_, e).dump() << "\n" << std::flush;
-  if (!args_.save.empty()) {
-    optim::save_checkpoint(args_.save, setup_.strategy->model(), setup_.strategy->optimizer(), default_generator(),
-                           {.epochs_done = e.epoch + 1, .extra = run_settings(args_)});
-  }
+  run_.push_back(e);
+  if (metrics_.is_open()) metrics_ << metrics_line(args_, *setup_.strategy, e).dump() << "\n" << std::flush;
+  if (!args_.save.empty()) save(e);
+}
+
+void TrainReporter::save(const parallel::EpochStats& e) {
+  const bool best = e.test_accuracy > best_accuracy_;
+  if (best) best_accuracy_ = e.test_accuracy, best_epoch_ = e.epoch + 1;
+  optim::CheckpointInfo info{.epochs_done = e.epoch + 1, .extra = run_settings(args_)};
+  info.extra["history"] = history_text(run_);
+  parallel::Strategy& strategy = *setup_.strategy;
+  optim::save_checkpoint(args_.save, strategy.model(), strategy.optimizer(), default_generator(), info);
+  // A run that diverges without a NaN would otherwise overwrite its last good weights.
+  if (best) optim::save_checkpoint(args_.save + ".best", strategy.model(), strategy.optimizer(), default_generator(), info);
 }
 
 void TrainReporter::interrupted() {
@@ -77,11 +107,15 @@ int TrainReporter::report(const std::vector<parallel::EpochStats>& history) {
   double seconds = 0;
   for (const auto& e : history) seconds += e.seconds;
   if (profile_) profile_->print(stdout, seconds, setup_.device_threads);
+  if (!args_.save.empty()) {
+    std::printf("best test acc %.3f at epoch %lld: %s.best\n", best_accuracy_, static_cast<long long>(best_epoch_),
+                args_.save.c_str());
+  }
   std::printf("test acc %.2f, %.1f sec/epoch on %s\n", history.back().test_accuracy,
               seconds / static_cast<double>(history.size()), setup_.strategy->devices().c_str());
   if (!args_.plot.empty()) {
-    plot_history(history, args_.plot, args_.model + " on Fashion-MNIST");
-    std::cout << "wrote " << args_.plot << "\n";
+    plot_history(run_, args_.plot, args_.model + " on Fashion-MNIST");
+    std::cout << "wrote " << args_.plot << (run_.size() > history.size() ? " (the whole run, with the epochs before --resume)" : "") << "\n";
   }
   return 0;
 }

@@ -57,15 +57,38 @@ expect_bad "epoch1.safetensors: checkpoint of optimizer 'sgd', but --optimizer i
   --optimizer adam --resume "$work/epoch1.safetensors"
 # A checkpoint from before duet recorded its run's settings (here, two of them renamed away)
 # still loads, saying what it assumes.
-sed 's/"lr":"/"xr":"/; s/"optimizer":"/"xptimizer":"/' "$work/epoch1.safetensors" > "$work/old.safetensors"
+sed 's/"lr":"/"xr":"/; s/"optimizer":"/"xptimizer":"/; s/"history":"/"xistory":"/' "$work/epoch1.safetensors" \
+  > "$work/old.safetensors"
 if ! "$duet" train --resume "$work/old.safetensors" > "$work/old" 2>&1 \
    || ! grep -q "^note: .*old.safetensors does not record --optimizer, --lr (it predates duet recording them): assuming --optimizer sgd, --lr 0.2$" "$work/old" \
-   || ! grep -q "^nothing to do: the checkpoint already has 1 of 1 epochs$" "$work/old"; then
-  fail "old checkpoint: $(cat "$work/old")"
+   || ! grep -q "^nothing to do: the checkpoint already has 1 of 1 epochs$" "$work/old" \
+   || ! cp "$work/m.jsonl" "$work/old.jsonl" \
+   || ! "$duet" train --resume "$work/old.safetensors" --epochs 2 --metrics "$work/old.jsonl" --plot "$work/old.png" \
+        > "$work/old2" 2>&1 \
+   || ! grep -q "^wrote $work/old.png (the whole run, with the epochs before --resume)$" "$work/old2"; then
+  fail "old checkpoint: $(cat "$work/old" "$work/old2")"
 else
   echo "ok: old checkpoint: $(head -n 1 "$work/old")"
 fi
 [ "$(wc -l < "$work/m.jsonl")" -eq 2 ] || fail "metrics should have 2 lines"
+# Each metrics line says which run it belongs to.
+grep -q '"epoch":2,.*"lr":0.1,"model":"mlp","optimizer":"sgd",.*"seed":0,"strategy":"single"' "$work/m.jsonl" \
+  && grep -q '"devices":"\[cpu:0\]"' "$work/m.jsonl" || fail "metrics lines lack the run's settings: $(cat "$work/m.jsonl")"
+
+# A run that diverges without a NaN (mlp at lr 3 ends at 10% accuracy) overwrites NAME, but
+# NAME.best keeps the best epoch; --plot draws the whole run, the epochs before --resume too.
+cp "$work/epoch1.safetensors" "$work/d.safetensors"
+cp "$work/ckpt.safetensors.best" "$work/d.safetensors.best"
+if ! "$duet" train --resume "$work/d.safetensors" --lr 3 --epochs 2 --save "$work/d.safetensors" \
+     --plot "$work/whole.png" > "$work/diverging" 2>&1 \
+   || ! grep -q '"epochs_done":"2"' "$work/d.safetensors" \
+   || ! grep -q '"epochs_done":"1"' "$work/d.safetensors.best" \
+   || ! grep -qE "^best test acc 0\.[5-9][0-9]+ at epoch 1: .*d.safetensors.best$" "$work/diverging" \
+   || ! grep -q "^wrote $work/whole.png (the whole run, with the epochs before --resume)$" "$work/diverging"; then
+  fail "diverging run with --save: $(cat "$work/diverging")"
+else
+  echo "ok: a diverging run keeps its best epoch in .best: $(grep "^best" "$work/diverging")"
+fi
 # --profile: the phase and kernel tables come before the d2l-style last line.
 if ! "$duet" train --model mlp --epochs 1 --profile > "$work/profile" 2>&1 \
      || ! grep -q "^training mlp .* sgd lr 0.2, epochs 1..1$" "$work/profile" \
