@@ -131,6 +131,7 @@ int run_compare(CompareArgs args) {
     std::cerr << "duet compare: error: --predict needs the measured single-device compute: add single to --strategies\n";
     return kBadInput;
   }
+  if (std::string note = clamp_threads(args.threads, "--threads"); !note.empty()) std::cout << "note: " << note << "\n";
   if (args.threads > 0) kernels::set_num_threads(args.threads);
   // The per-phase columns are the point: on GPUs each phase waits for its devices' work.
   parallel::set_exact_gpu_phases(true);
@@ -138,6 +139,7 @@ int run_compare(CompareArgs args) {
   data::TensorDataset train_set;
   try {
     device = Device::parse(args.device);
+    if (!args.devices.empty()) device_group(device, args.devices.back(), "--devices");  // the largest (sorted) fits
     // Every output path first: a bad one fails now, not after every strategy has run.
     prepare_output_folder("--out", args.out);
     if (args.plots) check_gnuplot("the plots", ", or pass --no-plots");

@@ -13,14 +13,14 @@ namespace duet::apps {
 namespace {
 
 // A --metrics line: the epoch's numbers and what tells this run from others appended to the file.
-nlohmann::json metrics_line(const TrainArgs& args, const parallel::Strategy& strategy, const parallel::EpochStats& e) {
+nlohmann::json metrics_line(const TrainArgs& args, const TrainSetup& setup, const parallel::EpochStats& e) {
   nlohmann::json line = epoch_json(e);
   line["model"] = args.model;
   line["optimizer"] = args.optimizer.name;
   line["lr"] = args.optimizer.lr;
-  line["batch_size"] = args.batch_size;
+  line["batch_size"] = setup.batch_size;
   line["strategy"] = args.strategy;
-  line["devices"] = strategy.devices();
+  line["devices"] = setup.strategy->devices();
   line["seed"] = args.seed;
   return line;
 }
@@ -40,6 +40,7 @@ TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std
     : args_(args), setup_(setup), bar_(stderr, args.epochs) {
   if (!setup_.leader) return;
   for (const std::string& note : notes) std::cout << "note: " << note << "\n";
+  for (const std::string& note : setup_.notes) std::cout << "note: " << note << "\n";
   if (resumed) {
     std::cout << "resumed from " << args_.resume << " after epoch " << setup_.first_epoch << "\n";
     run_ = earlier_epochs(args_, *resumed);
@@ -54,7 +55,7 @@ TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std
   if (args_.profile) profile_.emplace();
   if (setup_.first_epoch >= args_.epochs) return;  // report() says there is nothing to do
   std::cout << "training " << args_.model << " (" << setup_.strategy->model().num_parameters() << " parameters) on "
-            << setup_.strategy->devices() << ": " << setup_.train_images << " images, batch " << args_.batch_size
+            << setup_.strategy->devices() << ": " << setup_.train_images << " images, batch " << setup_.batch_size
             << ", " << args_.optimizer.name << " lr " << args_.optimizer.lr << ", epochs " << setup_.first_epoch + 1
             << ".." << args_.epochs << std::endl;
 }
@@ -78,7 +79,7 @@ void TrainReporter::after_epoch(const parallel::EpochStats& e) {
               e.images_per_second);
   std::fflush(stdout);
   run_.push_back(e);
-  if (metrics_.is_open()) metrics_ << metrics_line(args_, *setup_.strategy, e).dump() << "\n" << std::flush;
+  if (metrics_.is_open()) metrics_ << metrics_line(args_, setup_, e).dump() << "\n" << std::flush;
   if (!args_.save.empty()) save(e);
 }
 

@@ -1,5 +1,6 @@
 #include "train_setup.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <set>
@@ -59,9 +60,8 @@ void check_outputs(const TrainArgs& args) {
 
 // --devices N: N devices of --device's type from it on; --device-ids: exactly those.
 std::vector<Device> devices_of(const TrainArgs& args, Device device) {
-  std::vector<Device> group;
-  for (int index : args.device_ids) group.push_back({device.type, index});
-  return group.empty() ? device_group(device, args.devices) : group;
+  if (!args.device_ids.empty()) return devices_with_ids(device.type, args.device_ids, "--device-ids");
+  return device_group(device, args.devices, "--devices");
 }
 
 // How batches reach the devices. On GPUs they are assembled in pinned memory; where the batch
@@ -108,31 +108,42 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
   if (args.comm == "mpi") {
     setup.comm = mpi_rank_communicator(device, comm_timeout(args.comm_timeout));
     setup.leader = setup.comm->rank() == 0;
-    DUET_CHECK(args.batch_size % setup.comm->world_size() == 0, "--batch-size ", args.batch_size,
-               " is the global batch and must be a multiple of the ", setup.comm->world_size(), " MPI ranks");
   }
   if (setup.leader) check_outputs(args);
+  const std::vector<Device> group = devices_of(args, device);
   data::TensorDataset train_set = data::FashionMNIST::train(args.data_dir);
   data::TensorDataset test_set = data::FashionMNIST::test(args.data_dir);
   setup.train_images = train_set.size();
-  if (args.threads > 0) {
-    kernels::set_num_threads(args.threads);
+  // A batch larger than the training set is the whole set, once per epoch: say so, and print
+  // the batch that is used.
+  setup.batch_size = std::min(args.batch_size, setup.train_images);
+  if (setup.batch_size < args.batch_size) {
+    setup.notes.push_back("--batch-size " + std::to_string(args.batch_size) + " is more than the " +
+                          std::to_string(setup.train_images) + " training images; using " +
+                          std::to_string(setup.batch_size));
+  }
+  int threads = args.threads;
+  if (std::string note = clamp_threads(threads, "--threads"); !note.empty()) setup.notes.push_back(note);
+  if (threads > 0) {
+    kernels::set_num_threads(threads);
   } else if (setup.comm) {
     kernels::set_num_threads(threads_per_process(setup.comm->world_size()));
   }
   // Across processes each rank loads its 1/N of every global batch: the DistributedSampler
   // deals rank r the examples r, r + N, r + 2N, ... of the epoch's shuffled order.
   std::shared_ptr<const data::Sampler> sampler;
-  int64_t batch_size = args.batch_size;
+  int64_t batch_size = setup.batch_size;
   if (setup.comm) {
-    sampler = std::make_shared<data::DistributedSampler>(setup.comm->world_size(), setup.comm->rank(), true, args.seed);
-    batch_size /= setup.comm->world_size();
+    const int ranks = setup.comm->world_size();
+    DUET_CHECK(setup.batch_size % ranks == 0, "--batch-size ", setup.batch_size,
+               " is the global batch and must be a multiple of the ", ranks, " MPI ranks");
+    sampler = std::make_shared<data::DistributedSampler>(ranks, setup.comm->rank(), true, args.seed);
+    batch_size /= ranks;
   }
 
   Generator& generator = default_generator();
   generator.manual_seed(args.seed);
   std::shared_ptr<nn::Module> model = nn::models::make(args.model);
-  std::vector<Device> group = devices_of(args, device);
   setup.device_threads = setup.comm ? 1 : static_cast<int>(group.size());
   model->to(group[0]);
   // Before the strategy exists: dp broadcasts this model, and ddp's replicas start as its copies.
@@ -141,7 +152,7 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
   train_options.shuffle = true;
   train_options.seed = args.seed;
   setup.train = std::make_unique<data::DataLoader>(train_set, train_options, sampler);
-  setup.test = std::make_unique<data::DataLoader>(test_set, loader_options(args.batch_size, group, args));
+  setup.test = std::make_unique<data::DataLoader>(test_set, loader_options(setup.batch_size, group, args));
   // Every optimizer the strategy makes (one per ddp replica) starts from the checkpoint's state.
   auto make_optimizer = [&args, checkpoint](std::vector<Tensor> params) {
     std::unique_ptr<optim::Optimizer> optimizer = apps::make_optimizer(args.optimizer, std::move(params));

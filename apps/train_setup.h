@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "duet/data/dataloader.h"
 #include "duet/optim/checkpoint.h"
@@ -18,6 +19,8 @@ struct TrainSetup {
   std::shared_ptr<parallel::Communicator> comm;  // --comm mpi: this process's rank
   bool leader = true;                            // the one process that prints and writes files
   int64_t train_images = 0;
+  int64_t batch_size = 0;  // the global batch used: --batch-size, at most the training set
+  std::vector<std::string> notes;  // what was adjusted, and why
   std::unique_ptr<data::DataLoader> train, test;
   std::unique_ptr<parallel::Strategy> strategy;
   int64_t first_epoch = 0;  // epochs a resumed checkpoint has done

@@ -7,6 +7,7 @@ source "$(dirname "$0")/expect.sh" "$1" compare
 expect_bad "pipeline not in" --strategies single,pipeline
 expect_bad "expected a positive integer, got '0'" --devices 1,0
 expect_bad "add single to --strategies" --strategies dp,ddp --predict
+expect_bad "--devices 65 from cpu:0 would run to cpu:64, but duet has 64 logical CPU devices" --devices 2,65
 expect_bad "dataset-fashion-mnist" --data-dir "$work/nowhere"
 # Output paths fail before the first strategy runs.
 touch "$work/file"

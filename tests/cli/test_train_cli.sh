@@ -18,6 +18,12 @@ expect_bad "it needs --strategy single" --cuda-graph --device cuda --strategy dp
 expect_bad "Adam's step cannot be replayed" --cuda-graph --device cuda --optimizer adam
 expect_bad "use one or the other" --cuda-graph --device cuda --profile
 expect_bad "not started by mpirun, so it would train alone" --strategy ddp --comm mpi
+# The device limits agree with --device's, and the messages name them.
+expect_bad "--devices 65 from cpu:0 would run to cpu:64, but duet has 64 logical CPU devices, cpu:0 to cpu:63" \
+  --strategy dp --devices 65
+expect_bad "--device-ids: cpu:99 does not exist: duet has 64 logical CPU devices, cpu:0 to cpu:63" \
+  --strategy dp --device-ids 0,99
+expect_bad "invalid device index in 'cpu:64': expected 0..63" --device cpu:64
 expect_bad "expected a number of seconds >= 0.001, got '0'" --comm-timeout 0
 
 # Every output path is checked before any work starts: the data is never loaded, and the
@@ -99,6 +105,17 @@ if ! "$duet" train --model mlp --epochs 1 --profile > "$work/profile" 2>&1 \
   fail "--profile run: $(cat "$work/profile")"
 fi
 [ -s "$work/curves.png" ] || fail "no plot written"
+
+# A batch larger than the training set, and more threads than the machine has, are clamped with
+# a note, and the header prints what is used.
+if ! "$duet" train --model mlp --epochs 1 --batch-size 10000000 --threads 1000 > "$work/clamped" 2>&1 \
+   || ! grep -q "^note: --batch-size 10000000 is more than the 60000 training images; using 60000$" "$work/clamped" \
+   || ! grep -qE "^note: --threads 1000 is more than this machine's [0-9]+ hardware threads; using [0-9]+$" "$work/clamped" \
+   || ! grep -q "^training mlp .*: 60000 images, batch 60000, sgd lr 0.2, epochs 1..1$" "$work/clamped"; then
+  fail "clamped run: $(cat "$work/clamped")"
+else
+  echo "ok: clamped run: $(grep -c '^note' "$work/clamped") notes"
+fi
 
 # A diverging run stops with exit 1 and names the epoch and step.
 "$duet" train --model mlp --lr 1e30 --epochs 1 > "$work/out" 2> "$work/err"
