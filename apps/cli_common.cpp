@@ -1,5 +1,9 @@
 #include "cli_common.h"
 
+#include <thread>
+
+#include "duet/core/error.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "duet/optim/adam.h"
 #include "duet/optim/sgd.h"
 
@@ -21,10 +25,57 @@ CLI::Validator at_least(double low, const char* what) {
 const CLI::Validator kPositive = at_least(1, "a positive integer");
 const CLI::Validator kNonNegative = at_least(0, "a number >= 0");
 
-std::vector<Device> device_group(Device first, int count) {
+namespace {
+
+// How many devices of `type` there are, and how to say so.
+std::pair<int, std::string> device_limit(DeviceType type) {
+  if (type == DeviceType::CUDA && cuda::device_count() > 0) {
+    const int n = cuda::device_count();
+    return {n, "this machine has " + std::to_string(n) + " CUDA device(s), cuda:0 to cuda:" + std::to_string(n - 1)};
+  }
+  const std::string kind = type == DeviceType::CPU ? "cpu" : "cuda";
+  return {kMaxDevicesPerType, "duet has " + std::to_string(kMaxDevicesPerType) + " logical " +
+                                  (type == DeviceType::CPU ? "CPU" : "CUDA") + " devices, " + kind + ":0 to " + kind +
+                                  ":" + std::to_string(kMaxDevicesPerType - 1)};
+}
+
+}  // namespace
+
+std::vector<Device> device_group(Device first, int count, const std::string& flag) {
+  const auto [limit, there_are] = device_limit(first.type);
+  DUET_CHECK(first.index + count <= limit, flag, " ", count, " from ", first, " would run to ",
+             Device{first.type, first.index + count - 1}, ", but ", there_are);
   std::vector<Device> group;
   for (int i = 0; i < count; ++i) group.push_back({first.type, first.index + i});
   return group;
+}
+
+std::vector<Device> devices_with_ids(DeviceType type, const std::vector<int>& ids, const std::string& flag) {
+  const auto [limit, there_are] = device_limit(type);
+  std::vector<Device> group;
+  for (int index : ids) {
+    DUET_CHECK(index < limit, flag, ": ", Device{type, index}, " does not exist: ", there_are);
+    group.push_back({type, index});
+  }
+  return group;
+}
+
+std::string clamp_threads(int& threads, const std::string& flag) {
+  const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+  if (hardware == 0 || threads <= hardware) return "";
+  std::string note = flag + " " + std::to_string(threads) + " is more than this machine's " + std::to_string(hardware) +
+                     " hardware threads; using " + std::to_string(hardware);
+  threads = hardware;
+  return note;
+}
+
+void add_comm_timeout_flag(CLI::App& cmd, double& seconds) {
+  cmd.add_option("--comm-timeout", seconds, "Seconds a collective waits for the other ranks before the run fails")
+      ->check(at_least(0.001, "a number of seconds >= 0.001"))->capture_default_str();
+}
+
+std::chrono::milliseconds comm_timeout(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000.0 + 0.5));
 }
 
 void add_optimizer_flags(CLI::App& cmd, OptimizerArgs& args) {

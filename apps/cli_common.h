@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,8 +24,20 @@ CLI::Validator at_least(double low, const char* what);
 extern const CLI::Validator kPositive;     // "a positive integer"
 extern const CLI::Validator kNonNegative;  // "a number >= 0"
 
-// count logical devices of first's type from first on: cpu:0..N-1 (or cuda:0..N-1).
-std::vector<Device> device_group(Device first, int count);
+// count logical devices of first's type from first on: cpu:0..N-1 (or cuda:0..N-1). Throws
+// duet::Error naming `flag` and the devices there are when the group runs past the last one:
+// duet's 64 logical CPU devices (Device::parse's limit), or this machine's CUDA devices.
+std::vector<Device> device_group(Device first, int count, const std::string& flag);
+// The devices of `type` with these indices; throws like device_group for one that does not exist.
+std::vector<Device> devices_with_ids(DeviceType type, const std::vector<int>& ids, const std::string& flag);
+
+// More kernel threads than the machine's hardware threads only make them take turns: clamps
+// `threads` to those and returns a note saying so, or "" when it fits.
+std::string clamp_threads(int& threads, const std::string& flag);
+
+// --comm-timeout SECONDS: how long a collective waits for the other ranks before the run fails.
+void add_comm_timeout_flag(CLI::App& cmd, double& seconds);
+std::chrono::milliseconds comm_timeout(double seconds);
 
 struct OptimizerArgs {
   std::string name = "sgd";  // sgd or adam

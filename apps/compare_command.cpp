@@ -10,6 +10,7 @@
 
 #include "cli_common.h"
 #include "compare_report.h"
+#include "output_paths.h"
 #include "duet/data/fashion_mnist.h"
 #include "duet/kernels/kernels.h"
 #include "duet/nn/models/models.h"
@@ -33,6 +34,7 @@ struct CompareArgs {
   int threads = 0;
   std::string out = "compare-results";
   std::string trace;
+  double comm_timeout = parallel::kDefaultCommTimeout.count() / 1000.0;  // seconds
   bool predict = false;
   bool plots = true;
   bool floor = true;
@@ -107,12 +109,6 @@ int write_outputs(const CompareArgs& args, const CompareReport& report) {
       ++failures;
     }
   };
-  std::error_code error;
-  fs::create_directories(args.out, error);
-  if (error) {
-    std::cerr << "duet compare: error: cannot create --out folder " << args.out << ": " << error.message() << "\n";
-    return kFailed;
-  }
   const std::string title = args.model + ", batch " + std::to_string(args.batch_size) + ", " + report.device_kind;
   const fs::path dir(args.out);
   attempt((dir / "results.json").string(), [&] { write_results_json(report, (dir / "results.json").string()); });
@@ -135,6 +131,7 @@ int run_compare(CompareArgs args) {
     std::cerr << "duet compare: error: --predict needs the measured single-device compute: add single to --strategies\n";
     return kBadInput;
   }
+  if (std::string note = clamp_threads(args.threads, "--threads"); !note.empty()) std::cout << "note: " << note << "\n";
   if (args.threads > 0) kernels::set_num_threads(args.threads);
   // The per-phase columns are the point: on GPUs each phase waits for its devices' work.
   parallel::set_exact_gpu_phases(true);
@@ -142,6 +139,11 @@ int run_compare(CompareArgs args) {
   data::TensorDataset train_set;
   try {
     device = Device::parse(args.device);
+    if (!args.devices.empty()) device_group(device, args.devices.back(), "--devices");  // the largest (sorted) fits
+    // Every output path first: a bad one fails now, not after every strategy has run.
+    prepare_output_folder("--out", args.out);
+    if (args.plots) check_gnuplot("the plots", ", or pass --no-plots");
+    if (!args.trace.empty()) check_output_file("--trace", args.trace);
     train_set = data::FashionMNIST::train(args.data_dir);
   } catch (const Error& e) {
     std::cerr << "duet compare: error: " << e.what() << "\n";
@@ -154,7 +156,8 @@ int run_compare(CompareArgs args) {
       .warmup = args.warmup,
       .seed = args.seed,
       .make_optimizer = [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
-      .first_device = device};
+      .first_device = device,
+      .comm_timeout = comm_timeout(args.comm_timeout)};
   CompareReport report{.config = config};
   report.device_kind = device.is_cpu() ? "logical CPU devices sharing " + std::to_string(kernels::num_threads()) +
                                              " threads"
@@ -207,6 +210,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--device", args->device, "First device: cpu (logical cpu:0..N-1) or cuda")->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->check(kNonNegative)->capture_default_str();
+  add_comm_timeout_flag(*cmd, args->comm_timeout);
   cmd->add_option("--out", args->out, "Folder for results.json, results.csv and the plots")->capture_default_str();
   cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON of every phase on every device here");
   cmd->add_flag("--predict", args->predict, "Also print the cost model's step times on 2, 4 and 8 GPUs");

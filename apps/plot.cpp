@@ -1,12 +1,15 @@
 #include "plot.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 
 #include "duet/core/error.h"
@@ -17,22 +20,27 @@ namespace {
 namespace fs = std::filesystem;
 
 // Runs a gnuplot script that write_script writes, in a scratch folder where write_script may
-// put its data files too.
+// put its data files too. Its `set terminal` must say noenhanced (that command resets the
+// terminal's options), or names such as buffer_sync are drawn with a subscript.
 void run_gnuplot(const std::string& png_path, const std::function<void(const fs::path&, std::ostream&)>& write_script) {
   fs::path dir = fs::temp_directory_path() / ("duet-plot-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::path script = dir / "plot.gp";
   {
     std::ofstream gp(script);
-    gp << "set output '" << png_path << "'\n"
-       << "set termoption noenhanced\n";  // phase and strategy names have underscores
+    gp << "set output '" << png_path << "'\n";
     write_script(dir, gp);
   }
-  std::string command = "gnuplot '" + script.string() + "' 2>&1";
+  fs::path log = dir / "gnuplot.log";
+  std::string command = "gnuplot '" + script.string() + "' > '" + log.string() + "' 2>&1";
   int status = std::system(command.c_str());
+  std::ifstream log_file(log);
+  std::string said((std::istreambuf_iterator<char>(log_file)), std::istreambuf_iterator<char>());
   fs::remove_all(dir);
-  DUET_CHECK(status == 0, "plotting ", png_path, ": gnuplot failed (exit status ", status,
-             "); install Debian's gnuplot-nox package, which make installs");
+  // The shell's 127: no gnuplot to run. Anything else is gnuplot's own complaint.
+  DUET_CHECK(!(WIFEXITED(status) && WEXITSTATUS(status) == 127), "plotting ", png_path,
+             ": gnuplot is not installed; install Debian's gnuplot-nox package, which make installs");
+  DUET_CHECK(status == 0, "plotting ", png_path, ": gnuplot failed (exit status ", status, "): ", said);
 }
 
 std::string label(const parallel::RunMeasurement& run) {
@@ -50,7 +58,7 @@ void plot_history(const std::vector<parallel::EpochStats>& history, const std::s
     for (const auto& e : history) {
       out << e.epoch + 1 << ' ' << e.train_loss << ' ' << e.train_accuracy << ' ' << e.test_accuracy << '\n';
     }
-    gp << "set terminal pngcairo size 1000,400 font ',10'\n"
+    gp << "set terminal pngcairo noenhanced size 1000,400 font ',10'\n"
        << "set multiplot layout 1,2 title '" << title << "'\n"
        << "set xlabel 'epoch'\nset grid\nset key top right\n"
        << "set ylabel 'loss'\nplot '" << data.string() << "' using 1:2 with linespoints title 'train loss'\n"
@@ -69,18 +77,24 @@ void plot_phases(const std::vector<parallel::RunMeasurement>& runs, const std::s
     std::ofstream out(data);
     out << "run";
     for (size_t i = 0; i < parallel::kNumPhases; ++i) out << ' ' << parallel::name(static_cast<parallel::Phase>(i));
-    out << '\n';
+    out << " other\n";
     for (const auto& run : runs) {
       out << '"' << label(run) << '"';
-      for (double ms : run.phase_ms) out << ' ' << ms;
-      out << '\n';
+      double timed = 0;
+      for (double ms : run.phase_ms) {
+        out << ' ' << ms;
+        timed += ms;
+      }
+      // What no phase timed (loading the batch, the step loop, the gaps between phases), so that
+      // every bar adds up to its run's ms per step.
+      out << ' ' << std::max(0.0, run.ms_per_step - timed) << '\n';
     }
-    gp << "set terminal pngcairo size 1000,500 font ',10'\n"
+    gp << "set terminal pngcairo noenhanced size 1000,500 font ',10'\n"
        << "set title '" << title << "'\nset ylabel 'ms per step'\nset grid ytics\n"
        << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
        << "set boxwidth 0.6\nset key outside right\nset key autotitle columnhead\nset yrange [0:*]\n"
-       << "colors = '#7f7f7f #17becf #bcbd22 #ff7f0e #9467bd #8c564b #d62728 #1f77b4 #2ca02c'\n"
-       << "plot for [i=2:" << parallel::kNumPhases + 1 << "] '" << data.string()
+       << "colors = '#7f7f7f #17becf #bcbd22 #ff7f0e #9467bd #8c564b #d62728 #1f77b4 #2ca02c #d9d9d9'\n"
+       << "plot for [i=2:" << parallel::kNumPhases + 2 << "] '" << data.string()
        << "' using i:xtic(1) lc rgb word(colors, i - 1)\n";
   });
 }
@@ -109,7 +123,7 @@ void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const st
       }
       titles.push_back(strategy);
     }
-    gp << "set terminal pngcairo size 800,500 font ',10'\n"
+    gp << "set terminal pngcairo noenhanced size 800,500 font ',10'\n"
        << "set title '" << title << "'\nset xlabel 'devices'\nset ylabel 'images per second'\nset grid\n"
        << "set xtics 1\nset yrange [0:*]\nset key bottom right\nplot ";
     for (size_t i = 0; i < titles.size(); ++i) {

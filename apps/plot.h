@@ -14,7 +14,8 @@ namespace duet::apps {
 void plot_history(const std::vector<parallel::EpochStats>& history, const std::string& png_path,
                   const std::string& title);
 
-// `duet compare`: one stacked bar of mean milliseconds per phase for every run.
+// `duet compare`: one stacked bar of mean milliseconds per phase for every run, topped by
+// "other", the time no phase took, so that each bar is the run's ms per step.
 void plot_phases(const std::vector<parallel::RunMeasurement>& runs, const std::string& png_path,
                  const std::string& title);
 

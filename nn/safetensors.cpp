@@ -1,9 +1,11 @@
 #include "duet/nn/safetensors.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -43,7 +45,34 @@ void write_all(std::FILE* file, const void* data, size_t bytes, const std::strin
              std::strerror(errno));
 }
 
+// "12345" -> 12345; anything but digits -> 0.
+pid_t parse_pid(const std::string& text) {
+  pid_t pid = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), pid);
+  return ec == std::errc() && end == text.data() + text.size() && pid > 0 ? pid : 0;
+}
+
+// Removes the temporary files that killed writers of `path` left beside it. A file of a process
+// that still runs (another save in progress) is left alone.
+void remove_stale_partials(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path folder = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string name = target.filename().string();
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
+    const std::string file = entry.path().filename().string();
+    for (const std::string& prefix : {name + ".duet-partial-", name + ".tmp."}) {
+      if (file.rfind(prefix, 0) != 0) continue;
+      const pid_t pid = parse_pid(file.substr(prefix.size()));
+      if (pid != 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH) fs::remove(entry.path(), error);
+    }
+  }
+}
+
 }  // namespace
+
+std::string partial_path(const std::string& path) { return path + ".duet-partial-" + std::to_string(::getpid()); }
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata) {
@@ -65,7 +94,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(header_size >> (8 * i));
 
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
+  remove_stale_partials(path);
+  std::string temp = partial_path(path);
   std::FILE* file = std::fopen(temp.c_str(), "wb");
   DUET_CHECK(file != nullptr, path, ": cannot write: ", std::strerror(errno));
   try {

@@ -21,8 +21,14 @@ struct SafeTensors {
 
 // Writes atomically: a temporary file beside `path`, flushed, then renamed over it, so a
 // crash never leaves a half-written checkpoint. Tensors may live on any device.
+// The temporary file is `path` + ".duet-partial-" + the writer's process id. A killed writer
+// leaves its one behind; the next save to `path` removes those of processes that no longer run
+// on this machine (and the ".tmp.<pid>" ones of duet before this naming).
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+
+// The temporary file save_safetensors writes for `path` in this process.
+std::string partial_path(const std::string& path);
 
 SafeTensors load_safetensors(const std::string& path);
 // Checks every header field against the buffer; `source` names the file in errors.

@@ -1,5 +1,8 @@
 #include "duet/optim/checkpoint.h"
 
+#include <charconv>
+#include <limits>
+
 #include "duet/nn/safetensors.h"
 
 namespace duet::optim {
@@ -11,23 +14,29 @@ constexpr const char* kFormat = "duet-checkpoint";
 constexpr const char* kVersion = "2";
 constexpr const char* kOldVersion = "1";
 
-uint64_t parse_u64(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path) {
+// A whole number >= 0, digits only: no sign, no spaces, nothing after it (std::stoull took
+// "-2" as 2^64 - 2, which became epoch -2).
+uint64_t parse_count(const std::map<std::string, std::string>& meta, const std::string& key, const std::string& path,
+                     uint64_t max = std::numeric_limits<uint64_t>::max()) {
   auto it = meta.find(key);
   DUET_CHECK(it != meta.end(), path, ": checkpoint metadata lacks '", key, "'");
-  try {
-    size_t used = 0;
-    uint64_t value = std::stoull(it->second, &used);
-    DUET_CHECK(used == it->second.size(), "trailing characters");
-    return value;
-  } catch (const std::exception&) {
-    DUET_FAIL(path, ": checkpoint metadata '", key, "' is not a number: '", it->second, "'");
-  }
+  const std::string& text = it->second;
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  DUET_CHECK(!text.empty() && ec == std::errc() && end == text.data() + text.size() && value <= max, path,
+             ": checkpoint metadata '", key, "' is '", text, "', expected a whole number from 0 to ", max);
+  return value;
+}
+
+bool is_reserved(const std::string& key) {
+  return key == "format" || key == "version" || key == "epochs_done" || key == "rng_seed" || key == "rng_offset";
 }
 
 }  // namespace
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& optimizer,
                      const Generator& generator, const CheckpointInfo& info) {
+  DUET_CHECK(info.epochs_done >= 0, path, ": epochs_done must be >= 0, got ", info.epochs_done);
   nn::NamedTensors tensors;
   for (auto& [name, t] : model.state_dict()) tensors.emplace_back("model." + name, t);
   for (auto& [name, t] : optimizer.state()) tensors.emplace_back("optim." + name, t);
@@ -40,40 +49,66 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
   nn::save_safetensors(path, tensors, meta);
 }
 
-CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer,
-                               Generator& generator) {
+Checkpoint read_checkpoint(const std::string& path) {
   nn::SafeTensors file = nn::load_safetensors(path);
   auto format = file.metadata.find("format");
   DUET_CHECK(format != file.metadata.end() && format->second == kFormat, path, ": not a duet checkpoint");
   const std::string& version = file.metadata["version"];
   DUET_CHECK(version == kVersion || version == kOldVersion, path, ": checkpoint version '", version,
              "', this duet reads versions ", kOldVersion, " and ", kVersion);
-  std::map<std::string, Tensor> model_state, optim_state;
+  Checkpoint checkpoint;
+  checkpoint.path = path;
   for (auto& [name, t] : file.tensors) {
-    if (name.rfind("model.", 0) == 0) model_state[name.substr(6)] = t;
-    else if (name.rfind("optim.", 0) == 0) optim_state[name.substr(6)] = t;
+    if (name.rfind("model.", 0) == 0) checkpoint.model_state[name.substr(6)] = t;
+    else if (name.rfind("optim.", 0) == 0) checkpoint.optimizer_state[name.substr(6)] = t;
     else DUET_FAIL(path, ": unexpected tensor '", name, "' in a checkpoint");
   }
-  CheckpointInfo info;
-  info.epochs_done = static_cast<int64_t>(parse_u64(file.metadata, "epochs_done", path));
-  uint64_t seed = parse_u64(file.metadata, "rng_seed", path), offset = parse_u64(file.metadata, "rng_offset", path);
-  // Check the model first (its errors name the tensor and both shapes), then swap in the
-  // optimizer state (it checks before it writes), then write the model: a bad file changes nothing.
+  checkpoint.info.epochs_done = static_cast<int64_t>(
+      parse_count(file.metadata, "epochs_done", path, std::numeric_limits<int64_t>::max()));
+  checkpoint.rng_seed = parse_count(file.metadata, "rng_seed", path);
+  checkpoint.rng_offset = parse_count(file.metadata, "rng_offset", path);
+  for (auto& [key, value] : file.metadata) {
+    if (!is_reserved(key)) checkpoint.info.extra[key] = value;
+  }
+  return checkpoint;
+}
+
+void Checkpoint::check_model(const nn::Module& model) const {
   try {
     model.check_state_dict(model_state);
-    optimizer.load_state(optim_state);
   } catch (const Error& e) {
     DUET_FAIL(path, ": ", e.what());
   }
+}
+
+void Checkpoint::restore_model(nn::Module& model) const {
+  check_model(model);
   model.load_state_dict(model_state);
-  generator.manual_seed(seed);
-  generator.set_offset(offset);
-  for (auto& [key, value] : file.metadata) {
-    if (key != "format" && key != "version" && key != "epochs_done" && key != "rng_seed" && key != "rng_offset") {
-      info.extra[key] = value;
-    }
+}
+
+void Checkpoint::restore_optimizer(Optimizer& optimizer) const {
+  try {
+    optimizer.load_state(optimizer_state);  // checks everything before it changes anything
+  } catch (const Error& e) {
+    DUET_FAIL(path, ": ", e.what());
   }
-  return info;
+}
+
+void Checkpoint::restore_generator(Generator& generator) const {
+  generator.manual_seed(rng_seed);
+  generator.set_offset(rng_offset);
+}
+
+CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer,
+                               Generator& generator) {
+  Checkpoint checkpoint = read_checkpoint(path);
+  // Check the model first (its errors name the tensor and both shapes), then swap in the
+  // optimizer state (it checks before it writes), then write the model: a bad file changes nothing.
+  checkpoint.check_model(model);
+  checkpoint.restore_optimizer(optimizer);
+  checkpoint.restore_model(model);
+  checkpoint.restore_generator(generator);
+  return checkpoint.info;
 }
 
 }  // namespace duet::optim

@@ -1,8 +1,15 @@
 // Training checkpoints: the model, the optimizer state, the epoch and the random generator,
 // in one safetensors file (tensors "model.*" and "optim.*", the rest in the metadata), so a
 // resumed run continues exactly where the saved one stopped.
+//
+// Two ways to load one. load_checkpoint restores a model, its optimizer and the generator in
+// one call. read_checkpoint reads and checks the file without applying it, so that a caller can
+// look at its info first (which model? how many epochs?) and then restore the parts where they
+// belong: the data-parallel strategies restore one model before their replicas are made, and
+// every replica's optimizer from the same state.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 
@@ -13,13 +20,33 @@
 namespace duet::optim {
 
 struct CheckpointInfo {
-  int64_t epochs_done = 0;                     // completed epochs
+  int64_t epochs_done = 0;                     // completed epochs, >= 0
   std::map<std::string, std::string> extra;    // free-form (e.g. the model name)
 };
 
-// Atomic (see save_safetensors). `generator` is the one dropout and init draw from.
+// A checkpoint file, read and checked but not applied.
+struct Checkpoint {
+  std::string path;
+  CheckpointInfo info;
+  std::map<std::string, Tensor> model_state;      // "model.*" without the prefix
+  std::map<std::string, Tensor> optimizer_state;  // "optim.*" without the prefix
+  uint64_t rng_seed = 0, rng_offset = 0;
+
+  // Each throws naming the file and the first tensor that does not fit, and then changes nothing.
+  void check_model(const nn::Module& model) const;  // restore_model's checks alone
+  void restore_model(nn::Module& model) const;
+  void restore_optimizer(Optimizer& optimizer) const;
+  void restore_generator(Generator& generator) const;
+};
+
+// Atomic (see save_safetensors). `generator` is the one dropout and init draw from. Throws if
+// info.epochs_done is negative.
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& optimizer,
                      const Generator& generator, const CheckpointInfo& info);
+
+// Reads `path`; throws naming it if it is not a duet checkpoint of this version, or its
+// metadata is missing or malformed (an epochs_done that is not a whole number >= 0, say).
+Checkpoint read_checkpoint(const std::string& path);
 
 // Restores model, optimizer and generator in place and returns the info. Throws naming the
 // file and the first tensor that does not fit; a failed load leaves the model unchanged.

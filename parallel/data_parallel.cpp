@@ -15,10 +15,7 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<op
   DUET_CHECK(model_ && optimizer_, "DataParallel: needs a model and an optimizer");
   check_loss_reduction(loss_, "DataParallel");
   DUET_CHECK(!devices_.empty(), "DataParallel: needs at least one device");
-  for (const auto& [name, p] : model_->named_parameters()) {
-    DUET_CHECK(p.device() == devices_[0], "DataParallel: the model must live on ", devices_[0].str(),
-               " (devices[0]), but parameter '", name, "' is on ", p.device().str());
-  }
+  check_model_on(*model_, devices_[0], "DataParallel");
 }
 
 std::string DataParallel::devices() const { return device_list(devices_); }

@@ -13,13 +13,6 @@
 namespace duet::parallel {
 namespace {
 
-void check_model_on(const nn::Module& model, Device device) {
-  for (const auto& [name, p] : model.named_parameters()) {
-    DUET_CHECK(p.device() == device, "DistributedDataParallel: the model must live on ", device.str(),
-               ", but parameter '", name, "' is on ", p.device().str());
-  }
-}
-
 // FNV-1a over a tensor's bytes: equal replicas hash equal, and one flipped bit almost surely not.
 int64_t hash_of(const Tensor& t) {
   Tensor c = t.detach().to(cpu(0)).contiguous();
@@ -56,7 +49,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   DUET_CHECK(model && make_optimizer, "DistributedDataParallel: needs a model and an optimizer factory");
   check_loss_reduction(options_.loss, "DistributedDataParallel");
   DUET_CHECK(!devices_.empty(), "DistributedDataParallel: needs at least one device");
-  check_model_on(*model, devices_[0]);
+  check_model_on(*model, devices_[0], "DistributedDataParallel");
   std::vector<std::shared_ptr<Communicator>> comms = make_group(devices_, options_);
   layout_ = std::make_shared<const BucketLayout>(
       plan_buckets(model->parameters(), options_.first_bucket_bytes, options_.bucket_bytes));
@@ -75,7 +68,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
              "communicator");
   check_loss_reduction(options_.loss, "DistributedDataParallel");
   devices_ = {comm->device()};
-  check_model_on(*model, comm->device());
+  check_model_on(*model, comm->device(), "DistributedDataParallel");
   // DDP's constructor broadcast: whatever each process initialised, rank 0's values win.
   for (const Tensor& p : model->parameters()) comm->broadcast(p, 0);
   for (const auto& [name, b] : model->named_buffers()) {
@@ -127,7 +120,7 @@ StepResult DistributedDataParallel::train_step(const data::Batch& batch) {
   // One thread per local rank. A batch smaller than the world leaves the last ranks without
   // examples; they still take part in every collective, with zero gradients. A rank that
   // throws aborts the group, so the others stop waiting for it.
-  std::vector<RankResult> results(local);
+  std::vector<StepResult> results(local);
   run_on_devices(
       devices_,
       [&](size_t r) { results[r] = r < xs.size() ? run_rank(r, xs[r], ys[r], global_count) : run_rank(r, {}, {}, global_count); },
@@ -144,9 +137,9 @@ StepResult DistributedDataParallel::train_step(const data::Batch& batch) {
 
 // The global mean loss from the per-shard means, weighted by shard size. In one process the
 // host adds them up; across processes that takes one more small all-reduce.
-StepResult DistributedDataParallel::global_result(const std::vector<RankResult>& results) {
+StepResult DistributedDataParallel::global_result(const std::vector<StepResult>& results) {
   StepResult out;
-  for (const RankResult& r : results) {
+  for (const StepResult& r : results) {  // each rank's loss is the mean over its shard
     out.loss += r.loss * static_cast<double>(r.count);
     out.correct += r.correct;
     out.count += r.count;
@@ -164,8 +157,7 @@ StepResult DistributedDataParallel::global_result(const std::vector<RankResult>&
   return out;
 }
 
-DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, const Tensor& x, const Tensor& y,
-                                                                      int64_t global_count) {
+StepResult DistributedDataParallel::run_rank(size_t r, const Tensor& x, const Tensor& y, int64_t global_count) {
   Rank& rank = ranks_[r];
   PhaseTimer timer(rank_phases_[r], static_cast<int>(r), {rank.comm->device()});
   rank.comm->reset_stats();
@@ -196,8 +188,7 @@ DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, 
   const ReduceOp op = options_.mean_of_means ? ReduceOp::avg : ReduceOp::sum;
   if (rank.reducer) rank.reducer->prepare(scale, op);
 
-  RankResult result;
-  result.count = n_local;
+  StepResult result;  // an empty shard's: no examples
   if (n_local > 0) {
     Tensor logits = rank.model->forward(x);
     timer.lap(Phase::forward);
@@ -206,9 +197,7 @@ DistributedDataParallel::RankResult DistributedDataParallel::run_rank(size_t r, 
     // The hooks fire inside this call, on this thread, and launch the buckets as they fill.
     loss.backward();
     timer.lap(Phase::backward);
-    const StepResult step = step_result(loss, options_.loss, logits, y);
-    result.loss = step.loss;
-    result.correct = step.correct;
+    result = step_result(loss, options_.loss, logits, y);
   }
   if (rank.reducer) {
     rank.reducer->finish();  // waits for the buckets still in flight, copies them into .grad

@@ -28,8 +28,6 @@
 
 namespace duet::parallel {
 
-using OptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor> params)>;
-
 struct DDPOptions {
   // Bucketed all-reduce from backward hooks; false: one all-reduce per gradient after backward
   // (for comparison: no overlap, more latency).
@@ -100,17 +98,13 @@ class DistributedDataParallel final : public Strategy {
     std::shared_ptr<Communicator> comm;
     std::shared_ptr<BucketReducer> reducer;  // bucketed mode only
   };
-  struct RankResult {
-    double loss = 0;  // mean over the rank's shard
-    int64_t correct = 0;
-    int64_t count = 0;
-  };
   void add_rank(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer,
                 std::shared_ptr<Communicator> comm);
-  // global_count < 0: unknown here (multi-process), all-reduced from the ranks' shard sizes.
-  RankResult run_rank(size_t r, const Tensor& x, const Tensor& y, int64_t global_count);
+  // The rank's loss (the mean over its shard) and counts. global_count < 0: unknown here
+  // (multi-process), all-reduced from the ranks' shard sizes.
+  StepResult run_rank(size_t r, const Tensor& x, const Tensor& y, int64_t global_count);
   void all_reduce_unbucketed(Rank& rank, double scale, ReduceOp op);
-  StepResult global_result(const std::vector<RankResult>& results);
+  StepResult global_result(const std::vector<StepResult>& results);
 
   std::vector<Device> devices_;  // of the local ranks
   DDPOptions options_;

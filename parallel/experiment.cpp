@@ -9,7 +9,6 @@
 #include "duet/core/error.h"
 #include "duet/core/generator.h"
 #include "duet/nn/models/models.h"
-#include "duet/parallel/data_parallel.h"
 
 namespace duet::parallel {
 namespace {
@@ -48,27 +47,6 @@ data::Batch reversed(const data::Batch& batch) {
 
 }  // namespace
 
-const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"single", "dp", "ddp", "ddp-unbucketed", "ddp-naive"};
-  return names;
-}
-
-std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr<nn::Module> model,
-                                        const OptimizerFactory& make_optimizer, const std::vector<Device>& devices) {
-  DUET_CHECK(!devices.empty(), "make_strategy: needs at least one device");
-  if (name == "single") return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0]);
-  if (name == "dp") return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices);
-  DDPOptions options;
-  if (name == "ddp-unbucketed") {
-    options.bucketed = false;
-  } else if (name == "ddp-naive") {
-    options.algorithm = LocalAlgorithm::naive;
-  } else {
-    DUET_CHECK(name == "ddp", "unknown strategy '", name, "' (expected single, dp, ddp, ddp-unbucketed or ddp-naive)");
-  }
-  return std::make_unique<DistributedDataParallel>(model, make_optimizer, devices, options);
-}
-
 Experiment::Experiment(ExperimentConfig config, data::TensorDataset train)
     : config_(std::move(config)), train_(std::move(train)) {
   DUET_CHECK(config_.make_optimizer, "Experiment: needs an optimizer factory");
@@ -106,7 +84,9 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
       sizes_.bucket_bytes.push_back(bucket.numel * static_cast<int64_t>(element_size(bucket.dtype)));
     }
   }
-  std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group);
+  StrategyOptions options;
+  options.comm_timeout = config_.comm_timeout;
+  std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group, options);
   const bool is_reference = !reference_ && run.strategy == "single" && !run.reversed_batches;
 
   RunMeasurement m;

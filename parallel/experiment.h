@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -23,14 +24,6 @@
 
 namespace duet::parallel {
 
-// "single", "dp", "ddp" (bucketed, ring), "ddp-unbucketed", "ddp-naive" (bucketed, with the
-// naive reduce-then-broadcast all-reduce).
-const std::vector<std::string>& strategy_names();
-
-// Builds the named strategy over `devices` (single uses devices[0] only).
-std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr<nn::Module> model,
-                                        const OptimizerFactory& make_optimizer, const std::vector<Device>& devices);
-
 struct ExperimentConfig {
   std::string model = "lenet-relu";  // a bundled model (nn::models::names())
   int64_t batch_size = 256;          // global
@@ -39,6 +32,7 @@ struct ExperimentConfig {
   uint64_t seed = 0;                 // the initial weights and the batch order
   OptimizerFactory make_optimizer;   // required
   Device first_device = cpu(0);      // a run on N devices uses this one and the N-1 after it
+  std::chrono::milliseconds comm_timeout = kDefaultCommTimeout;  // ddp's collectives
 };
 
 struct StrategyRun {

@@ -1,10 +1,58 @@
 #include "duet/parallel/strategy.h"
 
+#include <algorithm>
+
 #include "duet/autograd/grad_mode.h"
 #include "duet/autograd/ops.h"
 #include "duet/nn/functional.h"
+#include "duet/parallel/data_parallel.h"
+#include "duet/parallel/distributed.h"
+#include "duet/parallel/graphed_single_device.h"
+#include "duet/parallel/replica_threads.h"
 
 namespace duet::parallel {
+
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names = {"single", "dp", "ddp", "ddp-unbucketed", "ddp-naive"};
+  return names;
+}
+
+bool is_ddp(const std::string& name) { return name.rfind("ddp", 0) == 0; }
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr<nn::Module> model,
+                                        const OptimizerFactory& make_optimizer, const std::vector<Device>& devices,
+                                        const StrategyOptions& options) {
+  const std::vector<std::string>& names = strategy_names();
+  DUET_CHECK(std::find(names.begin(), names.end(), name) != names.end(), "unknown strategy '", name,
+             "' (expected single, dp, ddp, ddp-unbucketed or ddp-naive)");
+  DUET_CHECK(model && make_optimizer, "make_strategy: ", name, " needs a model and an optimizer factory");
+  DUET_CHECK(!devices.empty(), "make_strategy: ", name, " needs at least one device");
+  DUET_CHECK(!options.cuda_graph || name == "single", "make_strategy: a CUDA graph records a single device's step, "
+             "not ", name, "'s");
+  DUET_CHECK(!options.comm || is_ddp(name), "make_strategy: only ddp runs over a multi-process communicator, not ",
+             name);
+  if (name == "single") {
+    if (options.cuda_graph) {
+      return std::make_unique<GraphedSingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss);
+    }
+    return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss);
+  }
+  if (name == "dp") return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices, options.loss);
+  DDPOptions ddp{.bucketed = name != "ddp-unbucketed", .loss = options.loss, .comm_timeout = options.comm_timeout};
+  if (name == "ddp-naive") ddp.algorithm = LocalAlgorithm::naive;
+  if (!options.comm) return std::make_unique<DistributedDataParallel>(model, make_optimizer, devices, ddp);
+  DUET_CHECK(devices.size() == 1 && devices[0] == options.comm->device(), "make_strategy: ", name,
+             " over a multi-process communicator runs on its rank's device ", options.comm->device(), ", not on ",
+             device_list(devices));
+  return std::make_unique<DistributedDataParallel>(model, make_optimizer, options.comm, ddp);
+}
+
+void check_model_on(const nn::Module& model, Device device, const char* who) {
+  for (const auto& [name, p] : model.named_parameters()) {
+    DUET_CHECK(p.device() == device, who, ": the model must live on ", device.str(), " (devices[0]), but parameter '",
+               name, "' is on ", p.device().str());
+  }
+}
 
 SingleDevice::SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
                            Device device, LossReduction loss)

@@ -1,17 +1,22 @@
 // Strategy: how one training step runs over one or more devices. The step loop (Trainer)
 // and `duet train`/`duet compare` only see this interface.
 //
-// This file has the single-device strategy; DataParallel (A, data_parallel.h) and
-// DistributedDataParallel (B, distributed.h) implement the same interface.
+// This file has the single-device strategy and make_strategy, which builds any strategy by
+// name; DataParallel (A, data_parallel.h), DistributedDataParallel (B, distributed.h) and
+// GraphedSingleDevice (graphed_single_device.h) implement the same interface.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "duet/data/dataloader.h"
 #include "duet/nn/functional.h"
 #include "duet/nn/module.h"
 #include "duet/optim/optimizer.h"
+#include "duet/parallel/comm/communicator.h"
 #include "duet/parallel/phase_times.h"
 
 namespace duet::parallel {
@@ -60,6 +65,37 @@ class SingleDevice final : public Strategy {
   PhaseTimes phases_;
 };
 
+// Makes an optimizer over a replica's parameters; the data-parallel strategies call it once per
+// replica they hold.
+using OptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor> params)>;
+
+// "single", "dp", "ddp" (bucketed, ring), "ddp-unbucketed", "ddp-naive" (bucketed, with the
+// naive reduce-then-broadcast all-reduce).
+const std::vector<std::string>& strategy_names();
+// ddp and its variants: one replica per device, gradients all-reduced.
+bool is_ddp(const std::string& name);
+
+struct StrategyOptions {
+  // single: record the step once as a CUDA graph and replay it (GraphedSingleDevice: one CUDA
+  // device, an optimizer whose step is replayable).
+  bool cuda_graph = false;
+  // ddp: this process's rank of a multi-process group (MPI, or NCCL bootstrapped over MPI);
+  // `devices` must then be {comm->device()}. Null: every rank in this process, one per device.
+  std::shared_ptr<Communicator> comm;
+  // ddp in one process: how long a collective waits for the other ranks before it fails.
+  std::chrono::milliseconds comm_timeout = kDefaultCommTimeout;
+  LossReduction loss = LossReduction::mean;
+};
+
+// Builds the named strategy (strategy_names()) over `devices`; `model` must live on
+// devices[0], and single uses devices[0] only. Throws naming the strategy and the reason when
+// the name, the devices or the options do not fit together.
+std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr<nn::Module> model,
+                                        const OptimizerFactory& make_optimizer, const std::vector<Device>& devices,
+                                        const StrategyOptions& options = {});
+
+// Throws unless every parameter of `model` lives on `device`; `who` names the strategy.
+void check_model_on(const nn::Module& model, Device device, const char* who);
 // Throws unless `loss` is mean or sum; `who` names the strategy.
 void check_loss_reduction(LossReduction loss, const char* who);
 // The mean loss over `count` examples from a mean- or sum-reduced loss tensor.

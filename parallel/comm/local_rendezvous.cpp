@@ -35,24 +35,24 @@ CollectiveCall LocalRendezvous::begin(int rank, std::string signature) {
     call.deadline = std::chrono::steady_clock::now() + timeout_;
     call.reads.assign(ranks_.size(), 0);
   }
-  changed_.notify_all();  // peers waiting on this rank may now check its signature
+  // Nobody to wake: no rank's wait depends on another's arrival (see the header on mismatches).
   return call;
 }
 
 void LocalRendezvous::post(CollectiveCall& call, const Tensor& data, int readers) {
-  {
-    std::unique_lock lock(mutex_);
-    RankState& me = ranks_[static_cast<size_t>(call.rank)];
-    wait(lock, call, [&] { return me.readers_left == 0; }, -1);
-    int index = call.posts++;
-    if (readers == 0) return;
-    me.post_seq = call.seq;
-    me.post_index = index;
-    me.post_data = data;
-    me.readers_left = readers;
-    if (data.defined()) call.bytes_sent += data.numel() * static_cast<int64_t>(data.element_size()) * readers;
+  std::unique_lock lock(mutex_);
+  RankState& me = ranks_[static_cast<size_t>(call.rank)];
+  wait(lock, call, [&] { return me.readers_left == 0; }, -1);
+  int index = call.posts++;
+  if (readers == 0) return;
+  me.post_seq = call.seq;
+  me.post_index = index;
+  me.post_data = data;
+  me.readers_left = readers;
+  if (data.defined()) call.bytes_sent += data.numel() * static_cast<int64_t>(data.element_size()) * readers;
+  for (RankState& peer : ranks_) {
+    if (peer.waiting_for == call.rank) peer.changed.notify_all();
   }
-  changed_.notify_all();
 }
 
 void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
@@ -74,12 +74,12 @@ void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
                " was expected");
     if (dst.numel() > 0) kernels::copy(flat(data), flat(dst));
   }
-  {
-    std::lock_guard lock(mutex_);
-    ++call.reads[static_cast<size_t>(from)];
-    if (--src.readers_left == 0) src.post_data = Tensor();  // let the sender's buffer go
+  std::lock_guard lock(mutex_);
+  ++call.reads[static_cast<size_t>(from)];
+  if (--src.readers_left == 0) {
+    src.post_data = Tensor();  // let the sender's buffer go
+    src.changed.notify_all();  // it waits for its readers before it posts again or finishes
   }
-  changed_.notify_all();
 }
 
 void LocalRendezvous::finish(CollectiveCall& call) {
@@ -89,30 +89,33 @@ void LocalRendezvous::finish(CollectiveCall& call) {
 }
 
 void LocalRendezvous::abort(int rank, const std::string& reason) {
-  {
-    std::lock_guard lock(mutex_);
-    if (abort_reason_.empty()) abort_reason_ = detail::concat("rank ", rank, " failed: ", reason);
-  }
-  changed_.notify_all();
+  std::lock_guard lock(mutex_);
+  if (abort_reason_.empty()) abort_reason_ = detail::concat("rank ", rank, " failed: ", reason);
+  wake_all();
 }
 
 void LocalRendezvous::leave(int rank) {
-  {
-    std::lock_guard lock(mutex_);
-    ranks_[static_cast<size_t>(rank)].left = true;
-  }
-  changed_.notify_all();
+  std::lock_guard lock(mutex_);
+  ranks_[static_cast<size_t>(rank)].left = true;
+  wake_all();
+}
+
+void LocalRendezvous::wake_all() {
+  for (RankState& rank : ranks_) rank.changed.notify_all();
 }
 
 template <class Ready>
 void LocalRendezvous::wait(std::unique_lock<std::mutex>& lock, const CollectiveCall& call, Ready ready,
                            int waiting_for) {
+  RankState& me = ranks_[static_cast<size_t>(call.rank)];
   for (bool expired = false;;) {
     if (!abort_reason_.empty()) DUET_FAIL(where(call), " aborted, because ", abort_reason_);
     check_peers(call);
     if (ready()) return;
     if (expired) fail(call, timeout_message(call, waiting_for));
-    expired = changed_.wait_until(lock, call.deadline) == std::cv_status::timeout;
+    me.waiting_for = waiting_for;
+    expired = me.changed.wait_until(lock, call.deadline) == std::cv_status::timeout;
+    me.waiting_for = -1;
   }
 }
 
@@ -130,7 +133,7 @@ void LocalRendezvous::check_peers(const CollectiveCall& call) {
 void LocalRendezvous::fail(const CollectiveCall& call, const std::string& what) {
   // Called with the lock held. The first failure becomes the group's abort reason.
   if (abort_reason_.empty()) abort_reason_ = what;
-  changed_.notify_all();
+  wake_all();
   throw Error(what);
 }
 

@@ -10,6 +10,13 @@
 //
 // Every wait has the group's deadline. A timeout, a mismatched collective or any other error
 // aborts the whole group, so the other ranks fail at once instead of waiting out the timeout.
+//
+// Each rank sleeps on a condition variable of its own, and an event wakes only the ranks it
+// concerns: a post wakes the ranks waiting for that sender, a read wakes the sender. With one
+// shared variable every post and read woke all N ranks to find nothing to do, N^2 wake-ups per
+// ring step: 64 in-process ranks on 2 cores spent 2 s per all-reduce doing that. A mismatched
+// collective is still found at once without waking anyone: whichever of the two ranks arrives
+// second sees the other's signature in its own first wait, and fails the group.
 #pragma once
 
 #include <chrono>
@@ -60,6 +67,8 @@ class LocalRendezvous {
 
  private:
   struct RankState {
+    std::condition_variable changed;  // this rank sleeps on it
+    int waiting_for = -1;             // the rank whose post it waits for (-1: none)
     uint64_t arrived = 0;   // seq of the last collective this rank began
     std::string signature;  // that collective's
     bool left = false;
@@ -75,12 +84,12 @@ class LocalRendezvous {
   template <class Ready>
   void wait(std::unique_lock<std::mutex>& lock, const CollectiveCall& call, Ready ready, int waiting_for);
   void check_peers(const CollectiveCall& call);
+  void wake_all();  // with the lock held: after an abort, a failure or a departure
   [[noreturn]] void fail(const CollectiveCall& call, const std::string& what);
   std::string timeout_message(const CollectiveCall& call, int waiting_for) const;
 
   const std::chrono::milliseconds timeout_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
   std::vector<RankState> ranks_;
   std::string abort_reason_;  // non-empty once the group has failed
 };

@@ -22,3 +22,15 @@ expect_bad() {
     echo "ok: duet $subcommand $* -> exit 2: $(head -n 1 "$work/err")"
   fi
 }
+
+# without_gnuplot COMMAND...: runs COMMAND (expect_bad, say) with a duet that finds no gnuplot on
+# its PATH; the script's own tools keep theirs.
+without_gnuplot() {
+  local real=$duet
+  mkdir -p "$work/no-gnuplot"
+  printf '#!/bin/sh\nPATH=%s exec "%s" "$@"\n' "$work/no-gnuplot" "$real" > "$work/duet-without-gnuplot"
+  chmod +x "$work/duet-without-gnuplot"
+  duet=$work/duet-without-gnuplot
+  "$@"
+  duet=$real
+}

@@ -7,7 +7,15 @@ source "$(dirname "$0")/expect.sh" "$1" compare
 expect_bad "pipeline not in" --strategies single,pipeline
 expect_bad "expected a positive integer, got '0'" --devices 1,0
 expect_bad "add single to --strategies" --strategies dp,ddp --predict
+expect_bad "--devices 65 from cpu:0 would run to cpu:64, but duet has 64 logical CPU devices" --devices 2,65
 expect_bad "dataset-fashion-mnist" --data-dir "$work/nowhere"
+# Output paths fail before the first strategy runs.
+touch "$work/file"
+expect_bad "--out $work/file/results: cannot create the folder" --out "$work/file/results"
+expect_bad "--trace $work/nowhere/trace.json: folder $work/nowhere does not exist" --trace "$work/nowhere/trace.json" \
+  --out "$work/results"
+without_gnuplot expect_bad "the plots: gnuplot is not on the PATH; install Debian's gnuplot-nox package (make installs it), or pass --no-plots" --out "$work/results"
+expect_bad "expected a number of seconds >= 0.001, got '-1'" --comm-timeout -1
 
 if ! "$duet" compare --model mlp --devices 1,2 --steps 3 --warmup 1 --batch-size 64 --predict \
      --trace "$work/trace.json" --out "$work/results" > "$work/run" 2> "$work/progress"; then

@@ -1,6 +1,9 @@
 // safetensors: round trips, atomic writes, a file written by tools/ in Python, and corrupt input.
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -42,7 +45,7 @@ TEST_CASE("safetensors: every dtype round-trips, with metadata, and leaves no te
   CHECK(back.tensors.at("u").to_vector<uint8_t>() == u.to_vector<uint8_t>());
   CHECK(back.tensors.at("t").to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
-    CHECK(entry.path().string().find("roundtrip.safetensors.tmp") == std::string::npos);
+    CHECK(entry.path().string().find("roundtrip.safetensors.duet-partial-") == std::string::npos);
   }
   std::remove(path.c_str());
 }
@@ -82,8 +85,39 @@ TEST_CASE("safetensors: a failed write names the path and leaves nothing behind"
   CHECK_THROWS_WITH(nn::save_safetensors(dir, {{"w", ones({2})}}), Contains("cannot replace"));
   int leftovers = 0;
   for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path())) {
-    leftovers += entry.path().filename().string().rfind("duet-test-in-the-way.tmp", 0) == 0;
+    leftovers += entry.path().filename().string().rfind("duet-test-in-the-way.duet-partial-", 0) == 0;
   }
   CHECK(leftovers == 0);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("safetensors: a save removes the temporary files that killed writers left, and only those",
+          "[safetensors][checkpoint]") {
+  namespace fs = std::filesystem;
+  const std::string dir = temp_path("partials");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = dir + "/ckpt.safetensors";
+  // A process that has certainly ended: a child, waited for.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  const std::string dead = std::to_string(child), alive = std::to_string(::getppid());
+  auto touch = [](const std::string& file) { std::ofstream(file) << "half a checkpoint"; };
+  touch(path + ".duet-partial-" + dead);  // killed mid-save
+  touch(path + ".tmp." + dead);           // the same, named as duet named them before
+  touch(path + ".duet-partial-" + alive); // a save still running in another process
+  touch(dir + "/other.safetensors.duet-partial-" + dead);  // another checkpoint's: not ours to judge
+  touch(path + ".duet-partial-notapid");
+
+  CHECK(nn::partial_path(path) == path + ".duet-partial-" + std::to_string(::getpid()));
+  nn::save_safetensors(path, {{"w", ones({2})}});
+  CHECK(fs::exists(path));
+  CHECK_FALSE(fs::exists(path + ".duet-partial-" + dead));
+  CHECK_FALSE(fs::exists(path + ".tmp." + dead));
+  CHECK(fs::exists(path + ".duet-partial-" + alive));
+  CHECK(fs::exists(dir + "/other.safetensors.duet-partial-" + dead));
+  CHECK(fs::exists(path + ".duet-partial-notapid"));
+  CHECK_FALSE(fs::exists(nn::partial_path(path)));
+  fs::remove_all(dir);
 }

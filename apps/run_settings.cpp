@@ -1,0 +1,152 @@
+#include "run_settings.h"
+
+#include <charconv>
+#include <stdexcept>
+
+#include "duet/core/error.h"
+
+namespace duet::apps {
+namespace {
+
+// identity: the checkpoint's tensors belong to this value, so another one is refused.
+// tunable: another value is a deliberate change. placement: defaulted as a group.
+enum class Kind { identity, tunable, placement };
+
+struct Setting {
+  const char* key;   // in the checkpoint's metadata
+  const char* flag;  // on the command line
+  Kind kind;
+  std::string (*get)(const TrainArgs&);
+  void (*set)(TrainArgs&, const std::string&);  // throws std::invalid_argument on bad text
+};
+
+// The shortest text that reads back as the same double ("0.1", not "0.10000000000000001").
+std::string number(double value) {
+  char text[32];
+  auto [end, ec] = std::to_chars(text, text + sizeof text, value);
+  return std::string(text, end);
+}
+
+template <class T>
+T parse(const std::string& text) {
+  T value{};
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) throw std::invalid_argument(text);
+  return value;
+}
+
+std::string join(const std::vector<int>& values) {
+  std::string text;
+  for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
+  return text;
+}
+
+std::vector<int> split(const std::string& text) {
+  std::vector<int> values;
+  for (size_t start = 0; start < text.size();) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    values.push_back(parse<int>(text.substr(start, comma - start)));
+    start = comma + 1;
+  }
+  return values;
+}
+
+const std::vector<Setting>& settings() {
+  static const std::vector<Setting> table = {
+      {"model", "--model", Kind::identity, [](const TrainArgs& a) { return a.model; },
+       [](TrainArgs& a, const std::string& v) { a.model = v; }},
+      {"optimizer", "--optimizer", Kind::identity, [](const TrainArgs& a) { return a.optimizer.name; },
+       [](TrainArgs& a, const std::string& v) { a.optimizer.name = v; }},
+      {"lr", "--lr", Kind::tunable, [](const TrainArgs& a) { return number(a.optimizer.lr); },
+       [](TrainArgs& a, const std::string& v) { a.optimizer.lr = parse<double>(v); }},
+      {"momentum", "--momentum", Kind::tunable, [](const TrainArgs& a) { return number(a.optimizer.momentum); },
+       [](TrainArgs& a, const std::string& v) { a.optimizer.momentum = parse<double>(v); }},
+      {"weight_decay", "--weight-decay", Kind::tunable,
+       [](const TrainArgs& a) { return number(a.optimizer.weight_decay); },
+       [](TrainArgs& a, const std::string& v) { a.optimizer.weight_decay = parse<double>(v); }},
+      {"batch_size", "--batch-size", Kind::tunable, [](const TrainArgs& a) { return std::to_string(a.batch_size); },
+       [](TrainArgs& a, const std::string& v) { a.batch_size = parse<int64_t>(v); }},
+      {"epochs", "--epochs", Kind::tunable, [](const TrainArgs& a) { return std::to_string(a.epochs); },
+       [](TrainArgs& a, const std::string& v) { a.epochs = parse<int64_t>(v); }},
+      {"seed", "--seed", Kind::tunable, [](const TrainArgs& a) { return std::to_string(a.seed); },
+       [](TrainArgs& a, const std::string& v) { a.seed = parse<uint64_t>(v); }},
+      {"strategy", "--strategy", Kind::placement, [](const TrainArgs& a) { return a.strategy; },
+       [](TrainArgs& a, const std::string& v) { a.strategy = v; }},
+      {"comm", "--comm", Kind::placement, [](const TrainArgs& a) { return a.comm; },
+       [](TrainArgs& a, const std::string& v) { a.comm = v; }},
+      {"device", "--device", Kind::placement, [](const TrainArgs& a) { return a.device; },
+       [](TrainArgs& a, const std::string& v) { a.device = v; }},
+      {"devices", "--devices", Kind::placement, [](const TrainArgs& a) { return std::to_string(a.devices); },
+       [](TrainArgs& a, const std::string& v) { a.devices = parse<int>(v); }},
+      {"device_ids", "--device-ids", Kind::placement, [](const TrainArgs& a) { return join(a.device_ids); },
+       [](TrainArgs& a, const std::string& v) { a.device_ids = split(v); }},
+  };
+  return table;
+}
+
+std::string shown(const std::string& value) { return value.empty() ? "(none)" : value; }
+
+}  // namespace
+
+double default_lr(const std::string& model, const std::string& optimizer) {
+  if (optimizer == "adam") return 1e-3;
+  if (model == "lenet") return 0.9;  // sigmoids learn slowly
+  if (model == "resnet18") return 0.1;
+  return 0.2;  // mlp, lenet-relu
+}
+
+std::map<std::string, std::string> run_settings(const TrainArgs& args) {
+  std::map<std::string, std::string> out;
+  for (const Setting& s : settings()) out[s.key] = s.get(args);
+  return out;
+}
+
+std::vector<std::string> settle_run_settings(TrainArgs& args, const GivenFlags& given,
+                                             const std::map<std::string, std::string>* checkpoint,
+                                             const std::string& checkpoint_path) {
+  std::vector<std::string> notes;
+  GivenFlags settled = given;  // by the user, or below by the checkpoint
+  std::vector<const Setting*> unrecorded;
+  if (checkpoint) {
+    bool placement_given = false;
+    for (const Setting& s : settings()) placement_given |= s.kind == Kind::placement && given.count(s.flag) > 0;
+    for (const Setting& s : settings()) {
+      auto it = checkpoint->find(s.key);
+      if (it == checkpoint->end()) {
+        unrecorded.push_back(&s);
+        continue;
+      }
+      const std::string& theirs = it->second;
+      const bool overridden = given.count(s.flag) > 0 || (s.kind == Kind::placement && placement_given);
+      if (!overridden) {
+        try {
+          s.set(args, theirs);
+        } catch (const std::exception&) {
+          DUET_FAIL(checkpoint_path, ": checkpoint metadata '", s.key, "' is '", theirs, "', which is no value for ",
+                    s.flag);
+        }
+        settled.insert(s.flag);
+        continue;
+      }
+      const std::string ours = s.get(args);
+      if (ours == theirs) continue;
+      DUET_CHECK(s.kind != Kind::identity, checkpoint_path, ": checkpoint of ", s.key, " '", theirs, "', but ",
+                 s.flag, " is '", ours, "'; leave ", s.flag, " out to continue the checkpoint's run");
+      notes.push_back(std::string(s.flag) + " " + shown(ours) + " instead of the checkpoint's " + shown(theirs));
+    }
+  }
+  if (!settled.count("--lr")) args.optimizer.lr = default_lr(args.model, args.optimizer.name);
+  if (!unrecorded.empty()) {
+    std::string flags, assumed;
+    for (const Setting* s : unrecorded) {
+      flags += (flags.empty() ? "" : ", ") + std::string(s->flag);
+      assumed += (assumed.empty() ? "" : ", ") + std::string(s->flag) + " " + shown(s->get(args));
+    }
+    notes.push_back(checkpoint_path + " does not record " + flags + " (it predates duet recording them): assuming " +
+                    assumed);
+  }
+  return notes;
+}
+
+}  // namespace duet::apps
