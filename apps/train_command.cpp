@@ -41,6 +41,8 @@ struct TrainArgs {
   std::string save, resume, metrics, plot;
   bool profile = false;
   bool cuda_graph = false;
+  int64_t accumulate = 1;  // micro-batches per optimizer step
+  bool sync_bn = false;
 };
 
 // The flag combinations that cannot work, as one message; empty when the flags are fine.
@@ -55,6 +57,8 @@ std::string check_combination(const TrainArgs& args) {
   if (args.comm == "mpi" && (args.devices > 1 || args.device_ids.size() > 1)) {
     return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";
   }
+  if (args.sync_bn && args.strategy != "ddp") return "--sync-bn synchronises BatchNorm across ddp's ranks: it needs --strategy ddp";
+  if (args.accumulate > 1 && args.cuda_graph) return "--accumulate runs several micro-batches per step, which --cuda-graph cannot replay";
   if (args.cuda_graph) {
     if (args.strategy != "single") return "--cuda-graph records a single device's step: it needs --strategy single";
     if (args.device.rfind("cuda", 0) != 0) return "--cuda-graph needs --device cuda";
@@ -124,9 +128,10 @@ std::unique_ptr<parallel::Strategy> make_strategy(const TrainArgs& args, std::sh
                                                   std::shared_ptr<parallel::Communicator> comm) {
   auto optimizer_for = [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); };
   const Device device = group[0];
+  const parallel::DDPOptions ddp{.sync_batchnorm = args.sync_bn};
   if (args.strategy == "dp") return std::make_unique<parallel::DataParallel>(model, optimizer_for(model->parameters()), group);
-  if (args.strategy == "ddp" && comm) return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, comm);
-  if (args.strategy == "ddp") return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, group);
+  if (args.strategy == "ddp" && comm) return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, comm, ddp);
+  if (args.strategy == "ddp") return std::make_unique<parallel::DistributedDataParallel>(model, optimizer_for, group, ddp);
   if (args.cuda_graph) return std::make_unique<parallel::GraphedSingleDevice>(model, optimizer_for(model->parameters()), device);
   return std::make_unique<parallel::SingleDevice>(model, optimizer_for(model->parameters()), device);
 }
@@ -204,7 +209,8 @@ int run_train(const TrainArgs& args) {
   }
   if (leader) {
     std::cout << "training " << args.model << " (" << model->num_parameters() << " parameters) on "
-              << strategy.devices() << ": " << train_set.size() << " images, batch " << args.batch_size << ", "
+              << strategy.devices() << ": " << train_set.size() << " images, batch " << args.batch_size
+              << (args.accumulate > 1 ? " x " + std::to_string(args.accumulate) + " micro-batches" : "") << ", "
               << args.optimizer.name << " lr " << args.optimizer.lr << ", epochs " << first_epoch + 1 << ".."
               << args.epochs << std::endl;
   }
@@ -233,7 +239,7 @@ int run_train(const TrainArgs& args) {
                              {.epochs_done = e.epoch + 1, .extra = {{"model", args.model}}});
     }
   };
-  parallel::Trainer trainer(strategy, train, test);
+  parallel::Trainer trainer(strategy, train, test, args.accumulate);
   std::vector<parallel::EpochStats> history;
   try {
     history = trainer.fit(first_epoch, args.epochs, callbacks);
@@ -291,6 +297,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");
   cmd->add_option("--plot", args->plot, "Draw loss and accuracy curves to this PNG");
   cmd->add_flag("--profile", args->profile, "Print where a training step's time goes: per phase and per kernel");
+  cmd->add_option("--accumulate", args->accumulate, "Micro-batches of --batch-size per optimizer step (gradient "
+                  "accumulation; ddp all-reduces on the last one only)")->check(kPositive)->capture_default_str();
+  cmd->add_flag("--sync-bn", args->sync_bn, "ddp: BatchNorm with the global batch's statistics (SyncBatchNorm)");
   cmd->add_flag("--cuda-graph", args->cuda_graph,
                 "Record the training step once as a CUDA graph and replay it (one GPU, SGD, no dropout)");
   cmd->callback([args, &exit_code] { exit_code = run_train(*args); });

@@ -102,7 +102,8 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
     sizes_.buffer_bytes = bytes_of(buffers);
     sizes_.parameter_count = static_cast<int64_t>(params.size());
     DDPOptions defaults;
-    for (const auto& bucket : plan_buckets(params, defaults.first_bucket_bytes, defaults.bucket_bytes).buckets) {
+    for (const auto& bucket : plan_buckets(params, static_cast<int64_t>(defaults.first_bucket_mb * (1 << 20)),
+                                             static_cast<int64_t>(defaults.bucket_cap_mb * (1 << 20))).buckets) {
       sizes_.bucket_bytes.push_back(bucket.numel * static_cast<int64_t>(element_size(bucket.dtype)));
     }
   }

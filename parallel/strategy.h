@@ -31,6 +31,11 @@ class Strategy {
   virtual ~Strategy() = default;
   // forward, loss, backward and optimizer step on one global batch.
   virtual StepResult train_step(const data::Batch& batch) = 0;
+  // Gradient accumulation: forward and backward on each micro-batch in turn, the gradients
+  // adding up, then one optimizer step. Each micro-batch's mean loss is weighted by its share
+  // of all their examples, so the step equals train_step on their concatenation. The result
+  // covers all of them. This default takes one micro-batch only.
+  virtual StepResult train_accumulated(const std::vector<data::Batch>& micro_batches);
   // The model whose parameters are the result (device 0's for the parallel strategies).
   virtual nn::Module& model() = 0;
   virtual optim::Optimizer& optimizer() = 0;
@@ -45,7 +50,8 @@ class SingleDevice final : public Strategy {
  public:
   SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer, Device device,
                LossReduction loss = LossReduction::mean);
-  StepResult train_step(const data::Batch& batch) override;
+  StepResult train_step(const data::Batch& batch) override { return train_accumulated({batch}); }
+  StepResult train_accumulated(const std::vector<data::Batch>& micro_batches) override;
   nn::Module& model() override { return *model_; }
   optim::Optimizer& optimizer() override { return *optimizer_; }
   Device device() const override { return device_; }
@@ -58,6 +64,24 @@ class SingleDevice final : public Strategy {
   Device device_;
   LossReduction loss_;
   PhaseTimes phases_;
+};
+
+// Gradient accumulation's bookkeeping, for a strategy that computes each micro-batch's loss
+// over the whole micro-batch (single, dp): the factor on micro-batch `index`'s loss (its share
+// of all the examples for a mean loss, 1 for a sum), and the results added up.
+class MicroBatches {
+ public:
+  MicroBatches(const std::vector<data::Batch>& micro_batches, LossReduction loss, const char* who);
+  double loss_scale(size_t index) const;
+  void add(const StepResult& micro_batch);  // a micro-batch's result, its loss the mean over it
+  StepResult total() const;
+
+ private:
+  std::vector<int64_t> rows_;
+  int64_t total_rows_ = 0;
+  LossReduction loss_;
+  double loss_sum_ = 0;
+  StepResult total_;
 };
 
 // Throws unless `loss` is mean or sum; `who` names the strategy.

@@ -70,6 +70,6 @@ double max_relative_diff(const Params& a, const Params& b) {
   return worst;
 }
 
-parallel::DDPOptions tiny_buckets() { return {.first_bucket_bytes = 4 << 10, .bucket_bytes = 64 << 10}; }
+parallel::DDPOptions tiny_buckets() { return {.first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024}; }
 
 }  // namespace duet::test

@@ -169,6 +169,13 @@ class NcclWork final : public Work {
 
   cudaEvent_t done_event() const { return done_.get(); }
 
+  // The host learns of completion only by polling, so this is when a wait() saw it: for a
+  // bucket that finished during backward, the wait after backward (an upper bound).
+  std::optional<std::chrono::steady_clock::time_point> finished_at() const override {
+    if (!finished_) return std::nullopt;
+    return finished_at_;
+  }
+
   // The collective could not be queued. Called under the rank's mutex, where the Work is then
   // dropped: its destructor must not take that mutex again (it would deadlock), and has nothing
   // to order after.
@@ -185,6 +192,7 @@ class NcclWork final : public Work {
     }
     cuda::DeviceGuard guard(state_->device);
     DUET_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(state_->device), done_.get(), 0));
+    finished_at_ = std::chrono::steady_clock::now();
     finished_ = true;
     tensors_.clear();  // the compute stream now runs after the collective: the memory may be reused
   }
@@ -227,6 +235,7 @@ class NcclWork final : public Work {
   std::vector<Tensor> tensors_;  // kept alive until the collective has finished
   Event done_;
   bool finished_ = false;
+  std::chrono::steady_clock::time_point finished_at_;
   std::string error_;
 };
 

@@ -85,7 +85,7 @@ double max_relative_diff(nn::Module& a, nn::Module& b) {
 void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::string& model, bool bucketed) {
   const int r = comm->rank(), n = comm->world_size();
   const std::string what = model + (bucketed ? " bucketed" : " unbucketed");
-  DDPOptions options{.bucketed = bucketed, .first_bucket_bytes = 4 << 10, .bucket_bytes = 64 << 10, .check_every = 1};
+  DDPOptions options{.bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
   DistributedDataParallel ddp(fresh(model, r), sgd, comm, options);
   check(ddp.is_multi_process() == (n > 1) && ddp.world_size() == n && ddp.rank() == r, what + ": group", r);
   std::shared_ptr<nn::Module> reference = fresh(model, 0);
