@@ -74,9 +74,8 @@ std::string check_combination(const TrainArgs& args) {
 
 // Under mpirun the processes on one machine share its cores: each takes its share, so that
 // N processes do not oversubscribe them N times over.
-int threads_per_process(int world_size) {
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  int sharing = local ? std::max(1, std::atoi(local)) : world_size;
+int threads_per_process() {
+  const int sharing = std::max(1, parallel::mpi_locality().local_size);
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / sharing);
 }
 
@@ -86,9 +85,9 @@ int threads_per_process(int world_size) {
 std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device) {
   if (device.is_cpu()) return parallel::make_mpi_communicator({.device = device});
   auto bootstrap = parallel::make_mpi_communicator({.device = cpu(0)});
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  device = cuda_device(local ? std::atoi(local) : bootstrap->rank());
-  return parallel::make_nccl_communicator(bootstrap, device);
+  auto comm = parallel::make_nccl_communicator(bootstrap);
+  device = comm->device();
+  return comm;
 }
 
 nlohmann::json epoch_json(const TrainArgs& args, const parallel::EpochStats& e) {
@@ -161,7 +160,7 @@ int run_train(const TrainArgs& args) {
   if (args.threads > 0) {
     kernels::set_num_threads(args.threads);
   } else if (comm) {
-    kernels::set_num_threads(threads_per_process(comm->world_size()));
+    kernels::set_num_threads(threads_per_process());
   }
   // Across processes each rank loads its 1/N of every global batch: the DistributedSampler
   // deals rank r the examples r, r + N, r + 2N, ... of the epoch's shuffled order.
