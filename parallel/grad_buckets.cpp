@@ -196,24 +196,4 @@ void BucketReducer::record_finish_times() {
   }
 }
 
-std::vector<size_t> BucketReducer::ready_order() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return ready_log_;
-}
-
-std::vector<size_t> BucketReducer::launch_order() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return launch_log_;
-}
-
-std::vector<size_t> BucketReducer::grad_ready_order() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return grad_log_;
-}
-
-std::vector<CommEvent> BucketReducer::comm_events() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return events_;
-}
-
 }  // namespace duet::parallel

@@ -84,11 +84,11 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
 
   // Last step: the bucket indices in the order this rank found them ready / launched them, and
   // the parameter indices in the order their gradients arrived.
-  std::vector<size_t> ready_order() const;
-  std::vector<size_t> launch_order() const;
-  std::vector<size_t> grad_ready_order() const;
+  std::vector<size_t> ready_order() const { return locked_copy(ready_log_); }
+  std::vector<size_t> launch_order() const { return locked_copy(launch_log_); }
+  std::vector<size_t> grad_ready_order() const { return locked_copy(grad_log_); }
   // Last step's collectives (the buckets, then the usage map), with `track` unset (0).
-  std::vector<CommEvent> comm_events() const;
+  std::vector<CommEvent> comm_events() const { return locked_copy(events_); }
 
  private:
   BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
@@ -99,6 +99,11 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   Tensor slot_view(size_t param) const;  // the param's place in its bucket, shaped like it
   void mark_ready(size_t bucket);        // with mutex_ held; launches what is next in order
   void record_finish_times();
+  template <class T>
+  T locked_copy(const T& member) const {  // the hooks may be writing it on another thread
+    std::lock_guard<std::mutex> lock(mutex_);
+    return member;
+  }
 
   std::shared_ptr<const BucketLayout> layout_;
   std::vector<Tensor> params_;

@@ -50,10 +50,7 @@ class SyncBatchNormBackward final : public autograd::Node {
   }
   std::string name() const override { return "SyncBatchNormBackward"; }
   void release_saved() override {
-    x_.reset();
-    weight_.reset();
-    mean_.reset();
-    invstd_.reset();
+    for (SavedTensor* saved : {&x_, &weight_, &mean_, &invstd_}) saved->reset();
   }
 
  private:

@@ -70,6 +70,9 @@ double max_relative_diff(const Params& a, const Params& b) {
   return worst;
 }
 
+WrappedSingle::WrappedSingle(std::shared_ptr<nn::Module> model)
+    : inner_(model, sgd(model->parameters()), cpu(0)) {}
+
 parallel::DDPOptions tiny_buckets() { return {.first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024}; }
 
 }  // namespace duet::test

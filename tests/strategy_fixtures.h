@@ -40,4 +40,21 @@ double max_relative_diff(const Params& a, const Params& b);
 // Caps so small that lenet-relu and mlp get several buckets each.
 parallel::DDPOptions tiny_buckets();
 
+// Single-device training (sgd() on cpu:0) behind the Strategy interface, with train_step
+// virtual and no train_accumulated of its own: a base for strategies that tests make wrong,
+// or limited, on purpose.
+class WrappedSingle : public parallel::Strategy {
+ public:
+  explicit WrappedSingle(std::shared_ptr<nn::Module> model);
+  parallel::StepResult train_step(const data::Batch& batch) override { return inner_.train_step(batch); }
+  nn::Module& model() override { return inner_.model(); }
+  optim::Optimizer& optimizer() override { return inner_.optimizer(); }
+  Device device() const override { return inner_.device(); }
+  std::string devices() const override { return inner_.devices(); }
+  const parallel::PhaseTimes& last_phases() const override { return inner_.last_phases(); }
+
+ protected:
+  parallel::SingleDevice inner_;
+};
+
 }  // namespace duet::test

@@ -281,21 +281,7 @@ TEST_CASE("gradient accumulation: K micro-batches equal one step on their concat
   SECTION("strategies without accumulation say so") {
     std::shared_ptr<nn::Module> model = fresh("mlp");
     // A strategy that only overrides train_step gets the default train_accumulated.
-    class OneBatch final : public Strategy {
-     public:
-      explicit OneBatch(SingleDevice& inner) : inner_(inner) {}
-      StepResult train_step(const data::Batch& b) override { return inner_.train_step(b); }
-      nn::Module& model() override { return inner_.model(); }
-      optim::Optimizer& optimizer() override { return inner_.optimizer(); }
-      Device device() const override { return inner_.device(); }
-      std::string devices() const override { return inner_.devices(); }
-      const PhaseTimes& last_phases() const override { return inner_.last_phases(); }
-
-     private:
-      SingleDevice& inner_;
-    };
-    SingleDevice inner(model, sgd(model->parameters()), cpu(0));
-    OneBatch strategy(inner);
+    WrappedSingle strategy(fresh("mlp"));
     CHECK_NOTHROW(strategy.train_accumulated({steps[0][0]}));
     CHECK_THROWS_WITH(strategy.train_accumulated(steps[0]), Contains("not 3 micro-batches"));
   }

@@ -6,6 +6,7 @@
 #include "duet/duet.h"
 #include "duet/parallel/experiment.h"
 #include "duet/parallel/step_check.h"
+#include "strategy_fixtures.h"
 
 using namespace duet;
 using namespace duet::parallel;
@@ -101,26 +102,17 @@ TEST_CASE("the per-step check: every correct step within a few ulps, a wrong one
   }
   SECTION("a missing shard, at the first step") {
     // Single-device training that drops each batch's last row.
-    class MissingRow final : public Strategy {
+    class MissingRow final : public test::WrappedSingle {
      public:
-      explicit MissingRow(std::shared_ptr<nn::Module> model)
-          : inner_(model, small_config("mlp").make_optimizer(model->parameters()), cpu(0)) {}
+      using WrappedSingle::WrappedSingle;
       StepResult train_step(const data::Batch& b) override {
         const int64_t n = b.y.size(0) - 1;
         return inner_.train_step({b.x.narrow(0, 0, n), b.y.narrow(0, 0, n)});
       }
-      nn::Module& model() override { return inner_.model(); }
-      optim::Optimizer& optimizer() override { return inner_.optimizer(); }
-      Device device() const override { return inner_.device(); }
-      std::string devices() const override { return inner_.devices(); }
-      const PhaseTimes& last_phases() const override { return inner_.last_phases(); }
-
-     private:
-      SingleDevice inner_;
     };
     manual_seed(0);
     MissingRow wrong(nn::models::make("mlp"));
-    StepCheck check("mlp", small_config("mlp").make_optimizer, cpu(0));
+    StepCheck check("mlp", test::sgd, cpu(0));
     data::TensorDataset images = random_images(16);
     data::Batch batch{images.images.to(DType::f32) / 255.0, images.labels};
     check.before(wrong, batch);
