@@ -42,12 +42,12 @@ struct PhaseEvent {
 // One collective on one rank's communication track (DDP's gradient buckets), for the trace and
 // the overlap figures. Times in microseconds since trace_clock_origin().
 struct CommEvent {
-  std::string name;  // "bucket 2", "unused-parameter map"
-  int track;         // the rank's position in the strategy's device list
-  double ready_us;   // its data was complete (a bucket's last gradient arrived)
-  double launch_us;  // handed to the communicator (later than ready when an earlier bucket was not)
-  double finish_us;  // the communicator finished it
-  int64_t bytes;
+  std::string name;       // "bucket 2", "unused-parameter map"
+  int track = 0;          // the rank's position in the strategy's device list
+  double ready_us = 0;    // its data was complete (a bucket's last gradient arrived)
+  double launch_us = 0;   // handed to the communicator (later than ready when an earlier bucket was not)
+  double finish_us = 0;   // the communicator finished it
+  int64_t bytes = 0;
 };
 
 // How much of a rank's collective time backward hid. A communicator runs its collectives one

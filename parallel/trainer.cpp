@@ -19,14 +19,9 @@ std::vector<EpochStats> Trainer::fit(int64_t first_epoch, int64_t last_epoch, co
     double loss_sum = 0;
     int64_t correct = 0;
     Clock::time_point start = Clock::now();
-    std::vector<data::Batch> micro_batches;
-    int64_t left = train_.num_batches();
-    for (const data::Batch& batch : train_) {
-      micro_batches.push_back(batch);
-      --left;
-      if (static_cast<int64_t>(micro_batches.size()) < accumulate_ && left > 0) continue;
-      StepResult r = accumulate_ == 1 ? strategy_.train_step(batch) : strategy_.train_accumulated(micro_batches);
-      micro_batches.clear();
+    auto step = [&](const std::vector<data::Batch>& micro_batches) {
+      StepResult r = micro_batches.size() == 1 ? strategy_.train_step(micro_batches[0])
+                                               : strategy_.train_accumulated(micro_batches);
       ++progress.step;
       DUET_CHECK(std::isfinite(r.loss), "training diverged: the loss is ", r.loss, " at epoch ", epoch + 1,
                  ", step ", progress.step, " (try a smaller --lr)");
@@ -36,7 +31,15 @@ std::vector<EpochStats> Trainer::fit(int64_t first_epoch, int64_t last_epoch, co
       progress.mean_loss = loss_sum / static_cast<double>(progress.images);
       progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();
       if (callbacks.on_step) callbacks.on_step(progress);
+    };
+    std::vector<data::Batch> micro_batches;
+    for (const data::Batch& batch : train_) {
+      micro_batches.push_back(batch);
+      if (static_cast<int64_t>(micro_batches.size()) < accumulate_) continue;
+      step(micro_batches);
+      micro_batches.clear();
     }
+    if (!micro_batches.empty()) step(micro_batches);  // the epoch's last, shorter step
     EpochStats stats;
     stats.epoch = epoch;
     stats.seconds = std::chrono::duration<double>(Clock::now() - start).count();

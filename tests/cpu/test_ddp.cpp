@@ -379,3 +379,20 @@ TEST_CASE("DDP records every bucket's ready, launch and finish time per rank", "
   CHECK(o.exposed_ms == Approx(0.1));  // 400..500
   CHECK(o.hidden_fraction() == Approx(0.75));
 }
+
+TEST_CASE("Trainer groups the loader's batches into steps of K micro-batches", "[ddp][accumulate]") {
+  // 10 batches of 5 rows, 3 per step: steps of 3, 3, 3 and the epoch's last, 1.
+  Generator g(1);
+  data::TensorDataset images{rand({50, 1, 28, 28}, {}, &g), from_vector(std::vector<int64_t>(50, 3), {50})};
+  data::DataLoader train(images, {.batch_size = 5}), test(images, {.batch_size = 25});
+  std::shared_ptr<nn::Module> model = fresh("mlp");
+  SingleDevice strategy(model, sgd(model->parameters()), cpu(0));
+  std::vector<StepProgress> seen;
+  parallel::Trainer trainer(strategy, train, test, 3);
+  trainer.fit(0, 1, {.on_step = [&](const StepProgress& p) { seen.push_back(p); }});
+  REQUIRE(seen.size() == 4);
+  CHECK(seen[0].steps == 4);
+  CHECK(seen[0].images == 15);
+  CHECK(seen[3].images == 50);
+  CHECK_THROWS_WITH(parallel::Trainer(strategy, train, test, 0), Contains("at least 1 micro-batch"));
+}
