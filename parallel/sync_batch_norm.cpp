@@ -19,6 +19,7 @@ Shape channel_shape(const Tensor& x) { return x.dim() == 4 ? Shape{1, x.size(1),
 
 class SyncBatchNormBackward final : public autograd::Node {
  public:
+  // mean and invstd in f64.
   SyncBatchNormBackward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
                         double global_count, std::shared_ptr<Communicator> comm)
       : x_(x), mean_(mean), invstd_(invstd), global_count_(global_count), comm_(std::move(comm)) {
@@ -27,15 +28,19 @@ class SyncBatchNormBackward final : public autograd::Node {
 
   TensorList apply(TensorList&& grads) override {
     const Tensor x = x_.unpack(*this), mean = mean_.unpack(*this), invstd = invstd_.unpack(*this);
+    // In f64, like the statistics: sum(dy) and sum(dy * (x - mean)) are small differences of
+    // large terms, and f32 sums over a large batch's H * W lose most of their digits (enough to
+    // move resnet18's gradients by 1e-3 relative after one step).
+    const Tensor x64 = x.to(DType::f64);
     // No gradient flowed in: zeros, because the all-reduce below must still run on every rank.
-    const Tensor dy = grads.at(0).defined() ? grads[0].contiguous() : zeros_like(x);
+    const Tensor dy = grads.at(0).defined() ? grads[0].to(DType::f64) : zeros_like(x64);
     const Shape shape = channel_shape(x);
     const std::vector<int64_t> dims = reduce_dims(x);
-    const Tensor xmu = x - mean.view(shape);
+    const Tensor xmu = x64 - mean.view(shape);
     const Tensor sum_dy = sum(dy, dims), sum_dy_xmu = sum(dy * xmu, dims);
     // Local, like every parameter's gradient: DDP's all-reduce adds the ranks' up.
-    Tensor grad_weight = autograd::input_needs_grad(*this, 1) ? sum_dy_xmu * invstd : Tensor();
-    Tensor grad_bias = autograd::input_needs_grad(*this, 2) ? sum_dy : Tensor();
+    Tensor grad_weight = autograd::input_needs_grad(*this, 1) ? (sum_dy_xmu * invstd).to(x.dtype()) : Tensor();
+    Tensor grad_bias = autograd::input_needs_grad(*this, 2) ? sum_dy.to(x.dtype()) : Tensor();
     Tensor grad_x;
     if (autograd::input_needs_grad(*this, 0)) {
       const int64_t c = x.size(1);
@@ -43,8 +48,9 @@ class SyncBatchNormBackward final : public autograd::Node {
       comm_->all_reduce(global);
       const Tensor mean_dy = global.narrow(0, 0, c) / global_count_;
       const Tensor mean_dy_xmu = global.narrow(0, c, c) / global_count_;
-      Tensor scale = weight_.defined() ? invstd * weight_.unpack(*this) : invstd;
-      grad_x = (dy - mean_dy.view(shape) - xmu * (invstd * invstd * mean_dy_xmu).view(shape)) * scale.view(shape);
+      Tensor scale = weight_.defined() ? invstd * weight_.unpack(*this).to(DType::f64) : invstd;
+      grad_x = ((dy - mean_dy.view(shape) - xmu * (invstd * invstd * mean_dy_xmu).view(shape)) * scale.view(shape))
+                   .to(x.dtype());
     }
     return {grad_x, grad_weight, grad_bias};
   }
@@ -84,7 +90,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
   check_inputs(x, weight, bias, running_mean, running_var, momentum, eps, *comm);
   const int64_t c = x.size(1);
   const Shape shape = channel_shape(x);
-  Tensor out, mean, invstd;
+  Tensor out, mean64, invstd64;  // the statistics, kept in f64 for backward
   double count = 0;
   {
     NoGradGuard no_grad;
@@ -97,10 +103,10 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
     count = stats.narrow(0, 2 * c, 1).item<double>();
     DUET_CHECK(count > 1, "sync_batch_norm: expected more than 1 value per channel over the global batch, got ",
                count, " (input ", x.describe(), " on rank ", comm->rank(), ")");
-    const Tensor mean64 = stats.narrow(0, 0, c) / count;
+    mean64 = stats.narrow(0, 0, c) / count;
     const Tensor var64 = maximum(stats.narrow(0, c, c) / count - mean64 * mean64, zeros_like(mean64));
-    mean = mean64.to(x.dtype());
-    invstd = (1.0 / sqrt(var64 + eps)).to(x.dtype());
+    invstd64 = 1.0 / sqrt(var64 + eps);
+    const Tensor mean = mean64.to(x.dtype()), invstd = invstd64.to(x.dtype());
     Tensor scale = weight.defined() ? invstd * weight : invstd;
     out = (x - mean.view(shape)) * scale.view(shape);
     if (bias.defined()) out = out + bias.view(shape);
@@ -111,7 +117,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
     }
   }
   if (autograd::needs_grad({x, weight, bias})) {
-    auto node = std::make_shared<SyncBatchNormBackward>(x, weight, mean, invstd, count, comm);
+    auto node = std::make_shared<SyncBatchNormBackward>(x, weight, mean64, invstd64, count, comm);
     autograd::record(node, {x, weight, bias}, {out});
   }
   return out;

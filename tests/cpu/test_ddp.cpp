@@ -198,6 +198,36 @@ TEST_CASE("DDP with SyncBatchNorm equals single-device training with BatchNorm",
   }
 }
 
+TEST_CASE("DDP with SyncBatchNorm in f64 equals single-device training to 1e-10 on a residual model", "[ddp][syncbn]") {
+  // In f32 a residual BatchNorm network's step is ill-conditioned at small batches: single-device
+  // training's own step moves by 1e-2 relative between f32 and f64 (docs/parallel-strategies.md),
+  // so f32 cannot tell SyncBatchNorm's roundings from a mistake. f64 can.
+  auto residual_f64 = [] {
+    manual_seed(9);
+    std::shared_ptr<nn::Module> m = nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8),
+                                                   nn::ReLU(), nn::Residual(8, 8), nn::Residual(8, 16, true, 2),
+                                                   nn::AdaptiveAvgPool2d(1), nn::Flatten(), nn::Linear(16, 10))
+                                        .ptr();
+    std::vector<Tensor> params, buffers;
+    for (const Tensor& p : m->parameters()) params.push_back(p.detach().to(DType::f64).requires_grad_());
+    for (const auto& [name, b] : m->named_buffers()) buffers.push_back(b.dtype() == DType::f32 ? b.to(DType::f64) : b.clone());
+    return m->replicate(params, buffers);
+  };
+  std::vector<data::Batch> batches;
+  for (const data::Batch& b : batches_8x8()) batches.push_back({b.x.to(DType::f64), b.y});
+  std::shared_ptr<nn::Module> single_model = residual_f64();
+  SingleDevice single(single_model, sgd(single_model->parameters()), cpu(0));
+  const Params expected = trained(single, batches);
+  for (int n : {2, 3}) {
+    INFO(n << " devices");
+    DDPOptions options = tiny_buckets();
+    options.sync_batchnorm = true;
+    DistributedDataParallel ddp(residual_f64(), sgd, cpus(n), options);
+    CHECK(max_relative_diff(trained(ddp, batches), expected) < 1e-10);
+    CHECK(max_relative_diff(values(ddp.model().named_buffers()), values(single_model->named_buffers())) < 1e-10);
+  }
+}
+
 TEST_CASE("sync_batch_norm over two ranks: BatchNorm's values and an f64 gradcheck", "[ddp][syncbn][gradcheck]") {
   std::vector<std::shared_ptr<Communicator>> group = make_local_group(cpus(2));
   // Rows 0..3 on cpu:0, rows 4..5 on cpu:1; each rank's forward on its own thread (the
