@@ -15,6 +15,11 @@
 //   - Gradient accumulation (train_accumulated, PyTorch's no_sync): forward and backward on K
 //     micro-batches, the gradients adding up locally, and one all-reduce, on the last one only.
 //   - sync_batchnorm converts the BatchNorm2d layers to SyncBatchNorm2d (sync_batch_norm.h).
+// Where it differs from PyTorch's DDP: unused parameters are always looked for (PyTorch's
+// find_unused_parameters=True; its default, False, fails on them), at the price of one small
+// all-reduce per step after the buckets; gradient accumulation is one call over the micro-batches
+// rather than a no_sync() context; the exact n_k / n weighting is the default (mean_of_means is
+// PyTorch's).
 //   - Every rank then applies the same optimizer step to its own replica, so the replicas stay
 //     identical without being broadcast (an optional check verifies it).
 //   - A rank that fails aborts its group, so the others fail at once instead of waiting out
