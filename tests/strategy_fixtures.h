@@ -37,6 +37,13 @@ Params trained(parallel::Strategy& strategy, const std::vector<data::Batch>& bat
 // so elements near zero do not blow it up.
 double max_relative_diff(const Params& a, const Params& b);
 
+// conv, BatchNorm, ReLU, conv, BatchNorm, linear on 1x8x8 images (seed 3), on `device`.
+std::shared_ptr<nn::Module> batch_norm_model(Device device = cpu(0));
+// Five batches of 1x8x8 images with unequal shards over 2 and 3 devices (7 rows: 4 + 3 and
+// 3 + 3 + 1; 11: 6 + 5 and 4 + 4 + 3), but never an empty one: SyncBatchNorm needs an example
+// on every rank.
+std::vector<data::Batch> batches_8x8();
+
 // Caps so small that lenet-relu and mlp get several buckets each.
 parallel::DDPOptions tiny_buckets();
 

@@ -60,23 +60,6 @@ std::shared_ptr<nn::Module> seeded(const std::function<std::shared_ptr<nn::Modul
   return make();
 }
 
-// conv, BatchNorm, ReLU, conv, BatchNorm, linear, on 1x8x8 images.
-std::shared_ptr<nn::Module> batch_norm_model() {
-  manual_seed(3);
-  return std::shared_ptr<nn::Module>(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3),
-                                                    nn::ReLU(), nn::Conv2d(nn::Conv2dOptions(3, 4, 3)),
-                                                    nn::BatchNorm2d(4), nn::Flatten(), nn::Linear(4 * 4 * 4, 10)));
-}
-
-// Unequal shards over 2 and 3 devices (7: 4 + 3 and 3 + 3 + 1; 11: 6 + 5 and 4 + 4 + 3), but
-// never an empty one: SyncBatchNorm needs an example on every rank.
-std::vector<data::Batch> batches_8x8() {
-  std::vector<data::Batch> batches;
-  const int64_t rows[] = {12, 7, 11, 9, 7};
-  for (uint64_t i = 0; i < 5; ++i) batches.push_back(random_batch(rows[i], 300 + i, {1, 8, 8}));
-  return batches;
-}
-
 Params values(const nn::NamedTensors& tensors) {
   Params out;
   for (const auto& [name, t] : tensors) out.emplace_back(name, t.to_vector<double>());
