@@ -162,6 +162,7 @@ struct ConvLayout {
   DUET_HD int64_t patch_size() const { return group_channels() * kernel_h * kernel_w; }  // one filter's weights
   DUET_HD int64_t col_rows() const { return channels * kernel_h * kernel_w; }            // groups * patch_size()
   DUET_HD int64_t out_pixels() const { return out_h * out_w; }                           // columns
+  DUET_HD int64_t col_size() const { return col_rows() * out_pixels(); }                 // one column matrix
   DUET_HD int64_t image_size() const { return channels * height * width; }
   // Where group gi's GEMM operands start: its filters' rows of the weight, its channels' rows of a
   // column matrix, its filters' planes of one image's output. All 0 for group 0.

@@ -25,7 +25,7 @@ namespace {
 template <class T>
 const T* columns_of(const ConvLayout& g, const T* image, std::vector<T>& buffer) {
   if (g.is_pointwise()) return image;
-  buffer.resize(static_cast<size_t>(g.col_rows() * g.out_pixels()));
+  buffer.resize(static_cast<size_t>(g.col_size()));
   im2col(g, image, buffer.data());
   return buffer.data();
 }
@@ -66,7 +66,7 @@ void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const Co
   T* gxd = grad_x.data<T>();
   parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> col;
-    if (!g.is_pointwise()) col.resize(static_cast<size_t>(g.col_rows() * pixels));
+    if (!g.is_pointwise()) col.resize(static_cast<size_t>(g.col_size()));
     for (int64_t n = begin; n < end; ++n) {
       const T* gn = gd + n * filters * pixels;
       T* gxn = gxd + n * g.image_size();
