@@ -117,6 +117,8 @@ void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvLa
 
 }  // namespace
 
+// The entry points share a shape (empty result, layout, dtype) but each gives ConvLayout::of its
+// own operands in x, weight, out's roles; a helper would hide which is which.
 void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& geometry,
                     const Tensor& out) {
   if (out.numel() == 0) return;

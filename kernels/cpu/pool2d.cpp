@@ -156,6 +156,7 @@ void average_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& o
   });
 }
 
+// Opens as average_forward_typed does (pointers, the 2x2 case, the plane loop): it is its adjoint.
 template <class T>
 void average_backward_typed(const Tensor& grad_out, const PoolLayout& g, const Tensor& grad_x) {
   const T* gd = grad_out.data<T>();

@@ -24,6 +24,9 @@ namespace {
 // (256 MiB of f32), or one image's if that is larger.
 constexpr int64_t kColumnBudget = int64_t(1) << 26;
 
+// Kernels are functors for launch_indexed (no device lambdas without --extended-lambda), so they
+// open as pool2d.cu's do; the three directions below open alike too, around Chunks::for_each.
+
 // col[b] for images b of a chunk starting at x: one thread per column entry.
 template <class T>
 struct Im2col {

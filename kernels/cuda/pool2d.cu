@@ -24,6 +24,9 @@ namespace {
 using kernels::PoolLayout;
 using kernels::Window;
 
+// Each kernel is a functor for launch_indexed (the build has no device lambdas, --extended-lambda),
+// so each opens alike: its operands, its layout, operator()(index); the index math is PoolLayout's.
+
 // The first maximum in row-major window order, or the last NaN (NaN propagates).
 template <class T>
 struct MaxForward {
