@@ -275,6 +275,7 @@ int run_compare(CompareArgs args) {
       const bool naive = std::count(args.strategies.begin(), args.strategies.end(), "ddp-naive") > 0;
       links = calibrate_links(device, counts, naive, comm);
       report.calibration = links.fits;
+      report.compute_slowdown = links.links.compute_slowdown;
     }
     for (size_t i = 0; i < runs.size(); ++i) {
       // Across processes single-device training runs on rank 0 alone; the others wait for it

@@ -35,6 +35,12 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
         comm->name() + " all-reduce, " + std::to_string(comm->world_size()) + " ranks",
         parallel::time_all_reduce(*comm, sizes, 15)));
     links.copy = links.reduce_add = links.link;
+    // Rank 0 computes alone, then every rank at once, as in the ddp run (rank 0's ratio).
+    comm->barrier();
+    const double alone = comm->rank() == 0 ? parallel::time_compute_workload(first) : 1;
+    comm->barrier();
+    const double together = parallel::time_compute_workload(first);
+    links.compute_slowdown[comm->world_size()] = std::max(1.0, together / alone);
     return out;
   }
   const Device second{first.type, first.index + 1};
@@ -43,6 +49,7 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
   links.link = keep(parallel::calibrate_ping_pong(parallel::make_ddp_group(devices_from(first, 2), {}), sizes));
   for (int n : counts) {
     if (n < 2) continue;
+    links.compute_slowdown[n] = parallel::measure_compute_slowdown(devices_from(first, n));
     links.all_reduce[n] = keep(parallel::calibrate_all_reduce(parallel::make_ddp_group(devices_from(first, n), {}), sizes));
     if (naive) {
       parallel::DDPOptions options;

@@ -120,6 +120,9 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
   for (const parallel::LinkFit& fit : report.calibration) {
     std::fprintf(out, "  %-40s alpha %8.1f us  beta %7.2f GB/s\n", fit.what.c_str(), fit.alpha_us, fit.beta_gbps);
   }
+  for (const auto& [devices, slowdown] : report.compute_slowdown) {
+    std::fprintf(out, "  compute on %d devices at once: %.2fx a device's time alone\n", devices, slowdown);
+  }
   const parallel::RunMeasurement* single = nullptr;
   const parallel::SimulatedStep* single_predicted = nullptr;
   for (size_t i = 0; i < report.runs.size(); ++i) {
@@ -251,7 +254,7 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                         {"warmup", c.warmup}, {"seed", c.seed},             {"devices", report.device_kind},
                         {"results", results}, {"predictions", predictions},
                         {"scaling", report.weak_scaling ? "weak" : "strong"}, {"notes", report.notes},
-                        {"calibration", calibration}};
+                        {"calibration", calibration}, {"compute_slowdown", report.compute_slowdown}};
   write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ struct CompareReport {
   std::vector<std::string> notes;  // where the devices ran, the device counts left out
   std::vector<parallel::RunMeasurement> runs;
   std::vector<parallel::LinkFit> calibration;  // the links measured before the sweep
+  std::map<int, double> compute_slowdown;      // measured before the sweep, per device count
   // Per run (same order): the event simulation's step from the calibrated links; unset when
   // there was no single-device run to start from.
   std::vector<std::optional<parallel::SimulatedStep>> simulated;

@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "duet/autograd/factory.h"
+#include "duet/autograd/grad_mode.h"
+#include "duet/autograd/ops.h"
 #include "duet/core/error.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/kernels.h"
@@ -157,6 +159,29 @@ LinkFit calibrate_reduce_add(Device from, Device to, const std::vector<int64_t>&
                        })});
   }
   return fit_link("copy and add " + from.str() + " -> " + to.str(), samples);
+}
+
+double time_compute_workload(Device device, int repeats) {
+  // About 10 ms of a CPU core: GEMMs of a layer's size, and a pass over 8 MB of activations.
+  NoGradGuard no_grad;
+  DeviceThreadScope on_device(device);
+  Tensor a = full({384, 384}, 0.5, {.device = device}), b = full({384, 384}, 0.25, {.device = device});
+  Tensor x = full({2 << 20}, 1.0, {.device = device});
+  return median_ms(repeats, [&] {
+    Tensor c = matmul(a, b);
+    for (int i = 0; i < 3; ++i) c = matmul(c, b);
+    Tensor y = relu(x * 0.5 + 1.0);
+    wait_for(device);
+  });
+}
+
+double measure_compute_slowdown(const std::vector<Device>& devices, int repeats) {
+  DUET_CHECK(!devices.empty(), "measure_compute_slowdown: no devices given");
+  const double alone = time_compute_workload(devices[0], repeats);
+  if (devices.size() == 1) return 1;
+  std::vector<double> together(devices.size());
+  run_on_devices(devices, [&](size_t k) { together[k] = time_compute_workload(devices[k], repeats); });
+  return std::max(1.0, *std::max_element(together.begin(), together.end()) / alone);
 }
 
 }  // namespace duet::parallel

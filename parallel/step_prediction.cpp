@@ -45,8 +45,12 @@ SimulatedStep predict_step(const std::string& strategy, int devices, int64_t bat
   DUET_CHECK(p.batch_size > 0, "predict_step: the profile has no measured batch size");
   DUET_CHECK(batch_size > 0, "predict_step: batch_size must be positive, got ", batch_size);
   const int n = strategy == "single" ? 1 : devices;
-  // Compute scales with the rows a device works on; the slowest device holds the largest shard.
-  const double share = static_cast<double>(rows_per_device(batch_size, n)) / static_cast<double>(p.batch_size);
+  // Compute scales with the rows a device works on (the slowest device holds the largest shard),
+  // and with the contention of n devices computing at once.
+  const auto slowdown = links.compute_slowdown.find(n);
+  const double contention = n > 1 && slowdown != links.compute_slowdown.end() ? slowdown->second : 1.0;
+  const double share =
+      contention * static_cast<double>(rows_per_device(batch_size, n)) / static_cast<double>(p.batch_size);
   const double whole = static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
   const DeviceCompute device{.forward_ms = p.forward_ms * share,
                              .loss_ms = p.loss_ms * share,
@@ -95,8 +99,8 @@ SimulatedStep predict_step(const std::string& strategy, int devices, int64_t bat
   const double map_bytes = 4.0 * static_cast<double>(p.parameter_sizes.size());  // f32 per parameter
   if (strategy == "ddp-unbucketed") {
     // After backward: the map of used parameters, then each parameter alone, last first.
-    in.buckets.push_back({p.backward_ms, static_cast<int64_t>(map_bytes)});
-    for (size_t i = p.parameter_sizes.size(); i-- > 0;) in.buckets.push_back({p.backward_ms, p.parameter_sizes[i]});
+    in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});
+    for (size_t i = p.parameter_sizes.size(); i-- > 0;) in.buckets.push_back({device.backward_ms, p.parameter_sizes[i]});
   } else {
     DUET_CHECK(!p.arrival_buckets.empty(), "predict_step: the profile has no bucket plan for ", strategy);
     for (const std::vector<size_t>& bucket : p.arrival_buckets) {

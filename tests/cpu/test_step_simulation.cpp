@@ -143,6 +143,9 @@ TEST_CASE("calibrating the local group and dp's copies gives finite, positive al
     CHECK(fit.samples.size() == sizes.size());
   }
   CHECK_THAT(fits[1].what, Contains("all-reduce, 2 ranks"));
+  const double slowdown = measure_compute_slowdown({cpu(0), cpu(1)}, 2);
+  CHECK(std::isfinite(slowdown));
+  CHECK(slowdown >= 1);
 }
 
 TEST_CASE("a sweep skips the device counts the machine has no cores for, and says so", "[cost-model]") {
