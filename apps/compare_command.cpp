@@ -95,16 +95,19 @@ std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::
   const parallel::Links nvlink = parallel::nvlink_links(), pcie = parallel::pcie_links();
   std::vector<PredictionRow> rows;
   auto add = [&](const std::string& strategy, int n) {
+    const int64_t batch = args.batch_per_device > 0 ? args.batch_per_device * (strategy == "single" ? 1 : n)
+                                                    : args.batch_size;
     PredictionRow row{.strategy = strategy, .devices = n};
+    row.batch_size = batch;
     for (const auto& run : runs) {
       if (run.strategy == strategy && run.devices == n) row.measured_ms = run.ms_per_step;
     }
-    const int64_t batch = args.batch_per_device > 0 ? args.batch_per_device * (strategy == "single" ? 1 : n)
-                                                    : args.batch_size;
     row.nvlink = parallel::predict_step(strategy, n, batch, profile, nvlink);
     row.pcie = parallel::predict_step(strategy, n, batch, profile, pcie);
-    row.closed_nvlink = parallel::predict(strategy, n, parallel::nvlink(), profile);
-    row.closed_pcie = parallel::predict(strategy, n, parallel::pcie(), profile);
+    if (args.batch_per_device == 0) {  // the closed form divides a fixed batch's compute by n
+      row.closed_nvlink = parallel::predict(strategy, n, parallel::nvlink(), profile);
+      row.closed_pcie = parallel::predict(strategy, n, parallel::pcie(), profile);
+    }
     rows.push_back(row);
   };
   add("single", 1);

@@ -172,26 +172,32 @@ void print_predictions(const CompareReport& report, std::FILE* out) {
   };
   std::fprintf(out, "\npredicted on GPUs (event simulation; compute: this run's single-device phases, measured here; "
                     "links: presets, assumed): %s; %s. dp rows model PyTorch's DataParallel (NCCL broadcast and "
-                    "reduce through device 0), ddp rows NCCL's ring all-reduce; closed: the closed-form model "
-                    "(cost_model.h) as a cross-check\n",
+                    "reduce through device 0), ddp rows NCCL's ring all-reduce; speedup: img/s over single's; closed: the "
+                    "closed-form model (cost_model.h) as a cross-check, strong scaling only\n",
                describe(nv).c_str(), describe(pc).c_str());
   std::fprintf(out, "%-15s %3s %11s | %10s %9s %8s %10s | %10s %9s %8s %10s\n", "strategy", "dev", "measured ms",
                "NVLink ms", "comm ms", "speedup", "closed ms", "PCIe ms", "comm ms", "speedup", "closed ms");
-  double single_ms = 0;
+  // Speedup: throughput over single-device training's, so that it reads alike for weak scaling.
+  double single_nvlink = 0, single_pcie = 0;
   for (const auto& row : report.predictions) {
-    if (row.strategy == "single") single_ms = row.nvlink.step_ms;
+    if (row.strategy != "single") continue;
+    single_nvlink = static_cast<double>(row.batch_size) / row.nvlink.step_ms;
+    single_pcie = static_cast<double>(row.batch_size) / row.pcie.step_ms;
   }
   for (const auto& row : report.predictions) {
     char measured[32] = "-";
     if (row.measured_ms) std::snprintf(measured, sizeof measured, "%.2f", *row.measured_ms);
-    auto cells = [&](const parallel::SimulatedStep& p, const parallel::Prediction& closed) {
-      std::fprintf(out, " %10.3f %9.3f %7.2fx %10.3f", p.step_ms, p.comm_ms, single_ms > 0 ? single_ms / p.step_ms : 0.0,
-                   closed.step_ms());
+    auto cells = [&](const parallel::SimulatedStep& p, double single, const std::optional<parallel::Prediction>& closed) {
+      const double throughput = static_cast<double>(row.batch_size) / p.step_ms;
+      char closed_ms[32] = "-";
+      if (closed) std::snprintf(closed_ms, sizeof closed_ms, "%.3f", closed->step_ms());
+      std::fprintf(out, " %10.3f %9.3f %7.2fx %10s", p.step_ms, p.comm_ms, single > 0 ? throughput / single : 0.0,
+                   closed_ms);
     };
     std::fprintf(out, "%-15s %3d %11s |", row.strategy.c_str(), row.devices, measured);
-    cells(row.nvlink, row.closed_nvlink);
+    cells(row.nvlink, single_nvlink, row.closed_nvlink);
     std::fprintf(out, " |");
-    cells(row.pcie, row.closed_pcie);
+    cells(row.pcie, single_pcie, row.closed_pcie);
     std::fprintf(out, "\n");
   }
 }
@@ -233,11 +239,14 @@ void write_results_json(const CompareReport& report, const std::string& path) {
   }
   nlohmann::json predictions = nlohmann::json::array();
   for (const auto& row : report.predictions) {
-    auto one = [](const parallel::SimulatedStep& p, const parallel::Prediction& closed) {
-      return nlohmann::json{{"step_ms", p.step_ms}, {"comm_ms", p.comm_ms}, {"closed_form_step_ms", closed.step_ms()}};
+    auto one = [](const parallel::SimulatedStep& p, const std::optional<parallel::Prediction>& closed) {
+      return nlohmann::json{{"step_ms", p.step_ms},
+                            {"comm_ms", p.comm_ms},
+                            {"closed_form_step_ms", closed ? nlohmann::json(closed->step_ms()) : nlohmann::json()}};
     };
     predictions.push_back({{"strategy", row.strategy},
                            {"devices", row.devices},
+                           {"batch_size", row.batch_size},
                            {"measured_ms", optional_json(row.measured_ms)},
                            {"nvlink", one(row.nvlink, row.closed_nvlink)},
                            {"pcie", one(row.pcie, row.closed_pcie)}});

@@ -20,9 +20,10 @@ namespace duet::apps {
 struct PredictionRow {
   std::string strategy;
   int devices = 1;
+  int64_t batch_size = 0;  // global
   std::optional<double> measured_ms;  // per step here, when this run was measured
   parallel::SimulatedStep nvlink, pcie;
-  parallel::Prediction closed_nvlink, closed_pcie;
+  std::optional<parallel::Prediction> closed_nvlink, closed_pcie;  // strong scaling only
 };
 
 struct CompareReport {

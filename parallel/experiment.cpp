@@ -226,6 +226,9 @@ StepProfile Experiment::profile() const {
   p.backward_ms = reference_->phase_ms[static_cast<size_t>(Phase::backward)];
   p.step_ms = reference_->phase_ms[static_cast<size_t>(Phase::step)];
   p.batch_size = reference_->batch_size;
+  double phases = 0;
+  for (double ms : reference_->phase_ms) phases += ms;
+  p.other_ms = std::max(0.0, reference_->ms_per_step - phases);
   const int64_t image_bytes = train_.images.numel() / train_.size() * static_cast<int64_t>(sizeof(float));
   p.input_bytes = p.batch_size * image_bytes;
   p.output_bytes = p.batch_size * 10 * static_cast<int64_t>(sizeof(float));  // the bundled models' 10 classes

@@ -135,30 +135,36 @@ LinkFit calibrate_ping_pong(const std::vector<std::shared_ptr<Communicator>>& gr
   return calibrate_group(what, group, sizes, repeats, time_ping_pong);
 }
 
-LinkFit calibrate_copy(Device from, Device to, const std::vector<int64_t>& sizes, int repeats) {
+namespace {
+
+// A transfer onto `to`, from `to`'s thread, timed at every size: transfer(a tensor of `from`,
+// a tensor of `to`) of that size.
+template <class Transfer>
+LinkFit calibrate_transfer(const std::string& what, Device from, Device to, const std::vector<int64_t>& sizes,
+                           int repeats, Transfer transfer) {
   DeviceThreadScope on_device(to);
   std::vector<TimedSize> samples;
   for (int64_t bytes : sizes) {
-    Tensor src = f32_of_bytes(bytes, from), dst = f32_of_bytes(bytes, to);
-    samples.push_back({src.numel() * 4, median_ms(repeats, [&] {
-                         kernels::copy(src, dst);
+    Tensor there = f32_of_bytes(bytes, from), here = f32_of_bytes(bytes, to);
+    samples.push_back({here.numel() * 4, median_ms(repeats, [&] {
+                         transfer(there, here);
                          wait_for(to);
                        })});
   }
-  return fit_link("copy " + from.str() + " -> " + to.str(), samples);
+  return fit_link(what + " " + from.str() + " -> " + to.str(), samples);
+}
+
+}  // namespace
+
+LinkFit calibrate_copy(Device from, Device to, const std::vector<int64_t>& sizes, int repeats) {
+  return calibrate_transfer("copy", from, to, sizes, repeats,
+                            [](const Tensor& there, const Tensor& here) { kernels::copy(there, here); });
 }
 
 LinkFit calibrate_reduce_add(Device from, Device to, const std::vector<int64_t>& sizes, int repeats) {
-  DeviceThreadScope on_device(to);
-  std::vector<TimedSize> samples;
-  for (int64_t bytes : sizes) {
-    Tensor here = f32_of_bytes(bytes, to), there = f32_of_bytes(bytes, from);
-    samples.push_back({here.numel() * 4, median_ms(repeats, [&] {
-                         Tensor sum = transfers::sum_onto({here, there}, to);
-                         wait_for(to);
-                       })});
-  }
-  return fit_link("copy and add " + from.str() + " -> " + to.str(), samples);
+  return calibrate_transfer("copy and add", from, to, sizes, repeats, [to](const Tensor& there, const Tensor& here) {
+    Tensor sum = transfers::sum_onto({here, there}, to);
+  });
 }
 
 double time_compute_workload(Device device, int repeats) {

@@ -39,8 +39,10 @@ AffineCost Links::all_reduce_at(int devices, bool naive) const {
 Links nvlink_links() { return gpu_links("NVLink (NCCL)", 1.0, 360); }
 Links pcie_links() { return gpu_links("PCIe (NCCL)", 3.0, 22); }
 
-SimulatedStep predict_step(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
-                           const Links& links) {
+namespace {
+
+SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
+                       const Links& links) {
   DUET_CHECK(devices >= 1, "predict_step: devices must be at least 1, got ", devices);
   DUET_CHECK(p.batch_size > 0, "predict_step: the profile has no measured batch size");
   DUET_CHECK(batch_size > 0, "predict_step: batch_size must be positive, got ", batch_size);
@@ -122,6 +124,17 @@ SimulatedStep predict_step(const std::string& strategy, int devices, int64_t bat
     in.after_step_ms += in.all_reduce.ms(24);     // the global loss, correct count and count
   }
   return simulate_ddp_step(in);
+}
+
+}  // namespace
+
+SimulatedStep predict_step(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
+                           const Links& links) {
+  SimulatedStep out = simulate(strategy, devices, batch_size, p, links);
+  // The single run's time outside its phases (the loader's batches, the host between phases)
+  // recurs in every strategy's step, in proportion to the batch the loader assembles.
+  out.step_ms += p.other_ms * static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
+  return out;
 }
 
 }  // namespace duet::parallel
