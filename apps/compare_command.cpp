@@ -223,11 +223,12 @@ int run_compare(CompareArgs args) {
       DUET_CHECK(device.is_cpu(), "--comm mpi: duet compare runs its ranks on CPU devices");
       comm = parallel::make_mpi_communicator({.timeout = comm_timeout(args.comm_timeout), .device = device});
     }
+    // Every count asked for names devices that exist, before the ones the cores cannot serve are skipped.
+    if (!comm && !args.devices.empty()) device_group(device, args.devices.back(), "--devices");
     counts = place_sweep(args, device, comm.get(), report);
     DUET_CHECK(!counts.empty() || args.strategies == std::vector<std::string>{"single"},
                "--devices: no device count fits the cores of this machine (--cores-per-device ",
                args.cores_per_device, ")");
-    if (!comm && !counts.empty()) device_group(device, counts.back(), "--devices");  // the largest (sorted) fits
     if (!comm || comm->rank() == 0) {
       // Every output path first: a bad one fails now, not after every strategy has run.
       prepare_output_folder("--out", args.out);

@@ -16,6 +16,7 @@ Links gpu_links(std::string name, double alpha_us, double bus_gbps) {
   links.copy = links.link;        // scatter and gather: device-to-device copies over the same link
   links.reduce_add = links.link;  // unused: dp_collectives
   links.dp_collectives = true;
+  links.host_time_recurs = false;
   return links;
 }
 
@@ -133,7 +134,9 @@ SimulatedStep predict_step(const std::string& strategy, int devices, int64_t bat
   SimulatedStep out = simulate(strategy, devices, batch_size, p, links);
   // The single run's time outside its phases (the loader's batches, the host between phases)
   // recurs in every strategy's step, in proportion to the batch the loader assembles.
-  out.step_ms += p.other_ms * static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
+  if (links.host_time_recurs) {
+    out.step_ms += p.other_ms * static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
+  }
   return out;
 }
 

@@ -34,6 +34,9 @@ struct Links {
   std::map<int, double> compute_slowdown;
   // DDP's ranks are processes: a few small all-reduces per step (shard counts, the global loss).
   bool multi_process = false;
+  // The single run's time outside its phases (waiting for the loader, the host between phases)
+  // recurs in every step here; on the GPU presets the loader runs ahead on its own thread.
+  bool host_time_recurs = true;
 
   AffineCost all_reduce_at(int devices, bool naive) const;
 };
