@@ -9,12 +9,17 @@
 #include <thread>
 
 #include "cli_common.h"
+#include "compare_prediction.h"
 #include "compare_report.h"
-#include "output_paths.h"
 #include "duet/data/fashion_mnist.h"
+#include "duet/kernels/cpu/thread_pool.h"
 #include "duet/kernels/kernels.h"
 #include "duet/nn/models/models.h"
+#include "duet/parallel/comm/mpi_communicator.h"
+#include "duet/parallel/scaling_sweep.h"
+#include "output_paths.h"
 #include "plot.h"
+#include "process_cores.h"
 #include "trace.h"
 
 namespace duet::apps {
@@ -40,16 +45,21 @@ struct CompareArgs {
   bool check = true;
   double bucket_mb = 0;  // 0: DDP's default caps
   bool sync_bn = false;
+  int cores_per_device = 0;      // 0: the cores divided among the largest device count
+  int64_t batch_per_device = 0;  // weak scaling: the global batch is this times the devices
+  std::string comm = "local";    // mpi: ddp across the processes mpirun started
 };
 
-// The runs in order: single first (the reference for the parameter differences), then every
-// other strategy at every device count.
-std::vector<parallel::StrategyRun> plan_runs(const CompareArgs& args) {
+// The runs in order: single first (the reference for the parameter differences and the cost
+// model), then every other strategy at every device count. Weak scaling gives each run
+// batch_per_device rows per device.
+std::vector<parallel::StrategyRun> plan_runs(const CompareArgs& args, const std::vector<int>& counts) {
   std::vector<parallel::StrategyRun> runs;
-  if (std::count(args.strategies.begin(), args.strategies.end(), "single")) runs.push_back({"single", 1});
-  for (int n : args.devices) {
+  const int64_t b = args.batch_per_device;
+  if (std::count(args.strategies.begin(), args.strategies.end(), "single")) runs.push_back({"single", 1, b});
+  for (int n : counts) {
     for (const std::string& s : args.strategies) {
-      if (s != "single") runs.push_back({s, n});
+      if (s != "single") runs.push_back({s, n, b * n});
     }
   }
   return runs;
@@ -75,19 +85,29 @@ class RunProgress {
   char prefix_[96] = "";
 };
 
-std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::Experiment& experiment,
+// --predict: every strategy on 2, 4 and 8 GPUs (and the measured counts) over the presets, at
+// the run's batch (strong scaling) or batch per device (weak).
+std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::StepProfile& profile,
+                                       const std::vector<int>& measured_counts,
                                        const std::vector<parallel::RunMeasurement>& runs) {
-  parallel::StepProfile profile = experiment.profile();
-  std::set<int> counts(args.devices.begin(), args.devices.end());
+  std::set<int> counts(measured_counts.begin(), measured_counts.end());
   counts.insert({2, 4, 8});
+  const parallel::Links nvlink = parallel::nvlink_links(), pcie = parallel::pcie_links();
   std::vector<PredictionRow> rows;
   auto add = [&](const std::string& strategy, int n) {
+    const int64_t batch = args.batch_per_device > 0 ? args.batch_per_device * (strategy == "single" ? 1 : n)
+                                                    : args.batch_size;
     PredictionRow row{.strategy = strategy, .devices = n};
+    row.batch_size = batch;
     for (const auto& run : runs) {
       if (run.strategy == strategy && run.devices == n) row.measured_ms = run.ms_per_step;
     }
-    row.nvlink = parallel::predict(strategy, n, parallel::nvlink(), profile);
-    row.pcie = parallel::predict(strategy, n, parallel::pcie(), profile);
+    row.nvlink = parallel::predict_step(strategy, n, batch, profile, nvlink);
+    row.pcie = parallel::predict_step(strategy, n, batch, profile, pcie);
+    if (args.batch_per_device == 0) {  // the closed form divides a fixed batch's compute by n
+      row.closed_nvlink = parallel::predict(strategy, n, parallel::nvlink(), profile);
+      row.closed_pcie = parallel::predict(strategy, n, parallel::pcie(), profile);
+    }
     rows.push_back(row);
   };
   add("single", 1);
@@ -121,17 +141,70 @@ int write_outputs(const CompareArgs& args, const CompareReport& report) {
       attempt((dir / "throughput.png").string(),
               [&] { plot_throughput(report.runs, (dir / "throughput.png").string(), title); });
     }
+    if (!report.simulated.empty()) {
+      attempt((dir / "speedup.png").string(), [&] { plot_speedup(report, (dir / "speedup.png").string(), title); });
+    }
   }
   if (!args.trace.empty()) attempt(args.trace, [&] { write_chrome_trace(report.runs, args.trace); });
   return failures ? kFailed : 0;
 }
 
+// The device counts the sweep runs, and where its logical CPU devices run: cores of their own
+// (the counts the cores cannot serve are left out, with a note) unless --threads asks for one
+// shared pool. Under mpirun, this process's one device takes its share of the cores.
+std::vector<int> place_sweep(const CompareArgs& args, Device device, const parallel::Communicator* comm,
+                             CompareReport& report) {
+  std::vector<int> counts = comm ? std::vector<int>{comm->world_size()} : args.devices;
+  if (!device.is_cpu()) {
+    report.device_kind = "CUDA devices";
+    return counts;
+  }
+  if (args.threads > 0) {
+    report.device_kind = "logical CPU devices sharing " + std::to_string(kernels::num_threads()) + " threads";
+    return counts;
+  }
+  const CoreShare share = process_cores();
+  int per_device = args.cores_per_device;
+  if (!comm) {
+    parallel::SweepPlan plan = parallel::plan_sweep(counts, share.count, args.cores_per_device);
+    for (const std::string& skipped : plan.skipped) report.notes.push_back(skipped);
+    counts = plan.device_counts;
+    per_device = plan.cores_per_device;
+  }
+  const int largest = counts.empty() ? 1 : std::max(1, counts.back());
+  const std::string placed = place_devices(comm ? 1 : largest, per_device, share);
+  report.notes.push_back((comm ? "this rank's device: " : "") + placed);
+  const kernels::cpu::CpuPlacement placement = kernels::cpu::cpu_placement();
+  report.device_kind = placement.pinned()
+                           ? std::string(comm ? "one MPI rank per process, " : "logical CPU devices, ") +
+                                 std::to_string(placement.cores_per_device) + " core(s) each, pinned"
+                           : "logical CPU devices sharing " + std::to_string(kernels::num_threads()) + " threads";
+  return counts;
+}
+
+// Every measured run's step as the cost model predicts it from the single-device run.
+void predict_runs(const parallel::StepProfile& profile, const parallel::Links& links, CompareReport& report) {
+  for (const parallel::RunMeasurement& run : report.runs) {
+    report.simulated.push_back(parallel::predict_step(run.strategy, run.devices, run.batch_size, profile, links));
+  }
+}
+
 int run_compare(CompareArgs args) {
   std::sort(args.devices.begin(), args.devices.end());
   args.devices.erase(std::unique(args.devices.begin(), args.devices.end()), args.devices.end());
-  if (args.predict && !std::count(args.strategies.begin(), args.strategies.end(), "single")) {
+  const bool has_single = std::count(args.strategies.begin(), args.strategies.end(), "single") > 0;
+  if (args.predict && !has_single) {
     std::cerr << "duet compare: error: --predict needs the measured single-device compute: add single to --strategies\n";
     return kBadInput;
+  }
+  if (args.comm == "mpi") {
+    for (const std::string& s : args.strategies) {
+      if (s != "single" && !parallel::is_ddp(s)) {
+        std::cerr << "duet compare: error: --comm mpi runs the ddp variants across processes (and single on rank 0); "
+                     "drop " << s << " from --strategies\n";
+        return kBadInput;
+      }
+    }
   }
   if (std::string note = clamp_threads(args.threads, "--threads"); !note.empty()) std::cout << "note: " << note << "\n";
   if (args.threads > 0) kernels::set_num_threads(args.threads);
@@ -139,56 +212,97 @@ int run_compare(CompareArgs args) {
   parallel::set_exact_gpu_phases(true);
   Device device;
   data::TensorDataset train_set;
+  std::shared_ptr<parallel::Communicator> comm;
+  CompareReport report;
+  std::vector<int> counts;
   try {
     device = Device::parse(args.device);
-    if (!args.devices.empty()) device_group(device, args.devices.back(), "--devices");  // the largest (sorted) fits
-    // Every output path first: a bad one fails now, not after every strategy has run.
-    prepare_output_folder("--out", args.out);
-    if (args.plots) check_gnuplot("the plots", ", or pass --no-plots");
-    if (!args.trace.empty()) check_output_file("--trace", args.trace);
+    if (args.comm == "mpi") {
+      DUET_CHECK(started_by_mpirun(), "--comm mpi: this process was not started by mpirun; run `mpirun -np N duet "
+                 "compare --comm mpi --strategies single,ddp ...`");
+      DUET_CHECK(device.is_cpu(), "--comm mpi: duet compare runs its ranks on CPU devices");
+      comm = parallel::make_mpi_communicator({.timeout = comm_timeout(args.comm_timeout), .device = device});
+    }
+    // Every count asked for names devices that exist, before the ones the cores cannot serve are skipped.
+    if (!comm && !args.devices.empty()) device_group(device, args.devices.back(), "--devices");
+    counts = place_sweep(args, device, comm.get(), report);
+    DUET_CHECK(!counts.empty() || args.strategies == std::vector<std::string>{"single"},
+               "--devices: no device count fits the cores of this machine (--cores-per-device ",
+               args.cores_per_device, ")");
+    if (!comm || comm->rank() == 0) {
+      // Every output path first: a bad one fails now, not after every strategy has run.
+      prepare_output_folder("--out", args.out);
+      if (args.plots) check_gnuplot("the plots", ", or pass --no-plots");
+      if (!args.trace.empty()) check_output_file("--trace", args.trace);
+    }
     train_set = data::FashionMNIST::train(args.data_dir);
   } catch (const Error& e) {
     std::cerr << "duet compare: error: " << e.what() << "\n";
+    if (comm) comm->abort(std::string("duet compare: ") + e.what());
     return kBadInput;
+  }
+  const bool leader = !comm || comm->rank() == 0;
+  for (const std::string& note : report.notes) {
+    if (leader && note.rfind("skipping", 0) == 0) std::cerr << "duet compare: " << note << "\n";
   }
   parallel::ExperimentConfig config{
       .model = args.model,
-      .batch_size = args.batch_size,
+      .batch_size = args.batch_per_device > 0 ? args.batch_per_device : args.batch_size,
       .steps = args.steps,
       .warmup = args.warmup,
       .seed = args.seed,
       .make_optimizer = [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
       .first_device = device,
       .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)},
-      .check = args.check};
+      .check = args.check,
+      .comm = comm};
   if (args.bucket_mb > 0) {
     // PyTorch's bucket_cap_mb caps the buckets after the first; a cap below the first bucket's
     // 1 MiB caps that one too, or a small model would still fit in one bucket.
     config.ddp.bucket_cap_mb = args.bucket_mb;
     config.ddp.first_bucket_mb = std::min(config.ddp.first_bucket_mb, args.bucket_mb);
   }
-  CompareReport report{.config = config};
-  report.device_kind = device.is_cpu() ? "logical CPU devices sharing " + std::to_string(kernels::num_threads()) +
-                                             " threads"
-                                       : "CUDA devices";
+  report.config = config;
+  report.weak_scaling = args.batch_per_device > 0;
   parallel::Experiment experiment(config, std::move(train_set));
-  std::vector<parallel::StrategyRun> runs = plan_runs(args);
+  std::vector<parallel::StrategyRun> runs = plan_runs(args, counts);
   const size_t count = runs.size();
   RunProgress progress;
-  auto on_step = [&](int64_t done, int64_t total) { progress.step(done, total); };
+  auto on_step = [&](int64_t done, int64_t total) {
+    if (leader) progress.step(done, total);
+  };
   try {
-    for (size_t i = 0; i < runs.size(); ++i) {
-      const int devices = runs[i].strategy == "single" ? 1 : runs[i].devices;
-      progress.start(i, count, runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
-      report.runs.push_back(experiment.run(runs[i], on_step));
-      progress.finish(report.runs.back());
+    // Measure the links in use before the sweep, with nothing else running.
+    CalibratedLinks links;
+    const bool parallel_runs = comm || std::any_of(counts.begin(), counts.end(), [](int n) { return n >= 2; });
+    if (has_single && parallel_runs) {
+      const bool naive = std::count(args.strategies.begin(), args.strategies.end(), "ddp-naive") > 0;
+      links = calibrate_links(device, counts, naive, comm);
+      report.calibration = links.fits;
+      report.compute_slowdown = links.links.compute_slowdown;
     }
-    if (args.predict) report.predictions = predictions(args, experiment, report.runs);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      // Across processes single-device training runs on rank 0 alone; the others wait for it
+      // in the next run's first collective.
+      if (comm && runs[i].strategy == "single" && !leader) continue;
+      const int devices = runs[i].strategy == "single" ? 1 : comm ? comm->world_size() : runs[i].devices;
+      if (leader) progress.start(i, count, runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
+      report.runs.push_back(experiment.run(runs[i], on_step));
+      if (leader) progress.finish(report.runs.back());
+    }
+    if (!leader) return 0;
+    if (has_single) {
+      const parallel::StepProfile profile = experiment.profile();
+      if (!report.calibration.empty()) predict_runs(profile, links.links, report);
+      if (args.predict) report.predictions = predictions(args, profile, counts, report.runs);
+    }
   } catch (const Error& e) {
     std::cerr << "\nduet compare: " << e.what() << "\n";
+    if (comm) comm->abort(std::string("duet compare: ") + e.what());
     return kFailed;
   }
   print_results(report, stdout);
+  print_model_check(report, stdout);
   print_predictions(report, stdout);
   std::fflush(stdout);
   return write_outputs(args, report);
@@ -212,17 +326,28 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--seed", args->seed, "Seed for the initial weights and the batch order")->capture_default_str();
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--device", args->device, "First device: cpu (logical cpu:0..N-1) or cuda")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "CPU threads (0: all cores)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--threads", args->threads, "CPU threads of one pool that every logical device shares, "
+                  "instead of cores of their own (0: cores per device)")->check(kNonNegative)->capture_default_str();
   add_comm_timeout_flag(*cmd, args->comm_timeout);
   cmd->add_option("--out", args->out, "Folder for results.json, results.csv and the plots")->capture_default_str();
   cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON of every phase on every device here");
-  cmd->add_flag("--predict", args->predict, "Also print the cost model's step times on 2, 4 and 8 GPUs");
+  cmd->add_flag("--predict", args->predict, "Also print the cost model's step times on 2, 4 and 8 GPUs (NVLink and "
+                "PCIe presets)");
   cmd->add_flag("!--no-plots", args->plots, "Skip the PNG plots");
   cmd->add_flag("!--no-check", args->check,
                 "Skip the per-step check (one more single-device step per step, from the strategy's parameters)");
   cmd->add_option("--bucket-mb", args->bucket_mb, "ddp's bucket cap in MiB (PyTorch's bucket_cap_mb; caps the first "
                   "bucket too when below its 1 MiB)")->check(at_least(1e-6, "a positive size in MiB"));
   cmd->add_flag("--sync-bn", args->sync_bn, "ddp variants: BatchNorm with the global batch's statistics (SyncBatchNorm)");
+  cmd->add_option("--cores-per-device", args->cores_per_device,
+                  "Cores of its own for each logical CPU device, its threads pinned there (default: the cores divided "
+                  "among the largest --devices count; device counts the cores cannot serve are skipped)")
+      ->check(kPositive);
+  cmd->add_option("--batch-per-device", args->batch_per_device,
+                  "Weak scaling: a global batch of this many images per device (default: strong scaling, a fixed "
+                  "--batch-size)")->check(kPositive);
+  cmd->add_option("--comm", args->comm, "local: devices in this process; mpi: ddp with one rank per process under "
+                  "mpirun (single runs on rank 0)")->check(CLI::IsMember({"local", "mpi"}))->capture_default_str();
   cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
 }
 

@@ -93,6 +93,7 @@ void print_results(const CompareReport& report, std::FILE* out) {
   std::fprintf(out, "duet compare: %s, global batch %lld, %lld timed steps after %lld warm-up, seed %llu, on %s\n",
                c.model.c_str(), static_cast<long long>(c.batch_size), static_cast<long long>(c.steps),
                static_cast<long long>(c.warmup), static_cast<unsigned long long>(c.seed), report.device_kind.c_str());
+  for (const std::string& note : report.notes) std::fprintf(out, "note: %s\n", note.c_str());
   std::fprintf(out, "%-15s %3s %8s %8s |", "strategy", "dev", "img/s", "ms/step");
   for (const char* head : kPhaseHeads) std::fprintf(out, " %7s", head);
   std::fprintf(out, " | %9s  %-17s %10s %10s %10s %10s\n", "MB/step", "peak MiB/device", "final loss", "check ulps",
@@ -113,37 +114,105 @@ void print_results(const CompareReport& report, std::FILE* out) {
   print_overlap(report, out);
 }
 
+void print_model_check(const CompareReport& report, std::FILE* out) {
+  if (report.simulated.empty()) return;
+  std::fprintf(out, "\nlinks calibrated before the sweep (alpha + bytes / beta, fitted to a sweep of 4 B to 4 MiB):\n");
+  for (const parallel::LinkFit& fit : report.calibration) {
+    std::fprintf(out, "  %-40s alpha %8.1f us  beta %7.2f GB/s\n", fit.what.c_str(), fit.alpha_us, fit.beta_gbps);
+  }
+  for (const auto& [devices, slowdown] : report.compute_slowdown) {
+    std::fprintf(out, "  compute on %d devices at once: %.2fx a device's time alone\n", devices, slowdown);
+  }
+  const parallel::RunMeasurement* single = nullptr;
+  const parallel::SimulatedStep* single_predicted = nullptr;
+  for (size_t i = 0; i < report.runs.size(); ++i) {
+    if (report.runs[i].strategy == "single" && report.simulated[i]) {
+      single = &report.runs[i];
+      single_predicted = &*report.simulated[i];
+    }
+  }
+  std::fprintf(out, "cost model (event simulation from the single-device run's compute and the links above) beside "
+                    "the measurement, %s scaling:\n", report.weak_scaling ? "weak" : "strong");
+  std::fprintf(out, "%-15s %3s %6s | %11s %12s %7s | %8s %8s | %8s %8s | %8s %8s\n", "strategy", "dev", "batch",
+               "measured ms", "predicted ms", "error", "speedup", "(pred)", "effic.", "(pred)", "hidden", "(pred)");
+  for (size_t i = 0; i < report.runs.size(); ++i) {
+    if (!report.simulated[i]) continue;
+    const parallel::RunMeasurement& run = report.runs[i];
+    const parallel::SimulatedStep& sim = *report.simulated[i];
+    const double error = (sim.step_ms - run.ms_per_step) / run.ms_per_step;
+    double speedup = 0, predicted_speedup = 0;
+    if (single) {
+      speedup = run.images_per_second / single->images_per_second;
+      predicted_speedup = (static_cast<double>(run.batch_size) / sim.step_ms) /
+                          (static_cast<double>(single->batch_size) / single_predicted->step_ms);
+    }
+    const bool ddp = run.overlap.samples > 0 && run.overlap.busy_ms > 0;
+    char hidden[16] = "-", predicted_hidden[16] = "-";
+    if (ddp) {
+      std::snprintf(hidden, sizeof hidden, "%.0f%%", 100 * run.overlap.hidden_fraction());
+      std::snprintf(predicted_hidden, sizeof predicted_hidden, "%.0f%%", 100 * sim.hidden_fraction());
+    }
+    std::fprintf(out, "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s\n",
+                 run.strategy.c_str(), run.devices, static_cast<long long>(run.batch_size), run.ms_per_step,
+                 sim.step_ms, 100 * error, speedup, predicted_speedup, 100 * speedup / run.devices,
+                 100 * predicted_speedup / run.devices, hidden, predicted_hidden);
+  }
+  std::fprintf(out, "speedup: img/s over single-device training's (predicted: over its predicted step); effic.: "
+                    "speedup / devices; hidden: the share of ddp's all-reduce time that ran before backward ended\n");
+}
+
 void print_predictions(const CompareReport& report, std::FILE* out) {
   if (report.predictions.empty()) return;
-  const parallel::Link nv = parallel::nvlink(), pc = parallel::pcie();
-  std::fprintf(out, "\ncost model (alpha-beta) from the measured single-device compute; %s: %.0f us + bytes / %.0f GB/s, "
-                    "%s: %.0f us + bytes / %.0f GB/s\n",
-               nv.name.c_str(), nv.latency_us, nv.bandwidth_gbps, pc.name.c_str(), pc.latency_us, pc.bandwidth_gbps);
-  std::fprintf(out, "%-15s %3s %11s | %10s %9s %8s %8s | %10s %9s %8s %8s\n", "strategy", "dev", "measured ms",
-               "NVLink ms", "comm ms", "img/s", "speedup", "PCIe ms", "comm ms", "img/s", "speedup");
-  double single_ms = 0;
+  const parallel::Links nv = parallel::nvlink_links(), pc = parallel::pcie_links();
+  auto describe = [](const parallel::Links& l) {
+    char text[96];
+    std::snprintf(text, sizeof text, "%s: %.1f us + bytes / %.0f GB/s per ring step", l.name.c_str(),
+                  l.link.alpha_ms * 1e3, 1 / (l.link.ms_per_byte * 1e6));
+    return std::string(text);
+  };
+  std::fprintf(out, "\npredicted on GPUs (event simulation; compute: this run's single-device phases, measured here; "
+                    "links: presets, assumed): %s; %s. dp rows model PyTorch's DataParallel (NCCL broadcast and "
+                    "reduce through device 0), ddp rows NCCL's ring all-reduce; speedup: img/s over single's; closed: the "
+                    "closed-form model (cost_model.h) as a cross-check, strong scaling only\n",
+               describe(nv).c_str(), describe(pc).c_str());
+  std::fprintf(out, "%-15s %3s %11s | %10s %9s %8s %10s | %10s %9s %8s %10s\n", "strategy", "dev", "measured ms",
+               "NVLink ms", "comm ms", "speedup", "closed ms", "PCIe ms", "comm ms", "speedup", "closed ms");
+  // Speedup: throughput over single-device training's, so that it reads alike for weak scaling.
+  double single_nvlink = 0, single_pcie = 0;
   for (const auto& row : report.predictions) {
-    if (row.strategy == "single") single_ms = row.nvlink.step_ms();
+    if (row.strategy != "single") continue;
+    single_nvlink = static_cast<double>(row.batch_size) / row.nvlink.step_ms;
+    single_pcie = static_cast<double>(row.batch_size) / row.pcie.step_ms;
   }
-  const double batch = static_cast<double>(report.config.batch_size);
   for (const auto& row : report.predictions) {
     char measured[32] = "-";
     if (row.measured_ms) std::snprintf(measured, sizeof measured, "%.2f", *row.measured_ms);
-    auto cells = [&](const parallel::Prediction& p) {
-      std::fprintf(out, " %10.3f %9.3f %8.0f %7.2fx", p.step_ms(), p.comm_ms, batch / p.step_ms() * 1e3,
-                   single_ms > 0 ? single_ms / p.step_ms() : 0.0);
+    auto cells = [&](const parallel::SimulatedStep& p, double single, const std::optional<parallel::Prediction>& closed) {
+      const double throughput = static_cast<double>(row.batch_size) / p.step_ms;
+      char closed_ms[32] = "-";
+      if (closed) std::snprintf(closed_ms, sizeof closed_ms, "%.3f", closed->step_ms());
+      std::fprintf(out, " %10.3f %9.3f %7.2fx %10s", p.step_ms, p.comm_ms, single > 0 ? throughput / single : 0.0,
+                   closed_ms);
     };
     std::fprintf(out, "%-15s %3d %11s |", row.strategy.c_str(), row.devices, measured);
-    cells(row.nvlink);
+    cells(row.nvlink, single_nvlink, row.closed_nvlink);
     std::fprintf(out, " |");
-    cells(row.pcie);
+    cells(row.pcie, single_pcie, row.closed_pcie);
     std::fprintf(out, "\n");
   }
 }
 
+namespace {
+std::optional<double> predicted_ms(const CompareReport& report, size_t run) {
+  if (run < report.simulated.size() && report.simulated[run]) return report.simulated[run]->step_ms;
+  return std::nullopt;
+}
+}  // namespace
+
 void write_results_json(const CompareReport& report, const std::string& path) {
   nlohmann::json results = nlohmann::json::array();
-  for (const auto& run : report.runs) {
+  for (size_t i = 0; i < report.runs.size(); ++i) {
+    const auto& run = report.runs[i];
     nlohmann::json phases, memory = nlohmann::json::array();
     for (size_t i = 0; i < kNumPhases; ++i) phases[parallel::name(static_cast<Phase>(i))] = run.phase_ms[i];
     for (const auto& m : run.memory) memory.push_back({{"device", m.device}, {"peak_bytes", m.peak_bytes}});
@@ -160,23 +229,41 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                        {"max_param_diff", optional_json(run.max_param_diff)},
                        {"allreduce_ms_per_step", per_step(run.overlap.busy_ms, run.overlap)},
                        {"allreduce_exposed_ms_per_step", per_step(run.overlap.exposed_ms, run.overlap)},
-                       {"allreduce_hidden_fraction", run.overlap.hidden_fraction()}});
+                       {"allreduce_hidden_fraction", run.overlap.hidden_fraction()},
+                       {"batch_size", run.batch_size},
+                       {"predicted_ms", optional_json(predicted_ms(report, i))},
+                       {"predicted_hidden_fraction",
+                        i < report.simulated.size() && report.simulated[i]
+                            ? nlohmann::json(report.simulated[i]->hidden_fraction())
+                            : nlohmann::json()}});
   }
   nlohmann::json predictions = nlohmann::json::array();
   for (const auto& row : report.predictions) {
-    auto one = [](const parallel::Prediction& p) {
-      return nlohmann::json{{"step_ms", p.step_ms()}, {"compute_ms", p.compute_ms}, {"comm_ms", p.comm_ms}};
+    auto one = [](const parallel::SimulatedStep& p, const std::optional<parallel::Prediction>& closed) {
+      return nlohmann::json{{"step_ms", p.step_ms},
+                            {"comm_ms", p.comm_ms},
+                            {"closed_form_step_ms", closed ? nlohmann::json(closed->step_ms()) : nlohmann::json()}};
     };
     predictions.push_back({{"strategy", row.strategy},
                            {"devices", row.devices},
+                           {"batch_size", row.batch_size},
                            {"measured_ms", optional_json(row.measured_ms)},
-                           {"nvlink", one(row.nvlink)},
-                           {"pcie", one(row.pcie)}});
+                           {"nvlink", one(row.nvlink, row.closed_nvlink)},
+                           {"pcie", one(row.pcie, row.closed_pcie)}});
+  }
+  nlohmann::json calibration = nlohmann::json::array();
+  for (const parallel::LinkFit& fit : report.calibration) {
+    nlohmann::json samples = nlohmann::json::array();
+    for (const parallel::TimedSize& x : fit.samples) samples.push_back({{"bytes", x.bytes}, {"ms", x.ms}});
+    calibration.push_back(
+        {{"link", fit.what}, {"alpha_us", fit.alpha_us}, {"beta_gbps", fit.beta_gbps}, {"samples", samples}});
   }
   const auto& c = report.config;
   nlohmann::json doc = {{"model", c.model},   {"batch_size", c.batch_size}, {"steps", c.steps},
                         {"warmup", c.warmup}, {"seed", c.seed},             {"devices", report.device_kind},
-                        {"results", results}, {"predictions", predictions}};
+                        {"results", results}, {"predictions", predictions},
+                        {"scaling", report.weak_scaling ? "weak" : "strong"}, {"notes", report.notes},
+                        {"calibration", calibration}, {"compute_slowdown", report.compute_slowdown}};
   write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
 }
 
@@ -185,8 +272,9 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
     out << "strategy,devices,images_per_second,ms_per_step";
     for (size_t i = 0; i < kNumPhases; ++i) out << ',' << parallel::name(static_cast<Phase>(i)) << "_ms";
     out << ",bytes_per_step,peak_bytes_per_device,final_loss,max_check_ulps,first_step_param_diff,max_param_diff,"
-           "allreduce_ms_per_step,allreduce_exposed_ms_per_step,allreduce_hidden_fraction\n";
-    for (const auto& run : report.runs) {
+           "allreduce_ms_per_step,allreduce_exposed_ms_per_step,allreduce_hidden_fraction,batch_size,predicted_ms\n";
+    for (size_t i = 0; i < report.runs.size(); ++i) {
+      const auto& run = report.runs[i];
       out << run.strategy << ',' << run.devices << ',' << run.images_per_second << ',' << run.ms_per_step;
       for (double ms : run.phase_ms) out << ',' << ms;
       out << ',' << run.bytes_per_step << ',';
@@ -197,7 +285,9 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
         if (value) out << *value;
       }
       out << ',' << per_step(run.overlap.busy_ms, run.overlap) << ',' << per_step(run.overlap.exposed_ms, run.overlap)
-          << ',' << run.overlap.hidden_fraction() << '\n';
+          << ',' << run.overlap.hidden_fraction() << ',' << run.batch_size << ',';
+      if (auto predicted = predicted_ms(report, i)) out << *predicted;
+      out << '\n';
     }
   });
 }

@@ -1,27 +1,42 @@
-// What `duet compare` prints and writes: the results table, the cost model's predictions,
-// results.json and results.csv.
+// What `duet compare` prints and writes: the results table, the cost model's prediction of
+// every measured run beside it, the GPU predictions, results.json and results.csv.
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "duet/parallel/experiment.h"
+#include "duet/parallel/link_calibration.h"
+#include "duet/parallel/step_prediction.h"
+#include "duet/parallel/step_simulation.h"
 
 namespace duet::apps {
 
+// --predict: one strategy on `devices` GPUs, simulated on each preset, with the closed-form
+// alpha-beta model (cost_model.h) beside it as a cross-check.
 struct PredictionRow {
   std::string strategy;
   int devices = 1;
+  int64_t batch_size = 0;  // global
   std::optional<double> measured_ms;  // per step here, when this run was measured
-  parallel::Prediction nvlink, pcie;
+  parallel::SimulatedStep nvlink, pcie;
+  std::optional<parallel::Prediction> closed_nvlink, closed_pcie;  // strong scaling only
 };
 
 struct CompareReport {
   parallel::ExperimentConfig config;
   std::string device_kind;  // "logical CPU devices on 2 hardware threads", "CUDA"
+  bool weak_scaling = false;  // --batch-per-device: the global batch grows with the devices
+  std::vector<std::string> notes;  // where the devices ran, the device counts left out
   std::vector<parallel::RunMeasurement> runs;
+  std::vector<parallel::LinkFit> calibration;  // the links measured before the sweep
+  std::map<int, double> compute_slowdown;      // measured before the sweep, per device count
+  // Per run (same order): the event simulation's step from the calibrated links; unset when
+  // there was no single-device run to start from.
+  std::vector<std::optional<parallel::SimulatedStep>> simulated;
   std::vector<PredictionRow> predictions;  // empty without --predict
 };
 
@@ -29,6 +44,9 @@ struct CompareReport {
 inline constexpr double kCheckUlps = 8;
 
 void print_results(const CompareReport& report, std::FILE* out);
+// The calibration, then every measured run's predicted step beside its measured one, with the
+// error, speedup and scaling efficiency of each.
+void print_model_check(const CompareReport& report, std::FILE* out);
 void print_predictions(const CompareReport& report, std::FILE* out);
 // Both throw duet::Error naming the file when it cannot be written.
 void write_results_json(const CompareReport& report, const std::string& path);

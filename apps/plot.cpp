@@ -134,4 +134,51 @@ void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const st
   });
 }
 
+void plot_speedup(const CompareReport& report, const std::string& png_path, const std::string& title) {
+  const parallel::RunMeasurement* single = nullptr;
+  double single_predicted = 0;
+  for (size_t i = 0; i < report.runs.size(); ++i) {
+    if (report.runs[i].strategy == "single" && i < report.simulated.size() && report.simulated[i]) {
+      single = &report.runs[i];
+      single_predicted = static_cast<double>(single->batch_size) / report.simulated[i]->step_ms;
+    }
+  }
+  DUET_CHECK(single, "plot_speedup: no predicted single-device run to compare with");
+  std::map<std::string, std::vector<size_t>> by_strategy;
+  int max_devices = 1;
+  for (size_t i = 0; i < report.runs.size(); ++i) {
+    if (report.runs[i].strategy == "single" || i >= report.simulated.size() || !report.simulated[i]) continue;
+    by_strategy[report.runs[i].strategy].push_back(i);
+    max_devices = std::max(max_devices, report.runs[i].devices);
+  }
+  DUET_CHECK(!by_strategy.empty(), "plot_speedup: no parallel runs to plot");
+  run_gnuplot(png_path, [&](const fs::path& dir, std::ostream& gp) {
+    fs::path data = dir / "speedup.dat";
+    std::ofstream out(data);
+    std::vector<std::string> titles;
+    for (const auto& [strategy, indices] : by_strategy) {
+      for (int predicted = 0; predicted < 2; ++predicted) {
+        for (size_t i : indices) {
+          const parallel::RunMeasurement& run = report.runs[i];
+          const double speedup = predicted ? static_cast<double>(run.batch_size) / report.simulated[i]->step_ms /
+                                                 single_predicted
+                                           : run.images_per_second / single->images_per_second;
+          out << run.devices << ' ' << speedup << '\n';
+        }
+        out << "\n\n";
+        titles.push_back(strategy + (predicted ? " predicted" : " measured"));
+      }
+    }
+    gp << "set terminal pngcairo noenhanced size 800,500 font ',10'\n"
+       << "set title '" << title << (report.weak_scaling ? ", weak scaling" : ", strong scaling") << "'\n"
+       << "set xlabel 'devices'\nset ylabel 'speedup over single-device training'\nset grid\n"
+       << "set xtics 1\nset xrange [1:" << max_devices << "]\nset yrange [0:*]\nset key top left\nplot x title 'ideal' lw 1 lc 'gray', ";
+    for (size_t i = 0; i < titles.size(); ++i) {
+      gp << (i ? ", " : "") << "'" << data.string() << "' index " << i << " with linespoints title '" << titles[i]
+         << "' lc " << (i / 2 + 1) << (i % 2 ? " dashtype 2" : "");
+    }
+    gp << '\n';
+  });
+}
+
 }  // namespace duet::apps

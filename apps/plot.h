@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "compare_report.h"
 #include "duet/parallel/experiment.h"
 #include "duet/parallel/trainer.h"
 
@@ -23,5 +24,10 @@ void plot_phases(const std::vector<parallel::RunMeasurement>& runs, const std::s
 // strategy (single-device training as a flat line).
 void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const std::string& png_path,
                      const std::string& title);
+
+// `duet compare`: speedup over single-device training (img/s) against the device count, a solid
+// line per strategy for the measurement and a dashed one for the cost model's prediction, and
+// the ideal speedup N as a thin line.
+void plot_speedup(const CompareReport& report, const std::string& png_path, const std::string& title);
 
 }  // namespace duet::apps

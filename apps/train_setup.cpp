@@ -14,24 +14,10 @@
 #include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/comm/nccl_communicator.h"
 #include "output_paths.h"
+#include "process_cores.h"
 
 namespace duet::apps {
 namespace {
-
-// Under mpirun the processes on one machine share its cores: each takes its share, so that
-// N processes do not oversubscribe them N times over.
-int threads_per_process() {
-  const int sharing = std::max(1, parallel::mpi_locality().local_size);
-  return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / sharing);
-}
-
-// mpirun (Open MPI's, or a PMI launcher's) tells its processes their rank in the environment.
-bool started_by_mpirun() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"}) {
-    if (std::getenv(name)) return true;
-  }
-  return false;
-}
 
 // --comm mpi: this process's rank. CPU ranks talk over MPI; GPU ranks over NCCL, each on the
 // GPU of its local rank (cuda:0 for the first process on a machine, cuda:1 for the next),
@@ -133,7 +119,8 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
   if (threads > 0) {
     kernels::set_num_threads(threads);
   } else if (setup.comm) {
-    kernels::set_num_threads(threads_per_process());
+    // The processes on one machine share its cores: each takes its share (process_cores.h).
+    kernels::set_num_threads(process_cores().count);
   }
   // Across processes each rank loads its 1/N of every global batch: the DistributedSampler
   // deals rank r the examples r, r + N, r + 2N, ... of the epoch's shuffled order.

@@ -8,13 +8,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "duet/kernels/cpu/thread_pool.h"
+
 namespace duet::autograd {
 namespace {
 
 // One device's thread and ready queue.
 class Worker {
  public:
-  Worker() : thread_([this] { loop(); }) {}
+  explicit Worker(Device device) : device_(device), thread_([this] { loop(); }) {}
   ~Worker() {
     {
       std::lock_guard lock(mutex_);
@@ -56,12 +58,16 @@ class Worker {
       DeviceJob job = std::move(queue_.back().job);
       queue_.pop_back();
       lock.unlock();
+      // A logical CPU device with cores of its own runs its backward there (cheap when the
+      // placement has not changed since the last job).
+      if (device_.is_cpu()) kernels::cpu::bind_thread_to_cpu_device(device_.index);
       job();
       job = nullptr;  // drop what it captured before sleeping again
       lock.lock();
     }
   }
 
+  const Device device_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::vector<Item> queue_;  // a max-heap under Before
@@ -77,7 +83,7 @@ class Workers {
   Worker& of(Device device) {
     std::lock_guard lock(mutex_);
     std::unique_ptr<Worker>& worker = workers_[device];
-    if (!worker) worker = std::make_unique<Worker>();
+    if (!worker) worker = std::make_unique<Worker>(device);
     return *worker;
   }
 

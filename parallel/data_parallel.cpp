@@ -22,6 +22,7 @@ std::string DataParallel::devices() const { return device_list(devices_); }
 
 StepResult DataParallel::train_accumulated(const std::vector<data::Batch>& micro_batches) {
   MicroBatches accumulated(micro_batches, loss_, "DataParallel");
+  DeviceThreadScope on_device(devices_[0]);  // scatter, gather, loss and step run on device 0
   phases_ = {};
   comm_counter().reset();
   PhaseTimer timer(phases_, 0, devices_);

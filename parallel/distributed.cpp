@@ -34,16 +34,6 @@ std::vector<int64_t> parameter_hashes(const nn::Module& model) {
   return hashes;
 }
 
-// NCCL where every rank has a GPU of its own; the local group (threads and device copies)
-// for CPU devices, and for virtual CUDA devices, which NCCL refuses to put on one GPU.
-std::vector<std::shared_ptr<Communicator>> make_group(const std::vector<Device>& devices, const DDPOptions& options) {
-  const bool gpus = std::all_of(devices.begin(), devices.end(), [](Device d) { return d.is_cuda(); });
-  if (gpus && devices.size() > 1 && nccl_is_built() && !cuda::virtual_devices()) {
-    return make_nccl_group(devices, {.timeout = options.comm_timeout});
-  }
-  return make_local_group(devices, {.algorithm = options.algorithm, .timeout = options.comm_timeout});
-}
-
 int64_t mib_to_bytes(double mb, const char* what) {
   DUET_CHECK(mb > 0, "DistributedDataParallel: ", what, " must be positive, got ", mb);
   return std::max<int64_t>(1, static_cast<int64_t>(mb * 1024 * 1024));
@@ -64,6 +54,17 @@ double now_us() { return trace_us(std::chrono::steady_clock::now()); }
 
 }  // namespace
 
+// NCCL where every rank has a GPU of its own; the local group (threads and device copies)
+// for CPU devices, and for virtual CUDA devices, which NCCL refuses to put on one GPU.
+std::vector<std::shared_ptr<Communicator>> make_ddp_group(const std::vector<Device>& devices,
+                                                          const DDPOptions& options) {
+  const bool gpus = std::all_of(devices.begin(), devices.end(), [](Device d) { return d.is_cuda(); });
+  if (gpus && devices.size() > 1 && nccl_is_built() && !cuda::virtual_devices()) {
+    return make_nccl_group(devices, {.timeout = options.comm_timeout});
+  }
+  return make_local_group(devices, {.algorithm = options.algorithm, .timeout = options.comm_timeout});
+}
+
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> model,
                                                  const OptimizerFactory& make_optimizer, std::vector<Device> devices,
                                                  DDPOptions options)
@@ -73,7 +74,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   DUET_CHECK(!devices_.empty(), "DistributedDataParallel: needs at least one device");
   check_model_on(*model, devices_[0], "DistributedDataParallel");
   if (options_.sync_batchnorm) model = convert_sync_batchnorm(std::move(model));
-  std::vector<std::shared_ptr<Communicator>> comms = make_group(devices_, options_);
+  std::vector<std::shared_ptr<Communicator>> comms = make_ddp_group(devices_, options_);
   layout_ = std::make_shared<const BucketLayout>(plan_for(*model, options_));
   for (size_t r = 0; r < devices_.size(); ++r) {
     // The one time parameters travel: every other rank starts from a copy of rank 0's model,

@@ -39,6 +39,12 @@
 
 namespace duet::parallel {
 
+// The communicators DDP uses for ranks in this process, rank i on devices[i]: NCCL where every
+// rank has a GPU of its own, the local group (options.algorithm) otherwise. Link calibration
+// measures the same group.
+std::vector<std::shared_ptr<Communicator>> make_ddp_group(const std::vector<Device>& devices,
+                                                          const DDPOptions& options);
+
 class DistributedDataParallel final : public Strategy {
  public:
   // One process, N devices: `model` lives on devices[0] and becomes rank 0's replica;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "duet/autograd/grad_mode.h"
 #include "duet/autograd/ops.h"
 #include "duet/core/allocator.h"
 #include "duet/core/error.h"
@@ -32,6 +33,51 @@ double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector
 
 int64_t mib(double mb) { return static_cast<int64_t>(mb * (1 << 20)); }
 
+// When each parameter's gradient is ready, stamped by a post-accumulate hook; the cost model
+// simulates DDP's buckets from these times (step_prediction.h). A clock read per parameter.
+class GradReadyClock {
+ public:
+  explicit GradReadyClock(const std::vector<Tensor>& params)
+      : stamps_(std::make_shared<std::vector<double>>(params.size(), 0.0)), sums_(params.size(), 0.0) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      params[i].register_post_accumulate_grad_hook(
+          [stamps = stamps_, i](const Tensor&) { (*stamps)[i] = trace_us(std::chrono::steady_clock::now()); });
+    }
+  }
+  // After a step whose backward began at backward_start_us (its phase event's start).
+  void add_step(double backward_start_us) {
+    for (size_t i = 0; i < sums_.size(); ++i) sums_[i] += std::max(0.0, (*stamps_)[i] - backward_start_us) / 1e3;
+    ++steps_;
+  }
+  std::vector<double> mean_ms() const {
+    std::vector<double> out = sums_;
+    for (double& ms : out) ms /= std::max<int64_t>(1, steps_);
+    return out;
+  }
+
+ private:
+  std::shared_ptr<std::vector<double>> stamps_;  // the hooks write from the engine's thread
+  std::vector<double> sums_;
+  int64_t steps_ = 0;
+};
+
+// This rank's rows of a global batch, split as scatter splits it (chunk_sizes).
+data::Batch rank_rows(const data::Batch& batch, const Communicator& comm) {
+  const std::vector<int64_t> sizes = chunk_sizes(batch.y.size(0), comm.world_size());
+  const size_t rank = static_cast<size_t>(comm.rank());
+  int64_t start = 0;
+  for (size_t r = 0; r < rank && r < sizes.size(); ++r) start += sizes[r];
+  const int64_t rows = rank < sizes.size() ? sizes[rank] : 0;
+  return {batch.x.narrow(0, start, rows).contiguous(), batch.y.narrow(0, start, rows).contiguous()};
+}
+
+double backward_start_us(const PhaseTimes& phases) {
+  for (const PhaseEvent& e : phases.events) {
+    if (e.phase == Phase::backward && e.track == 0) return e.start_us;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Experiment::Experiment(ExperimentConfig config, data::TensorDataset train)
@@ -41,13 +87,24 @@ Experiment::Experiment(ExperimentConfig config, data::TensorDataset train)
              "Experiment: batch_size and steps must be positive and warmup >= 0, got ", config_.batch_size, ", ",
              config_.steps, ", ", config_.warmup);
   DUET_CHECK(train_.size() > 0, "Experiment: the training set is empty");
+  // Read the whole set once: otherwise the first run alone pays for faulting its pages in (the
+  // same batches come back in every run), and single-device training, which runs first and is
+  // what the cost model starts from, measured slower than the same step under dp on 1 device.
+  NoGradGuard no_grad;
+  (void)sum(train_.images);
 }
 
 RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step) {
   DUET_CHECK(run.devices >= 1, "Experiment: ", run.strategy, " needs at least one device, got ", run.devices);
-  const int devices = run.strategy == "single" ? 1 : run.devices;
+  const bool across_processes = config_.comm && is_ddp(run.strategy);
+  const int devices = run.strategy == "single" ? 1 : across_processes ? config_.comm->world_size() : run.devices;
+  const int64_t batch_size = run.batch_size > 0 ? run.batch_size : config_.batch_size;
   std::vector<Device> group;
-  for (int i = 0; i < devices; ++i) group.push_back({config_.first_device.type, config_.first_device.index + i});
+  if (across_processes) {
+    group.push_back(config_.comm->device());
+  } else {
+    for (int i = 0; i < devices; ++i) group.push_back({config_.first_device.type, config_.first_device.index + i});
+  }
 
   // Memory is counted from here: the model, its replicas, gradients, optimizer state and
   // activations, but not the dataset loaded before.
@@ -72,23 +129,33 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   }
   StrategyOptions options;
   options.ddp = config_.ddp;
+  if (across_processes) options.comm = config_.comm;
   std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group, options);
   const bool is_reference = !reference_ && run.strategy == "single";
+  // The parameter differences compare runs over the same batches only.
+  const bool comparable = is_reference || (reference_ && reference_->batch_size == batch_size);
+  std::optional<GradReadyClock> ready_clock;
+  if (is_reference) ready_clock.emplace(strategy->model().parameters());
   // The check's single-device step runs on a logical CPU device of its own, so that its memory
   // does not count as the run's; on GPUs it shares device 0 (docs/parallel-strategies.md).
   std::optional<StepCheck> check;
   const Device check_device = group[0].is_cpu() ? cpu(group.back().index + 1) : group[0];
-  if (config_.check) check.emplace(config_.model, config_.make_optimizer, check_device);
+  if (config_.check && (!across_processes || config_.comm->rank() == 0)) check.emplace(config_.model, config_.make_optimizer, check_device);
 
   RunMeasurement m;
   m.strategy = run.strategy;
   m.devices = devices;
+  m.batch_size = batch_size;
   for (Device d : group) m.device_names.push_back(d.str());
+  if (across_processes) {
+    m.device_names.clear();
+    for (int r = 0; r < devices; ++r) m.device_names.push_back("rank " + std::to_string(r));
+  }
   m.steps = config_.steps;
 
   // The same global batches for every run: the same seed gives the same order.
   data::DataLoaderOptions order;
-  order.batch_size = config_.batch_size;
+  order.batch_size = batch_size;
   order.shuffle = true;
   order.seed = config_.seed;
   order.pin_memory = group[0].is_cuda();  // so the strategies' copies to the GPUs run asynchronously
@@ -108,7 +175,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
       const Clock::time_point check_start = Clock::now();
       if (check) check->before(*strategy, batch);
       checking += Clock::now() - check_start;
-      StepResult r = strategy->train_step(batch);
+      StepResult r = strategy->train_step(across_processes ? rank_rows(batch, *config_.comm) : batch);
       if (check) {
         const Clock::time_point after_start = Clock::now();
         m.max_check_ulps = std::max(m.max_check_ulps.value_or(0), check->after(*strategy));
@@ -122,13 +189,14 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
         m.bytes_per_step += static_cast<double>(phases.bytes_moved);
         m.overlap.add(phases.overlap);
         images += static_cast<double>(r.count);
+        if (ready_clock) ready_clock->add_step(backward_start_us(phases));
       }
       m.final_loss = r.loss;
       ++done;
       if (done == 1) {
         std::vector<std::vector<double>> params = parameter_values(strategy->model());
         if (is_reference) reference_first_step_params_ = params;
-        if (!reference_first_step_params_.empty()) {
+        if (comparable && !reference_first_step_params_.empty()) {
           m.first_step_param_diff = max_abs_diff(params, reference_first_step_params_);
         }
       }
@@ -150,8 +218,9 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   if (is_reference) {
     reference_ = m;
     reference_params_ = params;
+    grad_ready_ms_ = ready_clock->mean_ms();
   }
-  if (reference_) m.max_param_diff = max_abs_diff(params, reference_params_);
+  if (comparable) m.max_param_diff = max_abs_diff(params, reference_params_);
   return m;
 }
 
@@ -162,9 +231,26 @@ StepProfile Experiment::profile() const {
   p.loss_ms = reference_->phase_ms[static_cast<size_t>(Phase::loss)];
   p.backward_ms = reference_->phase_ms[static_cast<size_t>(Phase::backward)];
   p.step_ms = reference_->phase_ms[static_cast<size_t>(Phase::step)];
+  p.batch_size = reference_->batch_size;
+  double phases = 0;
+  for (double ms : reference_->phase_ms) phases += ms;
+  p.other_ms = std::max(0.0, reference_->ms_per_step - phases);
   const int64_t image_bytes = train_.images.numel() / train_.size() * static_cast<int64_t>(sizeof(float));
-  p.input_bytes = config_.batch_size * image_bytes;
-  p.output_bytes = config_.batch_size * 10 * static_cast<int64_t>(sizeof(float));  // the bundled models' 10 classes
+  p.input_bytes = p.batch_size * image_bytes;
+  p.output_bytes = p.batch_size * 10 * static_cast<int64_t>(sizeof(float));  // the bundled models' 10 classes
+  p.grad_ready_ms = grad_ready_ms_;
+  // DDP's buckets as its rebuild plans them after the first step: in the order the gradients
+  // arrived (earliest first; ties from the last parameter back, as the first plan walks them).
+  std::vector<Tensor> params = nn::models::make(config_.model)->parameters();
+  std::vector<size_t> order(params.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return grad_ready_ms_[a] < grad_ready_ms_[b]; });
+  for (const auto& bucket : plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb), order).buckets) {
+    std::vector<size_t> members;
+    for (const auto& entry : bucket.entries) members.push_back(entry.param);
+    p.arrival_buckets.push_back(std::move(members));
+  }
+  for (const Tensor& t : params) p.parameter_sizes.push_back(t.numel() * static_cast<int64_t>(t.element_size()));
   return p;
 }
 

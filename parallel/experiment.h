@@ -36,11 +36,16 @@ struct ExperimentConfig {
   DDPOptions ddp;                    // for the ddp variants: bucket caps, sync_batchnorm, comm_timeout
   // The per-step check (step_check.h): one more single-device step per step, not timed.
   bool check = true;
+  // Across processes (mpirun): this rank's communicator. The ddp variants then run one rank per
+  // process, each on its rows of every global batch, and the per-step check runs on rank 0;
+  // "single" runs wherever it is called (duet compare calls it on rank 0 only).
+  std::shared_ptr<Communicator> comm;
 };
 
 struct StrategyRun {
   std::string strategy;
   int devices = 1;
+  int64_t batch_size = 0;  // global; 0: the config's (weak scaling grows it with the devices)
 };
 
 struct DeviceMemory {
@@ -51,6 +56,7 @@ struct DeviceMemory {
 struct RunMeasurement {
   std::string strategy;
   int devices = 1;
+  int64_t batch_size = 0;                 // global
   std::vector<std::string> device_names;  // the trace's tracks, in the strategy's device order
   int64_t steps = 0;                      // timed
   double seconds = 0;                     // wall clock of the timed steps, data loading included
@@ -63,7 +69,7 @@ struct RunMeasurement {
   // The per-step check's worst step, in float ulps (step_check.h); unset without the check.
   std::optional<double> max_check_ulps;
   // max |p - p_single| over every parameter element, after the first step and after the last,
-  // against the reference single-device run. Information only: training amplifies roundings,
+  // against the reference single-device run (when it trained on the same batches). Information only: training amplifies roundings,
   // so these grow over a run even for a correct strategy (the per-step check is the test).
   std::optional<double> first_step_param_diff;
   std::optional<double> max_param_diff;
@@ -78,7 +84,9 @@ class Experiment {
 
   // Trains `run.strategy` on run.devices devices for warmup + steps batches, checking every
   // step (config.check). The first "single" run becomes the reference that later runs'
-  // max_param_diff compares against. on_step(done, total) reports progress.
+  // max_param_diff compares against, and whose compute the cost model starts from: its phases,
+  // and when each parameter's gradient was ready in its backward. on_step(done, total)
+  // reports progress.
   RunMeasurement run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step = {});
 
   // What the cost model needs, from the reference single-device run; throws if there was none.
@@ -92,6 +100,7 @@ class Experiment {
   std::vector<std::vector<double>> reference_params_;             // after the last step
   std::vector<std::vector<double>> reference_first_step_params_;  // after the first
   StepProfile sizes_;  // the model's byte counts, filled by the first run
+  std::vector<double> grad_ready_ms_;  // the reference run's, per parameter, mean over its timed steps
 };
 
 }  // namespace duet::parallel

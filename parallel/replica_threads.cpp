@@ -29,6 +29,7 @@ void run_on_devices(const std::vector<Device>& devices, const std::function<void
   std::exception_ptr first;  // the first to fail in time, like PyTorch's parallel_apply
   size_t failed = 0;
   auto guarded = [&](size_t k) {
+    DeviceThreadScope on_device(devices[k]);
     try {
       fn(k);
     } catch (...) {

@@ -3,15 +3,32 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "duet/core/device.h"
 #include "duet/core/tensor.h"
+#include "duet/kernels/cpu/thread_pool.h"
 
 namespace duet::parallel {
 
-// Runs fn(k) for k in [0, devices.size()), each on its own thread (a fresh std::thread per
+// The calling thread works for `device` during the scope: on a logical CPU device with cores
+// of its own (kernels::cpu::place_cpu_devices), its kernels' loops run on those cores. Nothing
+// changes for other devices. run_on_devices gives each replica's thread one; the strategies'
+// own steps run under one for their first device.
+class DeviceThreadScope {
+ public:
+  explicit DeviceThreadScope(Device device) {
+    if (device.is_cpu()) scope_.emplace(device.index);
+  }
+
+ private:
+  std::optional<kernels::cpu::CpuDeviceScope> scope_;
+};
+
+// Runs fn(k) for k in [0, devices.size()), each on its own thread working for devices[k] (a
+// DeviceThreadScope; a fresh std::thread per
 // call: a step has few of them, and a thread start costs microseconds next to a forward).
 // Waits for all of them, then rethrows the first exception that any of them threw as a
 // duet::Error "replica on cpu:2 failed: <message>", so the caller learns which device failed.

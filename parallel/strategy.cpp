@@ -71,6 +71,7 @@ StepResult Strategy::train_accumulated(const std::vector<data::Batch>& micro_bat
 
 StepResult SingleDevice::train_accumulated(const std::vector<data::Batch>& micro_batches) {
   MicroBatches accumulated(micro_batches, loss_, "SingleDevice");
+  DeviceThreadScope on_device(device_);
   phases_ = {};
   PhaseTimer timer(phases_, 0, {device_});
   optimizer_->zero_grad();

@@ -1,5 +1,8 @@
 #include "duet/kernels/cpu/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -65,6 +68,35 @@ class Job {
   std::exception_ptr error_;
 };
 
+// The process's affinity mask as it was before any thread was pinned, captured once.
+const cpu_set_t& process_mask() {
+  static const cpu_set_t mask = [] {
+    cpu_set_t m;
+    CPU_ZERO(&m);
+    if (sched_getaffinity(0, sizeof m, &m) != 0) {
+      for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()) && i < CPU_SETSIZE; ++i) CPU_SET(i, &m);
+    }
+    return m;
+  }();
+  return mask;
+}
+
+// Set once a placement pinned anything: from then on threads without a device of their own are
+// given the process's mask back explicitly (a thread inherits its creator's, which may be pinned).
+std::atomic<bool> g_ever_pinned{false};
+
+void pin_thread(const std::vector<int>& cores) {
+  cpu_set_t m;
+  CPU_ZERO(&m);
+  for (int c : cores) CPU_SET(c, &m);
+  // Failure leaves the thread where it was: slower, not wrong.
+  (void)pthread_setaffinity_np(pthread_self(), sizeof m, &m);
+}
+
+void unpin_thread() {
+  if (g_ever_pinned.load()) (void)pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &process_mask());
+}
+
 int default_pool_size() {
   if (const char* env = std::getenv("DUET_NUM_THREADS")) {
     int n = std::atoi(env);
@@ -75,7 +107,8 @@ int default_pool_size() {
 
 class Pool {
  public:
-  Pool() { start(default_pool_size()); }
+  // cores: where the workers run (empty: anywhere the process may).
+  explicit Pool(int threads, std::vector<int> cores = {}) : cores_(std::move(cores)) { start(threads); }
   ~Pool() { stop(); }
 
   int size() const { return size_.load(std::memory_order_relaxed); }
@@ -103,7 +136,12 @@ class Pool {
   void start(int threads) {
     stop_ = false;
     size_.store(threads);
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+    for (int i = 1; i < threads; ++i) {
+      workers_.emplace_back([this] {
+        cores_.empty() ? unpin_thread() : pin_thread(cores_);
+        worker_loop();
+      });
+    }
   }
 
   void stop() {
@@ -160,28 +198,137 @@ class Pool {
   std::condition_variable wake_;
   std::deque<std::shared_ptr<Job>> queue_;
   std::atomic<int> queued_{0};  // queue_.size(), readable without the mutex
+  const std::vector<int> cores_;
   std::vector<std::thread> workers_;
   bool stop_ = false;
   std::atomic<int> size_{1};
 };
 
-Pool& pool() {
-  static Pool instance;
+Pool& shared_pool() {
+  static Pool instance(default_pool_size());
   return instance;
+}
+
+// The devices' own pools. Every placement bumps the generation, which tells each bound thread
+// that its pool is stale.
+struct Placement {
+  std::mutex mutex;
+  CpuPlacement placement;
+  std::vector<std::shared_ptr<Pool>> pools;  // pools[i]: cpu:i's
+  std::atomic<uint64_t> generation{1};
+};
+Placement& placement_state() {
+  static Placement instance;
+  return instance;
+}
+
+struct Binding {
+  int device = -1;  // the logical CPU device this thread works for; -1: none
+  uint64_t generation = 0;
+  std::shared_ptr<Pool> pool;  // null: the shared pool
+};
+thread_local Binding t_binding;
+
+// (Re)binds the calling thread to cpu:index (-1: to no device).
+void bind(int index) {
+  Placement& state = placement_state();
+  const uint64_t generation = state.generation.load();
+  if (t_binding.device == index && t_binding.generation == generation) return;
+  std::shared_ptr<Pool> pool;
+  std::vector<int> cores;
+  {
+    std::lock_guard lock(state.mutex);
+    if (index >= 0 && static_cast<size_t>(index) < state.pools.size()) {
+      pool = state.pools[static_cast<size_t>(index)];
+      cores = state.placement.cores[static_cast<size_t>(index)];
+    }
+  }
+  cores.empty() ? unpin_thread() : pin_thread(cores);
+  t_binding = {index, generation, std::move(pool)};
+}
+
+Pool& current_pool() {
+  if (t_binding.device >= 0 && t_binding.generation != placement_state().generation.load()) bind(t_binding.device);
+  return t_binding.pool ? *t_binding.pool : shared_pool();
 }
 
 }  // namespace
 
-int pool_size() { return pool().size(); }
+int pool_size() { return current_pool().size(); }
 
 void set_pool_size(int threads) {
   DUET_CHECK(threads >= 1, "set_num_threads: expected at least 1 thread, got ", threads);
   DUET_CHECK(!t_in_parallel_region, "set_num_threads: called from inside a parallel loop");
-  if (threads != pool().size()) pool().resize(threads);
+  if (threads != shared_pool().size()) shared_pool().resize(threads);
 }
 
 bool in_parallel_region() { return t_in_parallel_region; }
 
-void run_chunks(int64_t n, int64_t chunks, RangeFn fn) { pool().run(n, chunks, fn); }
+void run_chunks(int64_t n, int64_t chunks, RangeFn fn) { current_pool().run(n, chunks, fn); }
+
+std::vector<int> available_cores() {
+  const cpu_set_t& mask = process_mask();
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &mask)) cores.push_back(c);
+  }
+  return cores;
+}
+
+CpuPlacement place_cpu_devices(int devices, int cores_per_device, int first_core) {
+  DUET_CHECK(devices >= 1 && cores_per_device >= 1 && first_core >= 0,
+             "place_cpu_devices: expected devices >= 1, cores_per_device >= 1 and first_core >= 0, got ", devices,
+             ", ", cores_per_device, ", ", first_core);
+  DUET_CHECK(!t_in_parallel_region, "place_cpu_devices: called from inside a parallel loop");
+  const std::vector<int> cores = available_cores();
+  CpuPlacement placement;
+  placement.cores_per_device = cores_per_device;
+  std::vector<std::shared_ptr<Pool>> pools;
+  const int64_t needed = static_cast<int64_t>(first_core) + static_cast<int64_t>(devices) * cores_per_device;
+  if (needed > static_cast<int64_t>(cores.size())) {
+    placement.cores_per_device = 0;
+    placement.note = std::to_string(devices) + " device(s) x " + std::to_string(cores_per_device) + " core(s)" +
+                     (first_core ? " from core " + std::to_string(first_core) : std::string()) + " need " +
+                     std::to_string(needed) + " cores, and this process may run on " + std::to_string(cores.size()) +
+                     ": the devices share one pool of " + std::to_string(shared_pool().size()) + " threads instead";
+  } else {
+    g_ever_pinned = true;
+    for (int d = 0; d < devices; ++d) {
+      auto begin = cores.begin() + first_core + static_cast<int64_t>(d) * cores_per_device;
+      placement.cores.emplace_back(begin, begin + cores_per_device);
+      pools.push_back(std::make_shared<Pool>(cores_per_device, placement.cores.back()));
+    }
+  }
+  Placement& state = placement_state();
+  {
+    std::lock_guard lock(state.mutex);
+    state.placement = placement;
+    state.pools = std::move(pools);  // a thread still bound to an old pool keeps it until it rebinds
+    state.generation.fetch_add(1);
+  }
+  return placement;
+}
+
+void share_cpu_devices() {
+  Placement& state = placement_state();
+  std::lock_guard lock(state.mutex);
+  state.placement = {};
+  state.pools.clear();
+  state.generation.fetch_add(1);
+}
+
+CpuPlacement cpu_placement() {
+  Placement& state = placement_state();
+  std::lock_guard lock(state.mutex);
+  return state.placement;
+}
+
+void bind_thread_to_cpu_device(int index) {
+  DUET_CHECK(index >= 0, "bind_thread_to_cpu_device: expected a device index >= 0, got ", index);
+  bind(index);
+}
+
+CpuDeviceScope::CpuDeviceScope(int index) : previous_(t_binding.device) { bind_thread_to_cpu_device(index); }
+CpuDeviceScope::~CpuDeviceScope() { bind(previous_); }
 
 }  // namespace duet::kernels::cpu

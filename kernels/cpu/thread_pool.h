@@ -4,10 +4,19 @@
 // queue up, workers take chunks from the oldest job, and each caller also works on its own
 // job, so every job finishes even when all workers are busy elsewhere. A loop started from
 // inside a chunk runs inline: there is no nested parallelism, hence no oversubscription.
+//
+// Logical CPU devices can also have cores of their own (place_cpu_devices): cpu:i then gets a
+// pool of its own whose workers are pinned to its cores, and a thread that works for cpu:i
+// (the engine's device worker, a replica's thread, its communicator's thread) binds itself to
+// that pool and those cores. Its parallel loops then run on cpu:i's cores alone, so N devices
+// compute side by side as N GPUs would, instead of taking turns on one shared pool
+// (docs/parallel-strategies.md, "CPU devices with cores of their own").
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 namespace duet::kernels::cpu {
 
@@ -26,10 +35,48 @@ class RangeFn {
   void (*call_)(void*, int64_t, int64_t);
 };
 
-// Threads that may work on one loop: the workers plus the calling thread.
+// Threads that may work on one loop of the calling thread: its device's pool when it is bound
+// to a device with cores of its own, else the shared pool; the workers plus the caller.
 int pool_size();
-// Resizes the pool (at least 1 thread, i.e. no workers). Waits for running work to finish.
+// Resizes the shared pool (at least 1 thread, i.e. no workers). Waits for running work to finish.
 void set_pool_size(int threads);
+
+// The CPU ids this process may run on (its affinity mask when it started using the pool).
+std::vector<int> available_cores();
+
+// Where the logical CPU devices run.
+struct CpuPlacement {
+  int cores_per_device = 0;             // 0: every device shares the one pool (the default)
+  std::vector<std::vector<int>> cores;  // cores[i]: the CPU ids cpu:i's pool is pinned to
+  std::string note;                     // why the devices share, when cores were asked for but missing
+  bool pinned() const { return !cores.empty(); }
+};
+
+// Gives cpu:0..devices-1 `cores_per_device` cores each, from the `first_core`-th available core
+// on (a process of an MPI job takes its share this way), and builds their pools. When the
+// cores are not there, nothing is pinned: the devices share the one pool, and the result's
+// note says why. Replaces any earlier placement; waits for running work of the old pools.
+CpuPlacement place_cpu_devices(int devices, int cores_per_device, int first_core = 0);
+// Back to one shared pool for every device, nothing pinned.
+void share_cpu_devices();
+CpuPlacement cpu_placement();
+
+// Makes the calling thread work for logical device cpu:index from now on: its loops run on
+// that device's pool and the thread is pinned to its cores, or, when cpu:index has no cores of
+// its own, on the shared pool with the process's own affinity. Cheap when nothing changed, so
+// persistent threads call it before each job.
+void bind_thread_to_cpu_device(int index);
+// The same for one scope: the thread's earlier binding (or none) comes back at its end.
+class CpuDeviceScope {
+ public:
+  explicit CpuDeviceScope(int index);
+  ~CpuDeviceScope();
+  CpuDeviceScope(const CpuDeviceScope&) = delete;
+  CpuDeviceScope& operator=(const CpuDeviceScope&) = delete;
+
+ private:
+  int previous_;
+};
 // True while this thread runs a chunk of a parallel loop.
 bool in_parallel_region();
 

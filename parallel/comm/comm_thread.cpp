@@ -3,6 +3,7 @@
 #include <exception>
 
 #include "duet/core/error.h"
+#include "duet/kernels/cpu/thread_pool.h"
 
 namespace duet::parallel {
 
@@ -92,34 +93,42 @@ void CommThread::loop() {
   }
 }
 
+// A rank's copies and additions run on its device's cores when it has cores of its own.
+std::shared_ptr<Work> QueuedCommunicator::queue(std::function<void()> task) {
+  return thread_.submit([this, task = std::move(task)] {
+    if (device().is_cpu()) kernels::cpu::bind_thread_to_cpu_device(device().index);
+    task();
+  });
+}
+
 // The tensors are captured by value: the handles keep the storage alive until the task ran.
 std::shared_ptr<Work> QueuedCommunicator::all_reduce_impl(const Tensor& t, ReduceOp op) {
-  return thread_.submit([this, t, op] {
+  return queue([this, t, op] {
     run_all_reduce(t, op);
     t.bump_version();
   });
 }
 
 std::shared_ptr<Work> QueuedCommunicator::broadcast_impl(const Tensor& t, int root) {
-  return thread_.submit([this, t, root] {
+  return queue([this, t, root] {
     run_broadcast(t, root);
     if (rank() != root) t.bump_version();
   });
 }
 
 std::shared_ptr<Work> QueuedCommunicator::reduce_impl(const Tensor& t, int root, ReduceOp op) {
-  return thread_.submit([this, t, root, op] {
+  return queue([this, t, root, op] {
     run_reduce(t, root, op);
     if (rank() == root) t.bump_version();
   });
 }
 
 std::shared_ptr<Work> QueuedCommunicator::all_gather_impl(const Tensor& t, const Tensor& out) {
-  return thread_.submit([this, t, out] { run_all_gather(t, out); });
+  return queue([this, t, out] { run_all_gather(t, out); });
 }
 
 std::shared_ptr<Work> QueuedCommunicator::barrier_impl() {
-  return thread_.submit([this] { run_barrier(); });
+  return queue([this] { run_barrier(); });
 }
 
 }  // namespace duet::parallel

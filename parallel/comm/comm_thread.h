@@ -57,6 +57,7 @@ class QueuedCommunicator : public Communicator {
   void stop() { thread_.stop(); }
 
  private:
+  std::shared_ptr<Work> queue(std::function<void()> task);
   std::shared_ptr<Work> all_reduce_impl(const Tensor& t, ReduceOp op) final;
   std::shared_ptr<Work> broadcast_impl(const Tensor& t, int root) final;
   std::shared_ptr<Work> reduce_impl(const Tensor& t, int root, ReduceOp op) final;

@@ -17,21 +17,43 @@ expect_bad "--trace $work/nowhere/trace.json: folder $work/nowhere does not exis
 without_gnuplot expect_bad "the plots: gnuplot is not on the PATH; install Debian's gnuplot-nox package (make installs it), or pass --no-plots" --out "$work/results"
 expect_bad "expected a number of seconds >= 0.001, got '-1'" --comm-timeout -1
 expect_bad "a positive size in MiB" --bucket-mb 0
+expect_bad "no device count fits the cores of this machine" --devices 2 --cores-per-device 100000
+expect_bad "this process was not started by mpirun" --comm mpi --strategies single,ddp
+expect_bad "--comm mpi runs the ddp variants across processes" --comm mpi --strategies single,dp
 
-if ! "$duet" compare --model mlp --devices 1,2 --steps 3 --warmup 1 --batch-size 64 --predict --bucket-mb 0.05 \
-     --trace "$work/trace.json" --out "$work/results" > "$work/run" 2> "$work/progress"; then
+# One device more than this machine has cores, a core each: skipped, with a message (a machine
+# of 63 cores or more cannot show it: duet has 64 logical CPU devices).
+cores=$(nproc)
+skip=$(( cores + 1 ))
+[ $skip -le 63 ] || skip=2
+if ! "$duet" compare --model mlp --devices 1,2,$skip --cores-per-device 1 --steps 3 --warmup 1 --batch-size 64 \
+     --predict --bucket-mb 0.05 --trace "$work/trace.json" --out "$work/results" > "$work/run" 2> "$work/progress"; then
   fail "short run: $(cat "$work/run" "$work/progress")"
 fi
 for strategy in single dp ddp ddp-unbucketed; do
   grep -qE "^$strategy +[12] +[0-9]+ " "$work/run" || fail "no $strategy row in: $(cat "$work/run")"
 done
-grep -q "cost model (alpha-beta)" "$work/run" || fail "no predictions printed"
+grep -q "predicted on GPUs" "$work/run" || fail "no GPU predictions printed"
+if [ $skip -gt 2 ]; then
+  grep -q "skipping $skip devices: $skip x 1 core(s) need $skip cores, and this process may use $cores" "$work/progress" \
+    || fail "no message for the device count skipped: $(cat "$work/progress")"
+fi
+grep -qE "^note: 1 core\(s\) per device, pinned: cpu:0 on core [0-9]+, cpu:1 on core [0-9]+" "$work/run" \
+  || fail "the devices were not pinned: $(cat "$work/run")"
+grep -qE "^ +local-ring all-reduce, 2 ranks +alpha +[0-9.]+ us +beta +[0-9.]+ GB/s" "$work/run" \
+  || fail "no calibrated all-reduce in: $(cat "$work/run")"
+# Every measured run, its prediction beside it.
+for strategy in single dp ddp ddp-unbucketed; do
+  grep -qE "^$strategy +[12] +64 \| +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" "$work/run" \
+    || fail "no predicted step beside $strategy's in: $(cat "$work/run")"
+done
 grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/run" \
   || fail "no passing per-step check in: $(cat "$work/run")"
 grep -qE "^ddp on 2: all-reduce [0-9.]+ ms per step and rank, [0-9.]+ ms of it exposed after backward: [0-9]+% hidden" \
   "$work/run" || fail "no ddp overlap line in: $(cat "$work/run")"
 grep -qE "^ddp +8 +- +\|" "$work/run" || fail "no prediction for 8 devices"
-for file in results/results.json results/results.csv results/phases.png results/throughput.png trace.json; do
+for file in results/results.json results/results.csv results/phases.png results/throughput.png results/speedup.png \
+            trace.json; do
   [ -s "$work/$file" ] || fail "$file was not written"
 done
 # 1 single run + 3 strategies x 2 device counts, and a header.
@@ -40,6 +62,8 @@ grep -q '"traceEvents"' "$work/trace.json" || fail "trace.json is not a trace"
 grep -q '"images_per_second"' "$work/results/results.json" || fail "results.json lacks images_per_second"
 grep -q '"max_check_ulps": [0-9]' "$work/results/results.json" || fail "results.json lacks the per-step check"
 grep -q '"allreduce_hidden_fraction"' "$work/results/results.json" || fail "results.json lacks the overlap"
+grep -q '"predicted_ms": [0-9]' "$work/results/results.json" || fail "results.json lacks the predicted step"
+grep -q '"alpha_us"' "$work/results/results.json" || fail "results.json lacks the calibration"
 grep -q '"cpu:1 comm"' "$work/trace.json" || fail "trace.json has no communication track"
 grep -q '"bucket 1"' "$work/trace.json" || fail "trace.json shows no second bucket (--bucket-mb 0.05)"
 

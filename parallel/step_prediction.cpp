@@ -1,0 +1,143 @@
+#include "duet/parallel/step_prediction.h"
+
+#include <algorithm>
+
+#include "duet/core/error.h"
+
+namespace duet::parallel {
+namespace {
+
+// NCCL over one GPU's links (docs/parallel-strategies.md, "GPU link presets", for the figures
+// and where they come from). alpha is per ring step, beta the bus bandwidth.
+Links gpu_links(std::string name, double alpha_us, double bus_gbps) {
+  Links links;
+  links.name = std::move(name);
+  links.link = {alpha_us / 1e3, 1.0 / (bus_gbps * 1e6)};
+  links.copy = links.link;        // scatter and gather: device-to-device copies over the same link
+  links.reduce_add = links.link;  // unused: dp_collectives
+  links.dp_collectives = true;
+  links.host_time_recurs = false;
+  return links;
+}
+
+// Ring all-reduce among n: 2(n-1) steps, each a message of 1/n of the data.
+AffineCost ring(const AffineCost& link, int n) {
+  return {2.0 * (n - 1) * link.alpha_ms, 2.0 * (n - 1) / n * link.ms_per_byte};
+}
+
+int64_t rows_per_device(int64_t batch, int devices) { return (batch + devices - 1) / devices; }
+
+}  // namespace
+
+AffineCost Links::all_reduce_at(int devices, bool naive) const {
+  const std::map<int, AffineCost>& measured = naive ? naive_all_reduce : all_reduce;
+  if (auto it = measured.find(devices); it != measured.end()) return it->second;
+  // Reduce onto rank 0, broadcast back: 2(n-1) whole messages through rank 0.
+  if (naive) return link.times(2.0 * (devices - 1));
+  return ring(link, devices);
+}
+
+Links nvlink_links() { return gpu_links("NVLink (NCCL)", 1.0, 360); }
+Links pcie_links() { return gpu_links("PCIe (NCCL)", 3.0, 22); }
+
+namespace {
+
+SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
+                       const Links& links) {
+  DUET_CHECK(devices >= 1, "predict_step: devices must be at least 1, got ", devices);
+  DUET_CHECK(p.batch_size > 0, "predict_step: the profile has no measured batch size");
+  DUET_CHECK(batch_size > 0, "predict_step: batch_size must be positive, got ", batch_size);
+  const int n = strategy == "single" ? 1 : devices;
+  // Compute scales with the rows a device works on (the slowest device holds the largest shard),
+  // and with the contention of n devices computing at once.
+  const auto slowdown = links.compute_slowdown.find(n);
+  const double contention = n > 1 && slowdown != links.compute_slowdown.end() ? slowdown->second : 1.0;
+  const double share =
+      contention * static_cast<double>(rows_per_device(batch_size, n)) / static_cast<double>(p.batch_size);
+  const double whole = static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
+  const DeviceCompute device{.forward_ms = p.forward_ms * share,
+                             .loss_ms = p.loss_ms * share,
+                             .backward_ms = p.backward_ms * share,
+                             .step_ms = p.step_ms};
+  if (strategy == "single" || (n == 1 && strategy == "dp")) {
+    // dp on one device is single-device training with a loss over the whole (same) batch.
+    SimulatedStep out;
+    out.step_ms = (p.forward_ms + p.loss_ms + p.backward_ms) * whole + p.step_ms;
+    out.backward_end_ms = out.step_ms - p.step_ms;
+    return out;
+  }
+  const int64_t image_bytes = p.input_bytes / p.batch_size, logit_bytes = p.output_bytes / p.batch_size;
+  const int64_t rows = rows_per_device(batch_size, n);
+  if (strategy == "dp") {
+    DpStepInput in{.devices = n,
+                   .replica = device,
+                   .loss_ms = p.loss_ms * whole,
+                   .step_ms = p.step_ms,
+                   .input_bytes = rows * image_bytes,
+                   .output_bytes = rows * logit_bytes,
+                   .parameter_bytes = p.parameter_bytes,
+                   .buffer_bytes = p.buffer_bytes,
+                   .copy = links.copy,
+                   .broadcast = {},
+                   .reduce = {}};
+    if (links.dp_collectives) {
+      // NCCL's broadcast and reduce pipeline the data around a ring: n-1 hops of latency, the
+      // data over the link once (bus bandwidth factor 1, nccl-tests' PERFORMANCE.md).
+      in.broadcast = {(n - 1) * links.link.alpha_ms, links.link.ms_per_byte};
+      in.reduce = in.broadcast;
+    } else {
+      in.broadcast = links.copy.times(n - 1);
+      in.reduce = links.reduce_add.times(n - 1);
+    }
+    return simulate_dp_step(in);
+  }
+  DUET_CHECK(strategy == "ddp" || strategy == "ddp-naive" || strategy == "ddp-unbucketed",
+             "predict_step: unknown strategy '", strategy, "' (expected single, dp, ddp, ddp-naive or ddp-unbucketed)");
+  DUET_CHECK(p.grad_ready_ms.size() == p.parameter_sizes.size(),
+             "predict_step: the profile has no per-parameter gradient times for ", strategy);
+  DdpStepInput in;
+  in.compute = device;
+  in.all_reduce = links.all_reduce_at(n, strategy == "ddp-naive");
+  in.collectives_use_compute = links.collectives_use_compute;
+  const double map_bytes = 4.0 * static_cast<double>(p.parameter_sizes.size());  // f32 per parameter
+  if (strategy == "ddp-unbucketed") {
+    // After backward: the map of used parameters, then each parameter alone, last first.
+    in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});
+    for (size_t i = p.parameter_sizes.size(); i-- > 0;) in.buckets.push_back({device.backward_ms, p.parameter_sizes[i]});
+  } else {
+    DUET_CHECK(!p.arrival_buckets.empty(), "predict_step: the profile has no bucket plan for ", strategy);
+    for (const std::vector<size_t>& bucket : p.arrival_buckets) {
+      DdpStepInput::Bucket b;
+      for (size_t i : bucket) {
+        b.ready_ms = std::max(b.ready_ms, p.grad_ready_ms[i] * share);
+        b.bytes += p.parameter_sizes[i];
+      }
+      in.buckets.push_back(b);
+    }
+    in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});  // after the buckets
+  }
+  // On CPU devices the reduced buckets are copied back into .grad at memory speed.
+  if (links.collectives_use_compute) in.after_ms = links.copy.transfer_ms(static_cast<double>(p.parameter_bytes));
+  // Rank 0's buffers to every rank before forward (BatchNorm models).
+  if (p.buffer_bytes > 0) in.before_forward_ms += (n - 1) * links.link.ms(static_cast<double>(p.buffer_bytes));
+  if (links.multi_process) {
+    in.before_forward_ms += in.all_reduce.ms(8);  // the shard sizes
+    in.after_step_ms += in.all_reduce.ms(24);     // the global loss, correct count and count
+  }
+  return simulate_ddp_step(in);
+}
+
+}  // namespace
+
+SimulatedStep predict_step(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
+                           const Links& links) {
+  SimulatedStep out = simulate(strategy, devices, batch_size, p, links);
+  // The single run's time outside its phases (the loader's batches, the host between phases)
+  // recurs in every strategy's step, in proportion to the batch the loader assembles.
+  if (links.host_time_recurs) {
+    out.step_ms += p.other_ms * static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
+  }
+  return out;
+}
+
+}  // namespace duet::parallel
