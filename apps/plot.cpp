@@ -152,9 +152,7 @@ void plot_speedup(const CompareReport& report, const std::string& png_path, cons
     max_devices = std::max(max_devices, report.runs[i].devices);
   }
   DUET_CHECK(!by_strategy.empty(), "plot_speedup: no parallel runs to plot");
-  run_gnuplot(png_path, [&](const fs::path& dir, std::ostream& gp) {
-    fs::path data = dir / "speedup.dat";
-    std::ofstream out(data);
+  run_gnuplot(png_path, "speedup.dat", [&](std::ostream& out, const std::string& data, std::ostream& gp) {
     std::vector<std::string> titles;
     for (const auto& [strategy, indices] : by_strategy) {
       for (int predicted = 0; predicted < 2; ++predicted) {
@@ -174,7 +172,7 @@ void plot_speedup(const CompareReport& report, const std::string& png_path, cons
        << "set xlabel 'devices'\nset ylabel 'speedup over single-device training'\nset grid\n"
        << "set xtics 1\nset xrange [1:" << max_devices << "]\nset yrange [0:*]\nset key top left\nplot x title 'ideal' lw 1 lc 'gray', ";
     for (size_t i = 0; i < titles.size(); ++i) {
-      gp << (i ? ", " : "") << "'" << data.string() << "' index " << i << " with linespoints title '" << titles[i]
+      gp << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints title '" << titles[i]
          << "' lc " << (i / 2 + 1) << (i % 2 ? " dashtype 2" : "");
     }
     gp << '\n';
