@@ -1,0 +1,14 @@
+// duet against PyTorch 1.13 on the options of tests/golden/options.safetensors
+// (tools/make_options_golden.py); the cases live in the file and run through
+// tests/options_golden.cpp, which tests/cuda/test_cuda_options.cpp runs on a GPU too.
+#include <catch2/catch.hpp>
+
+#include "duet/duet.h"
+#include "options_golden.h"
+
+using namespace duet;
+
+TEST_CASE("cross_entropy's ignore_index, weight, label_smoothing and [N, C, d] logits match PyTorch",
+          "[golden][parity][nn]") {
+  test::check_cross_entropy_golden(cpu());
+}

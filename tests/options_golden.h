@@ -1,0 +1,16 @@
+// PyTorch 1.13's values for the options duet follows, from tests/golden/options.safetensors
+// (written by tools/make_options_golden.py), checked on any device: the CPU tests
+// (tests/cpu/test_options_golden.cpp) and their CUDA twins (tests/cuda/test_cuda_options.cpp) run
+// the same cases. Each function runs every case of its kind that the file holds, so adding a
+// case to the script adds it to both.
+#pragma once
+
+#include "duet/core/device.h"
+
+namespace duet::test {
+
+// F.cross_entropy with ignore_index, per-class weight, label_smoothing and [N, C, d...] logits:
+// the loss under every reduction and its gradient.
+void check_cross_entropy_golden(Device device);
+
+}  // namespace duet::test
