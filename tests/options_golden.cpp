@@ -94,4 +94,40 @@ void check_cross_entropy_golden(Device device) {
   }
 }
 
+void check_reductions_golden(Device device) {
+  enum Op { amin_op, min_op, argmin_op, var_op, std_op };  // tools/make_options_golden.py's order
+  for (const std::string& p : cases("reduce", "x")) {
+    const std::string what = p + " on " + device.str();
+    const auto op = static_cast<Op>(get(p + "op").to_vector<int64_t>()[0]);
+    const std::vector<int64_t> dims = get(p + "dims").to_vector<int64_t>();
+    const bool keepdim = get(p + "keepdim").to_vector<int64_t>()[0] != 0;
+    Tensor x = leaf_on(get(p + "x"), device);
+    if (op == argmin_op) {
+      Tensor indices = argmin(x, dims.at(0), keepdim);
+      CHECK(indices.to(cpu()).to_vector<int64_t>() == get(p + "out").to_vector<int64_t>());
+      CHECK(indices.sizes() == get(p + "out").sizes());
+      continue;
+    }
+    Tensor out;
+    switch (op) {
+      case amin_op: out = dims.empty() ? min(x) : amin(x, dims, keepdim); break;
+      case min_op: {
+        ValuesIndices m = min(x, dims.at(0), keepdim);
+        INFO(what);
+        CHECK(m.indices.to(cpu()).to_vector<int64_t>() == get(p + "indices").to_vector<int64_t>());
+        CHECK(m.indices.sizes() == get(p + "indices").sizes());
+        out = m.values;
+        break;
+      }
+      default: {
+        const bool unbiased = get(p + "unbiased").to_vector<int64_t>()[0] != 0;
+        out = op == var_op ? var(x, dims, unbiased, keepdim) : ::duet::std(x, dims, unbiased, keepdim);
+      }
+    }
+    check_close(out, get(p + "out"), 1e-10, what + " values");
+    out.backward(get(p + "upstream").to(device));
+    check_close(x.grad(), get(p + "grad"), 1e-10, what + " gradient");
+  }
+}
+
 }  // namespace duet::test

@@ -13,4 +13,8 @@ namespace duet::test {
 // the loss under every reduction and its gradient.
 void check_cross_entropy_golden(Device device);
 
+// torch.amin, torch.min (with and without a dim), torch.argmin, torch.var and torch.std over
+// chosen dims, with keepdim and unbiased: values, indices and gradients (ties among the minima).
+void check_reductions_golden(Device device);
+
 }  // namespace duet::test

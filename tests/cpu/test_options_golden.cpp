@@ -12,3 +12,7 @@ TEST_CASE("cross_entropy's ignore_index, weight, label_smoothing and [N, C, d] l
           "[golden][parity][nn]") {
   test::check_cross_entropy_golden(cpu());
 }
+
+TEST_CASE("amin, min, argmin, var and std over dims match PyTorch, gradients included", "[golden][parity]") {
+  test::check_reductions_golden(cpu());
+}
