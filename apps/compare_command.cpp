@@ -139,6 +139,8 @@ int run_compare(CompareArgs args) {
   data::TensorDataset train_set;
   try {
     device = Device::parse(args.device);
+    const std::string problem = optimizer_args_problem(args.optimizer);
+    DUET_CHECK(problem.empty(), problem);
     if (!args.devices.empty()) device_group(device, args.devices.back(), "--devices");  // the largest (sorted) fits
     // Every output path first: a bad one fails now, not after every strategy has run.
     prepare_output_folder("--out", args.out);

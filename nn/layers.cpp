@@ -65,6 +65,8 @@ std::string AdaptiveAvgPool2dImpl::name() const { return detail::concat("Adaptiv
 // ---- BatchNorm2d ----
 BatchNorm2dImpl::BatchNorm2dImpl(int64_t channels, BatchNormOptions options) : channels_(channels), options_(options) {
   DUET_CHECK(channels > 0, "BatchNorm2d: channels must be positive, got ", channels);
+  DUET_CHECK(!options.momentum || (*options.momentum >= 0 && *options.momentum <= 1),
+             "BatchNorm2d: momentum must be in [0, 1] or None (the cumulative average), got ", *options.momentum);
   weight_ = register_parameter("weight", ones({channels}));
   bias_ = register_parameter("bias", zeros({channels}));
   mean_ = register_buffer("running_mean", zeros({channels}));
@@ -73,16 +75,21 @@ BatchNorm2dImpl::BatchNorm2dImpl(int64_t channels, BatchNormOptions options) : c
 }
 
 Tensor BatchNorm2dImpl::forward(const Tensor& x) {
+  double momentum = options_.momentum.value_or(0);  // not read when not training
   if (is_training()) {
     NoGradGuard no_grad;
-    buffer(batches_).add_(ones_like(buffer(batches_)));
+    const Tensor& batches = buffer(batches_);
+    batches.add_(ones_like(batches));
+    // The cumulative moving average: the n-th batch's statistics weigh 1 / n, as PyTorch's.
+    if (!options_.momentum) momentum = 1.0 / static_cast<double>(batches.item<int64_t>());
   }
   return functional::batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_), is_training(),
-                                options_.momentum, options_.eps);
+                                momentum, options_.eps);
 }
 
 std::string BatchNorm2dImpl::name() const {
-  return detail::concat("BatchNorm2d(", channels_, ", momentum=", options_.momentum, ", eps=", options_.eps, ")");
+  const std::string momentum = options_.momentum ? detail::concat(*options_.momentum) : "None";
+  return detail::concat("BatchNorm2d(", channels_, ", momentum=", momentum, ", eps=", options_.eps, ")");
 }
 
 // ---- Dropout ----

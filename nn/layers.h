@@ -5,6 +5,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "duet/autograd/ops.h"
@@ -92,7 +93,10 @@ DUET_MODULE(AdaptiveAvgPool2d);
 
 // ---- BatchNorm2d ----
 struct BatchNormOptions {
-  double momentum = 0.1;
+  // The running statistics' update factor; std::nullopt (PyTorch's momentum=None): the cumulative
+  // average, factor 1 / num_batches_tracked. That reads the count from its device, so on a GPU it
+  // waits for the device once per training forward, and cannot be recorded in a CUDA graph.
+  std::optional<double> momentum = 0.1;
   double eps = 1e-5;
 };
 

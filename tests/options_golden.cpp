@@ -9,7 +9,9 @@
 
 #include "duet/duet.h"
 #include "duet/nn/functional.h"
+#include "duet/nn/layers.h"
 #include "duet/nn/safetensors.h"
+#include "duet/optim/adam.h"
 
 namespace duet::test {
 namespace {
@@ -128,6 +130,62 @@ void check_reductions_golden(Device device) {
     out.backward(get(p + "upstream").to(device));
     check_close(x.grad(), get(p + "grad"), 1e-10, what + " gradient");
   }
+}
+
+void check_amsgrad_golden(Device device) {
+  for (const std::string& p : cases("adam", "p0")) {
+    const std::vector<double> betas = get(p + "betas").to_vector<double>();
+    const optim::AdamOptions options{.lr = get(p + "lr").to_vector<double>()[0],
+                                     .beta1 = betas.at(0),
+                                     .beta2 = betas.at(1),
+                                     .eps = get(p + "eps").to_vector<double>()[0],
+                                     .weight_decay = get(p + "weight_decay").to_vector<double>()[0],
+                                     .decoupled_weight_decay = get(p + "decoupled").to_vector<int64_t>()[0] != 0,
+                                     .amsgrad = true};
+    const std::vector<Tensor> params = {leaf_on(get(p + "p0"), device), leaf_on(get(p + "p1"), device)};
+    optim::Adam adam(params, options);
+    const int64_t steps = get(p + "steps").to_vector<int64_t>()[0];
+    for (int64_t k = 0; k < steps; ++k) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        const std::string g = p + "g" + std::to_string(i) + "." + std::to_string(k);
+        params[i].set_grad(has(g) ? get(g).to(device) : Tensor());
+      }
+      adam.step();
+      std::map<std::string, Tensor> state;
+      for (auto& [name, t] : adam.state()) state[name] = t;
+      for (size_t i = 0; i < params.size(); ++i) {
+        const std::string suffix = std::to_string(i) + "." + std::to_string(k);
+        const std::string what = p + " on " + device.str() + ", parameter " + std::to_string(i) + ", step " +
+                                 std::to_string(k);
+        check_close(params[i], get(p + "after" + suffix), 1e-10, what);
+        check_close(state.at(std::to_string(i) + ".max_exp_avg_sq"), get(p + "max_exp_avg_sq" + suffix), 1e-10,
+                    what + " max_exp_avg_sq");
+      }
+    }
+  }
+}
+
+void check_cumulative_batch_norm_golden(Device device) {
+  nn::BatchNorm2d bn(3, nn::BatchNormOptions{.momentum = std::nullopt});
+  CHECK(bn->name() == "BatchNorm2d(3, momentum=None, eps=1e-05)");
+  {
+    NoGradGuard no_grad;
+    bn->parameters()[0].copy_(get("bn.weight"));
+    bn->parameters()[1].copy_(get("bn.bias"));
+  }
+  bn->to(device);
+  std::map<std::string, Tensor> buffers;
+  for (auto& [name, t] : bn->named_buffers()) buffers[name] = t;
+  const int64_t batches = get("bn.batches").to_vector<int64_t>()[0];
+  for (int64_t k = 0; k < batches; ++k) {
+    const std::string n = std::to_string(k), what = "batch " + n + " on " + device.str();
+    check_close(bn->forward(get("bn.x." + n).to(device)), get("bn.y." + n), 1e-5, what + " output");
+    check_close(buffers.at("running_mean"), get("bn.running_mean." + n), 1e-5, what + " running_mean");
+    check_close(buffers.at("running_var"), get("bn.running_var." + n), 1e-5, what + " running_var");
+    CHECK(buffers.at("num_batches_tracked").item<int64_t>() == get("bn.num_batches_tracked." + n).item<int64_t>());
+  }
+  bn->eval();
+  check_close(bn->forward(get("bn.eval_x").to(device)), get("bn.eval_y"), 1e-5, "eval on " + device.str());
 }
 
 }  // namespace duet::test

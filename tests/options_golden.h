@@ -17,4 +17,12 @@ void check_cross_entropy_golden(Device device);
 // chosen dims, with keepdim and unbiased: values, indices and gradients (ties among the minima).
 void check_reductions_golden(Device device);
 
+// torch.optim.Adam and AdamW with amsgrad=True: the parameters and max_exp_avg_sq after every
+// step, one parameter skipping a step (its own step count, PyTorch's state['step']).
+void check_amsgrad_golden(Device device);
+
+// nn.BatchNorm2d(momentum=None): the cumulative average of the batch statistics over several
+// training batches (running_mean, running_var, num_batches_tracked), then an eval forward.
+void check_cumulative_batch_norm_golden(Device device);
+
 }  // namespace duet::test

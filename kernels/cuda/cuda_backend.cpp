@@ -104,9 +104,9 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 }
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const kernels::AdamUpdateArgs& args) {
-  OnDevice on("adam_update", param, {&grad, &exp_avg, &exp_avg_sq});
-  launch_adam_update(param, grad, exp_avg, exp_avg_sq, args, on.stream());
+                 const Tensor& max_exp_avg_sq, const kernels::AdamUpdateArgs& args) {
+  OnDevice on("adam_update", param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq});
+  launch_adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args, on.stream());
 }
 
 // ---- nn_kernels.h ----

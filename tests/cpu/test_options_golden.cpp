@@ -16,3 +16,11 @@ TEST_CASE("cross_entropy's ignore_index, weight, label_smoothing and [N, C, d] l
 TEST_CASE("amin, min, argmin, var and std over dims match PyTorch, gradients included", "[golden][parity]") {
   test::check_reductions_golden(cpu());
 }
+
+TEST_CASE("Adam and AdamW with amsgrad match torch.optim, per-parameter steps included", "[golden][parity][optim]") {
+  test::check_amsgrad_golden(cpu());
+}
+
+TEST_CASE("BatchNorm2d with momentum None keeps PyTorch's cumulative average", "[golden][parity][nn]") {
+  test::check_cumulative_batch_norm_golden(cpu());
+}
