@@ -37,7 +37,9 @@ struct CompareArgs {
   double comm_timeout = parallel::kDefaultCommTimeout.count() / 1000.0;  // seconds
   bool predict = false;
   bool plots = true;
-  bool floor = true;
+  bool check = true;
+  double bucket_mb = 0;  // 0: DDP's default caps
+  bool sync_bn = false;
 };
 
 // The runs in order: single first (the reference for the parameter differences), then every
@@ -159,15 +161,21 @@ int run_compare(CompareArgs args) {
       .seed = args.seed,
       .make_optimizer = [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
       .first_device = device,
-      .comm_timeout = comm_timeout(args.comm_timeout)};
+      .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)},
+      .check = args.check};
+  if (args.bucket_mb > 0) {
+    // PyTorch's bucket_cap_mb caps the buckets after the first; a cap below the first bucket's
+    // 1 MiB caps that one too, or a small model would still fit in one bucket.
+    config.ddp.bucket_cap_mb = args.bucket_mb;
+    config.ddp.first_bucket_mb = std::min(config.ddp.first_bucket_mb, args.bucket_mb);
+  }
   CompareReport report{.config = config};
   report.device_kind = device.is_cpu() ? "logical CPU devices sharing " + std::to_string(kernels::num_threads()) +
                                              " threads"
                                        : "CUDA devices";
   parallel::Experiment experiment(config, std::move(train_set));
   std::vector<parallel::StrategyRun> runs = plan_runs(args);
-  const bool floor = args.floor && !runs.empty() && runs.front().strategy == "single";
-  const size_t count = runs.size() + (floor ? 1 : 0);
+  const size_t count = runs.size();
   RunProgress progress;
   auto on_step = [&](int64_t done, int64_t total) { progress.step(done, total); };
   try {
@@ -176,11 +184,6 @@ int run_compare(CompareArgs args) {
       progress.start(i, count, runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
       report.runs.push_back(experiment.run(runs[i], on_step));
       progress.finish(report.runs.back());
-    }
-    if (floor) {
-      progress.start(runs.size(), count, "rounding floor: single on reversed batches");
-      report.rounding_floor = experiment.rounding_floor(on_step);
-      progress.finish(*report.rounding_floor);
     }
     if (args.predict) report.predictions = predictions(args, experiment, report.runs);
   } catch (const Error& e) {
@@ -217,8 +220,11 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON of every phase on every device here");
   cmd->add_flag("--predict", args->predict, "Also print the cost model's step times on 2, 4 and 8 GPUs");
   cmd->add_flag("!--no-plots", args->plots, "Skip the PNG plots");
-  cmd->add_flag("!--no-floor", args->floor,
-                "Skip the rounding-floor run (single-device training again, each batch reversed)");
+  cmd->add_flag("!--no-check", args->check,
+                "Skip the per-step check (one more single-device step per step, from the strategy's parameters)");
+  cmd->add_option("--bucket-mb", args->bucket_mb, "ddp's bucket cap in MiB (PyTorch's bucket_cap_mb; caps the first "
+                  "bucket too when below its 1 MiB)")->check(at_least(1e-6, "a positive size in MiB"));
+  cmd->add_flag("--sync-bn", args->sync_bn, "ddp variants: BatchNorm with the global batch's statistics (SyncBatchNorm)");
   cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
 }
 

@@ -32,6 +32,50 @@ std::string diff_cell(const std::optional<double>& diff) {
   return text;
 }
 
+std::string ulps_cell(const std::optional<double>& ulps) {
+  if (!ulps) return "off";
+  char text[32];
+  std::snprintf(text, sizeof text, *ulps < 1e4 ? "%.1f" : "%.1e", *ulps);
+  return text;
+}
+
+// Per timed step and rank.
+double per_step(double total_ms, const parallel::CommOverlap& overlap) {
+  return overlap.samples > 0 ? total_ms / static_cast<double>(overlap.samples) : 0;
+}
+
+void print_check(const CompareReport& report, std::FILE* out) {
+  std::string failed;
+  bool checked = false;
+  for (const auto& run : report.runs) {
+    if (!run.max_check_ulps) continue;
+    checked = true;
+    if (*run.max_check_ulps > kCheckUlps) {
+      failed += (failed.empty() ? "" : ", ") + run.strategy + " on " + std::to_string(run.devices) + " (" +
+                ulps_cell(run.max_check_ulps) + " ulps)";
+    }
+  }
+  if (!checked) return;
+  if (failed.empty()) {
+    std::fprintf(out, "per-step check: every strategy's every step within %.0f ulps of single-device training's step "
+                      "from the same parameters\n", kCheckUlps);
+  } else {
+    std::fprintf(out, "per-step check: NOT single-device training's step (more than %.0f ulps): %s\n", kCheckUlps,
+                 failed.c_str());
+  }
+}
+
+void print_overlap(const CompareReport& report, std::FILE* out) {
+  for (const auto& run : report.runs) {
+    const parallel::CommOverlap& o = run.overlap;
+    if (o.samples == 0 || o.busy_ms == 0) continue;
+    std::fprintf(out, "%s on %d: all-reduce %.2f ms per step and rank, %.2f ms of it exposed after backward: %.0f%% "
+                      "hidden behind backward\n",
+                 run.strategy.c_str(), run.devices, per_step(o.busy_ms, o), per_step(o.exposed_ms, o),
+                 100 * o.hidden_fraction());
+  }
+}
+
 nlohmann::json optional_json(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
 
 template <class Row>
@@ -51,23 +95,22 @@ void print_results(const CompareReport& report, std::FILE* out) {
                static_cast<long long>(c.warmup), static_cast<unsigned long long>(c.seed), report.device_kind.c_str());
   std::fprintf(out, "%-15s %3s %8s %8s |", "strategy", "dev", "img/s", "ms/step");
   for (const char* head : kPhaseHeads) std::fprintf(out, " %7s", head);
-  std::fprintf(out, " | %9s  %-17s %10s %10s %10s\n", "MB/step", "peak MiB/device", "final loss", "diff@1",
-               "diff@end");
+  std::fprintf(out, " | %9s  %-17s %10s %10s %10s %10s\n", "MB/step", "peak MiB/device", "final loss", "check ulps",
+               "diff@1", "diff@end");
   for (const auto& run : report.runs) {
     std::fprintf(out, "%-15s %3d %8.0f %8.2f |", run.strategy.c_str(), run.devices, run.images_per_second,
                  run.ms_per_step);
     for (double ms : run.phase_ms) std::fprintf(out, " %7.2f", ms);
-    std::fprintf(out, " | %9.3f  %-17s %10.5f %10s %10s\n", run.bytes_per_step / 1e6, memory_cell(run).c_str(),
-                 run.final_loss, diff_cell(run.first_step_param_diff).c_str(),
+    std::fprintf(out, " | %9.3f  %-17s %10.5f %10s %10s %10s\n", run.bytes_per_step / 1e6, memory_cell(run).c_str(),
+                 run.final_loss, ulps_cell(run.max_check_ulps).c_str(), diff_cell(run.first_step_param_diff).c_str(),
                  diff_cell(run.max_param_diff).c_str());
   }
   std::fprintf(out, "phases: mean ms per step, the slowest device's for ddp; bwd includes dp's gradient reduce; "
-                    "diff@1, diff@end: largest |parameter - single's| after the first and the last step\n");
-  if (const auto& floor = report.rounding_floor) {
-    std::fprintf(out, "rounding floor: single again, each batch's images in reverse order (the same math, other "
-                      "float roundings), ends diff@1 %s, diff@end %s from single\n",
-                 diff_cell(floor->first_step_param_diff).c_str(), diff_cell(floor->max_param_diff).c_str());
-  }
+                    "check ulps: the worst step's distance from single-device training's step from the same "
+                    "parameters, in float ulps; diff@1, diff@end: largest |parameter - single's| after the first and "
+                    "the last step of separate runs (training amplifies roundings: information, not a test)\n");
+  print_check(report, out);
+  print_overlap(report, out);
 }
 
 void print_predictions(const CompareReport& report, std::FILE* out) {
@@ -112,13 +155,12 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                        {"bytes_per_step", run.bytes_per_step},
                        {"peak_memory", memory},
                        {"final_loss", run.final_loss},
+                       {"max_check_ulps", optional_json(run.max_check_ulps)},
                        {"first_step_param_diff", optional_json(run.first_step_param_diff)},
-                       {"max_param_diff", optional_json(run.max_param_diff)}});
-  }
-  nlohmann::json floor;  // null without a floor run
-  if (const auto& f = report.rounding_floor) {
-    floor = {{"first_step_param_diff", optional_json(f->first_step_param_diff)},
-             {"max_param_diff", optional_json(f->max_param_diff)}};
+                       {"max_param_diff", optional_json(run.max_param_diff)},
+                       {"allreduce_ms_per_step", per_step(run.overlap.busy_ms, run.overlap)},
+                       {"allreduce_exposed_ms_per_step", per_step(run.overlap.exposed_ms, run.overlap)},
+                       {"allreduce_hidden_fraction", run.overlap.hidden_fraction()}});
   }
   nlohmann::json predictions = nlohmann::json::array();
   for (const auto& row : report.predictions) {
@@ -134,7 +176,7 @@ void write_results_json(const CompareReport& report, const std::string& path) {
   const auto& c = report.config;
   nlohmann::json doc = {{"model", c.model},   {"batch_size", c.batch_size}, {"steps", c.steps},
                         {"warmup", c.warmup}, {"seed", c.seed},             {"devices", report.device_kind},
-                        {"results", results}, {"rounding_floor", floor},  {"predictions", predictions}};
+                        {"results", results}, {"predictions", predictions}};
   write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
 }
 
@@ -142,17 +184,20 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
   write_checked(path, "results.csv", [&](std::ostream& out) {
     out << "strategy,devices,images_per_second,ms_per_step";
     for (size_t i = 0; i < kNumPhases; ++i) out << ',' << parallel::name(static_cast<Phase>(i)) << "_ms";
-    out << ",bytes_per_step,peak_bytes_per_device,final_loss,first_step_param_diff,max_param_diff\n";
+    out << ",bytes_per_step,peak_bytes_per_device,final_loss,max_check_ulps,first_step_param_diff,max_param_diff,"
+           "allreduce_ms_per_step,allreduce_exposed_ms_per_step,allreduce_hidden_fraction\n";
     for (const auto& run : report.runs) {
       out << run.strategy << ',' << run.devices << ',' << run.images_per_second << ',' << run.ms_per_step;
       for (double ms : run.phase_ms) out << ',' << ms;
       out << ',' << run.bytes_per_step << ',';
       for (size_t i = 0; i < run.memory.size(); ++i) out << (i ? ";" : "") << run.memory[i].peak_bytes;
-      out << ',' << run.final_loss << ',';
-      if (run.first_step_param_diff) out << *run.first_step_param_diff;
-      out << ',';
-      if (run.max_param_diff) out << *run.max_param_diff;
-      out << '\n';
+      out << ',' << run.final_loss;
+      for (const auto& value : {run.max_check_ulps, run.first_step_param_diff, run.max_param_diff}) {
+        out << ',';
+        if (value) out << *value;
+      }
+      out << ',' << per_step(run.overlap.busy_ms, run.overlap) << ',' << per_step(run.overlap.exposed_ms, run.overlap)
+          << ',' << run.overlap.hidden_fraction() << '\n';
     }
   });
 }

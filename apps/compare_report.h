@@ -22,9 +22,11 @@ struct CompareReport {
   parallel::ExperimentConfig config;
   std::string device_kind;  // "logical CPU devices on 2 hardware threads", "CUDA"
   std::vector<parallel::RunMeasurement> runs;
-  std::optional<parallel::RunMeasurement> rounding_floor;  // Experiment::rounding_floor, unless --no-floor
   std::vector<PredictionRow> predictions;  // empty without --predict
 };
+
+// A correct strategy lands within this many float ulps of single-device training's step.
+inline constexpr double kCheckUlps = 8;
 
 void print_results(const CompareReport& report, std::FILE* out);
 void print_predictions(const CompareReport& report, std::FILE* out);

@@ -1,5 +1,7 @@
 // Chrome trace-event JSON (chrome://tracing, ui.perfetto.dev) of every phase of every step:
-// one process per strategy run, one thread per device.
+// one process per strategy run, one thread per device, and for DDP a communication thread per
+// device with every bucket's all-reduce (busy from its launch, or the previous one's finish, to
+// its finish) and an instant event when the bucket was ready.
 #pragma once
 
 #include <string>

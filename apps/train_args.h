@@ -28,6 +28,8 @@ struct TrainArgs {
   std::string save, resume, metrics, plot;
   bool profile = false;
   bool cuda_graph = false;
+  int64_t accumulate = 1;  // micro-batches per optimizer step
+  bool sync_bn = false;
 };
 
 }  // namespace duet::apps

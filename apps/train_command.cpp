@@ -50,7 +50,7 @@ int run_train(TrainArgs args, const GivenFlags& given) {
   } catch (const std::exception& e) {
     return fail(setup, kBadInput, std::string("duet train: error: ") + e.what());
   }
-  parallel::Trainer trainer(*setup.strategy, *setup.train, *setup.test);
+  parallel::Trainer trainer(*setup.strategy, *setup.train, *setup.test, args.accumulate);
   std::vector<parallel::EpochStats> history;
   try {
     history = trainer.fit(setup.first_epoch, args.epochs, reporter->callbacks());
@@ -89,6 +89,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");
   cmd->add_option("--plot", args->plot, "Draw loss and accuracy curves to this PNG");
   cmd->add_flag("--profile", args->profile, "Print where a training step's time goes: per phase and per kernel");
+  cmd->add_option("--accumulate", args->accumulate, "Micro-batches of --batch-size per optimizer step (gradient "
+                  "accumulation; ddp all-reduces on the last one only)")->check(kPositive)->capture_default_str();
+  cmd->add_flag("--sync-bn", args->sync_bn, "ddp: BatchNorm with the global batch's statistics (SyncBatchNorm)");
   cmd->add_flag("--cuda-graph", args->cuda_graph,
                 "Record the training step once as a CUDA graph and replay it (one GPU, SGD, no dropout)");
   cmd->get_option("--lr")

@@ -56,7 +56,8 @@ TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std
   if (setup_.first_epoch >= args_.epochs) return;  // report() says there is nothing to do
   std::cout << "training " << args_.model << " (" << setup_.strategy->model().num_parameters() << " parameters) on "
             << setup_.strategy->devices() << ": " << setup_.train_images << " images, batch " << setup_.batch_size
-            << ", " << args_.optimizer.name << " lr " << args_.optimizer.lr << ", epochs " << setup_.first_epoch + 1
+            << (args_.accumulate > 1 ? " x " + std::to_string(args_.accumulate) + " micro-batches" : "") << ", "
+            << args_.optimizer.name << " lr " << args_.optimizer.lr << ", epochs " << setup_.first_epoch + 1
             << ".." << args_.epochs << std::endl;
 }
 

@@ -20,9 +20,8 @@ namespace {
 
 // Under mpirun the processes on one machine share its cores: each takes its share, so that
 // N processes do not oversubscribe them N times over.
-int threads_per_process(int world_size) {
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-  int sharing = local ? std::max(1, std::atoi(local)) : world_size;
+int threads_per_process() {
+  const int sharing = std::max(1, parallel::mpi_locality().local_size);
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / sharing);
 }
 
@@ -43,9 +42,10 @@ std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device, st
              "run `mpirun -np N duet train --strategy ddp --comm mpi ...`, or use --comm local --devices N");
   if (device.is_cpu()) return parallel::make_mpi_communicator({.timeout = timeout, .device = device});
   auto bootstrap = parallel::make_mpi_communicator({.timeout = timeout, .device = cpu(0)});
-  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_RANK");
-  device = cuda_device(local ? std::atoi(local) : bootstrap->rank());
-  return parallel::make_nccl_communicator(bootstrap, device, {.timeout = timeout});
+  // Each process takes the GPU of its local rank (its rank among the processes on its machine).
+  auto comm = parallel::make_nccl_communicator(bootstrap, {.timeout = timeout});
+  device = comm->device();
+  return comm;
 }
 
 // Every file the leader will write, before any work: a bad path fails now, not after an epoch.
@@ -101,6 +101,12 @@ std::string check_combination(const TrainArgs& args) {
     if (args.optimizer.name != "sgd") return "--cuda-graph needs --optimizer sgd: Adam's step cannot be replayed";
     if (args.profile) return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
   }
+  if (args.sync_bn && !parallel::is_ddp(args.strategy)) {
+    return "--sync-bn synchronises BatchNorm across ddp's ranks: it needs --strategy ddp";
+  }
+  if (args.accumulate > 1 && args.cuda_graph) {
+    return "--accumulate runs several micro-batches per step, which --cuda-graph cannot replay";
+  }
   return "";
 }
 
@@ -128,7 +134,7 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
   if (threads > 0) {
     kernels::set_num_threads(threads);
   } else if (setup.comm) {
-    kernels::set_num_threads(threads_per_process(setup.comm->world_size()));
+    kernels::set_num_threads(threads_per_process());
   }
   // Across processes each rank loads its 1/N of every global batch: the DistributedSampler
   // deals rank r the examples r, r + N, r + 2N, ... of the epoch's shuffled order.
@@ -163,7 +169,8 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
   setup.strategy = parallel::make_strategy(args.strategy, model, make_optimizer, group,
                                            {.cuda_graph = args.cuda_graph,
                                             .comm = setup.comm,
-                                            .comm_timeout = comm_timeout(args.comm_timeout)});
+                                            .ddp = {.sync_batchnorm = args.sync_bn,
+                                                    .comm_timeout = comm_timeout(args.comm_timeout)}});
   if (checkpoint) {
     checkpoint->restore_generator(generator);
     setup.first_epoch = checkpoint->info.epochs_done;

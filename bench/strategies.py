@@ -39,7 +39,8 @@ def run_compare(duet, model, steps, batch_size, data_dir):
     """{strategy: images_per_second} for one `duet compare` run."""
     with tempfile.TemporaryDirectory(prefix="duet-bench-compare-") as out:
         command = [duet, "compare", "--model", model, "--devices", str(DEVICES), "--batch-size", str(batch_size),
-                   "--steps", str(steps), "--strategies", ",".join(STRATEGIES), "--out", out]
+                   "--steps", str(steps), "--strategies", ",".join(STRATEGIES), "--out", out,
+                   "--no-check", "--no-plots"]  # throughput only: the per-step check would double the run
         if data_dir:
             command += ["--data-dir", data_dir]
         done = subprocess.run(command, capture_output=True, text=True)

@@ -107,6 +107,8 @@ class BatchNorm2dImpl final : public Cloneable<BatchNorm2dImpl> {
   std::string name() const override;
   const Tensor& running_mean() const { return buffer(mean_); }
   const Tensor& running_var() const { return buffer(var_); }
+  int64_t channels() const { return channels_; }
+  const BatchNormOptions& options() const { return options_; }
 
  private:
   int64_t channels_;

@@ -63,6 +63,17 @@ size_t Module::register_module(std::string name, std::shared_ptr<Module> child) 
   return children_.size() - 1;
 }
 
+void Module::replace_child(const std::string& name, std::shared_ptr<Module> child) {
+  DUET_CHECK(child != nullptr, this->name(), ": replacement for child module '", name, "' is null");
+  for (auto& [child_name, current] : children_) {
+    if (child_name == name) {
+      current = std::move(child);
+      return;
+    }
+  }
+  DUET_FAIL(this->name(), ": no child module '", name, "' to replace");
+}
+
 NamedTensors Module::named_parameters() const {
   NamedTensors out = parameters_;
   for (const auto& [child_name, child] : children_) {

@@ -56,6 +56,10 @@ class Module {
   // the broadcast copies, so their gradients flow back to the master parameters.
   std::shared_ptr<Module> replicate(const std::vector<Tensor>& parameters, const std::vector<Tensor>& buffers) const;
   void zero_grad();  // drops every parameter's .grad
+  // Swaps the direct child registered as `name` for `child`, which the parent then calls in its
+  // place (parallel::convert_sync_batchnorm swaps BatchNorm2d layers this way). Throws if there
+  // is no such child.
+  void replace_child(const std::string& name, std::shared_ptr<Module> child);
 
   NamedTensors state_dict() const;  // parameters, then buffers
   // Copies values in by name. Throws naming the first missing, unexpected or mismatched tensor

@@ -20,12 +20,25 @@ DataParallel::DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<op
 
 std::string DataParallel::devices() const { return device_list(devices_); }
 
-StepResult DataParallel::train_step(const data::Batch& batch) {
-  const Device master = devices_[0];
+StepResult DataParallel::train_accumulated(const std::vector<data::Batch>& micro_batches) {
+  MicroBatches accumulated(micro_batches, loss_, "DataParallel");
   phases_ = {};
   comm_counter().reset();
   PhaseTimer timer(phases_, 0, devices_);
   optimizer_->zero_grad();
+  // Steps 1-5 for each micro-batch: the master gradients add up across them.
+  for (size_t m = 0; m < micro_batches.size(); ++m) {
+    accumulated.add(forward_backward(micro_batches[m], accumulated.loss_scale(m), timer));
+  }
+  // 6. A plain local step on device 0. The replicas are discarded; the next step re-broadcasts.
+  optimizer_->step();
+  timer.lap(Phase::step);
+  phases_.bytes_moved = comm_counter().bytes_moved();
+  return accumulated.total();
+}
+
+StepResult DataParallel::forward_backward(const data::Batch& batch, double loss_scale, PhaseTimer& timer) {
+  const Device master = devices_[0];
 
   // 1. Scatter the inputs: chunk k goes to devices[k], and a batch of fewer than N rows uses
   //    fewer devices. The labels are not scattered: the loss is computed on device 0 over the
@@ -82,13 +95,8 @@ StepResult DataParallel::train_step(const data::Batch& batch) {
   timer.lap(Phase::loss);
   // Backward runs each replica's part on its device's engine thread; broadcast's backward sums
   // the replicas' gradients onto the masters' .grad. Nothing overlaps this reduction.
-  loss.backward();
+  (loss_scale == 1 ? loss : loss * loss_scale).backward();
   timer.lap(Phase::backward);
-
-  // 6. A plain local step on device 0. The replicas are discarded; the next step re-broadcasts.
-  optimizer_->step();
-  timer.lap(Phase::step);
-  phases_.bytes_moved = comm_counter().bytes_moved();
   return step_result(loss, loss_, logits, labels);
 }
 

@@ -27,7 +27,9 @@ class DataParallel final : public Strategy {
   DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
                std::vector<Device> devices, LossReduction loss = LossReduction::mean);
 
-  StepResult train_step(const data::Batch& batch) override;
+  StepResult train_step(const data::Batch& batch) override { return train_accumulated({batch}); }
+  // Steps 1-5 on each micro-batch, the master gradients adding up, then one step.
+  StepResult train_accumulated(const std::vector<data::Batch>& micro_batches) override;
   nn::Module& model() override { return *model_; }
   optim::Optimizer& optimizer() override { return *optimizer_; }
   Device device() const override { return devices_[0]; }
@@ -38,6 +40,9 @@ class DataParallel final : public Strategy {
   const PhaseTimes& last_phases() const override { return phases_; }
 
  private:
+  // Steps 1-5 on one micro-batch, its loss times loss_scale.
+  StepResult forward_backward(const data::Batch& batch, double loss_scale, PhaseTimer& timer);
+
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<Device> devices_;

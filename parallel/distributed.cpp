@@ -1,14 +1,18 @@
 #include "duet/parallel/distributed.h"
 
 #include <algorithm>
+#include <chrono>
+#include <string>
 
 #include "duet/autograd/factory.h"
 #include "duet/autograd/grad_mode.h"
 #include "duet/core/error.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/nn/functional.h"
+#include "duet/parallel/broadcast_coalesced.h"
 #include "duet/parallel/comm/nccl_communicator.h"
 #include "duet/parallel/replica_threads.h"
+#include "duet/parallel/sync_batch_norm.h"
 
 namespace duet::parallel {
 namespace {
@@ -40,6 +44,24 @@ std::vector<std::shared_ptr<Communicator>> make_group(const std::vector<Device>&
   return make_local_group(devices, {.algorithm = options.algorithm, .timeout = options.comm_timeout});
 }
 
+int64_t mib_to_bytes(double mb, const char* what) {
+  DUET_CHECK(mb > 0, "DistributedDataParallel: ", what, " must be positive, got ", mb);
+  return std::max<int64_t>(1, static_cast<int64_t>(mb * 1024 * 1024));
+}
+
+BucketLayout plan_for(const nn::Module& model, const DDPOptions& options, const std::vector<size_t>& order = {}) {
+  return plan_buckets(model.parameters(), mib_to_bytes(options.first_bucket_mb, "first_bucket_mb"),
+                      mib_to_bytes(options.bucket_cap_mb, "bucket_cap_mb"), order);
+}
+
+std::vector<Tensor> buffers_of(const nn::Module& model) {
+  std::vector<Tensor> buffers;
+  for (const auto& [name, b] : model.named_buffers()) buffers.push_back(b);
+  return buffers;
+}
+
+double now_us() { return trace_us(std::chrono::steady_clock::now()); }
+
 }  // namespace
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> model,
@@ -50,9 +72,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   check_loss_reduction(options_.loss, "DistributedDataParallel");
   DUET_CHECK(!devices_.empty(), "DistributedDataParallel: needs at least one device");
   check_model_on(*model, devices_[0], "DistributedDataParallel");
+  if (options_.sync_batchnorm) model = convert_sync_batchnorm(std::move(model));
   std::vector<std::shared_ptr<Communicator>> comms = make_group(devices_, options_);
-  layout_ = std::make_shared<const BucketLayout>(
-      plan_buckets(model->parameters(), options_.first_bucket_bytes, options_.bucket_bytes));
+  layout_ = std::make_shared<const BucketLayout>(plan_for(*model, options_));
   for (size_t r = 0; r < devices_.size(); ++r) {
     // The one time parameters travel: every other rank starts from a copy of rank 0's model,
     // which is what DDP's constructor broadcast achieves. From here on only gradients move.
@@ -69,13 +91,12 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   check_loss_reduction(options_.loss, "DistributedDataParallel");
   devices_ = {comm->device()};
   check_model_on(*model, comm->device(), "DistributedDataParallel");
+  if (options_.sync_batchnorm) model = convert_sync_batchnorm(std::move(model));
   // DDP's constructor broadcast: whatever each process initialised, rank 0's values win.
-  for (const Tensor& p : model->parameters()) comm->broadcast(p, 0);
-  for (const auto& [name, b] : model->named_buffers()) {
-    if (b.defined()) comm->broadcast(b, 0);
-  }
-  layout_ = std::make_shared<const BucketLayout>(
-      plan_buckets(model->parameters(), options_.first_bucket_bytes, options_.bucket_bytes));
+  std::vector<Tensor> state = model->parameters();
+  for (const Tensor& b : buffers_of(*model)) state.push_back(b);
+  broadcast_coalesced(*comm, state, 0);
+  layout_ = std::make_shared<const BucketLayout>(plan_for(*model, options_));
   add_rank(std::move(model), make_optimizer, std::move(comm));
 }
 
@@ -86,6 +107,8 @@ void DistributedDataParallel::add_rank(std::shared_ptr<nn::Module> model, const 
   rank.optimizer = make_optimizer(rank.model->parameters());
   DUET_CHECK(rank.optimizer, "DistributedDataParallel: the optimizer factory returned null for rank ", comm->rank());
   rank.comm = std::move(comm);
+  // Converted here or built with them by the caller: each replica's layers talk to its rank.
+  sync_batchnorm_ = attach_communicator(*rank.model, rank.comm) > 0;
   if (options_.bucketed) rank.reducer = BucketReducer::create(layout_, rank.model->parameters(), rank.comm);
   ranks_.push_back(std::move(rank));
 }
@@ -98,32 +121,51 @@ std::string DistributedDataParallel::devices() const {
          " each]";
 }
 
-StepResult DistributedDataParallel::train_step(const data::Batch& batch) {
+std::vector<std::vector<DistributedDataParallel::Shard>> DistributedDataParallel::shard(
+    const std::vector<data::Batch>& micro_batches) const {
+  std::vector<std::vector<Shard>> shards(ranks_.size(), std::vector<Shard>(micro_batches.size()));
+  for (size_t m = 0; m < micro_batches.size(); ++m) {
+    const data::Batch& batch = micro_batches[m];
+    if (is_multi_process()) {
+      // The batch already is this rank's shard.
+      if (batch.y.numel() > 0) shards[0][m] = {batch.x.detach().to(devices_[0]), batch.y.detach().to(devices_[0])};
+      continue;
+    }
+    // Split as scatter would. A batch smaller than the world leaves the last ranks without
+    // examples; they still take part in every collective, with zero gradients.
+    std::vector<Tensor> xs = split_rows(batch.x, devices_), ys = split_rows(batch.y, devices_);
+    for (size_t r = 0; r < xs.size(); ++r) shards[r][m] = {xs[r], ys[r]};
+    for (size_t r = xs.size(); r < ranks_.size(); ++r) {
+      // SyncBatchNorm's statistics are collectives in forward and backward: every rank must run both.
+      DUET_CHECK(!sync_batchnorm_, "DistributedDataParallel: SyncBatchNorm needs an example on every rank, but a "
+                 "batch of ", batch.y.numel(), " rows over ", ranks_.size(), " ranks leaves ", devices_[r],
+                 " without any");
+    }
+  }
+  return shards;
+}
+
+StepResult DistributedDataParallel::train_accumulated(const std::vector<data::Batch>& micro_batches) {
+  DUET_CHECK(!micro_batches.empty(), "DistributedDataParallel: train_accumulated needs at least one micro-batch");
   const size_t local = ranks_.size();
   phases_ = {};
   rank_phases_.assign(local, {});
   PhaseTimer timer(phases_, 0, devices_);
-  // Each local rank's shard. In one process it is split here as scatter would, and timed as
-  // the scatter phase; across processes the batch already is this rank's shard.
-  std::vector<Tensor> xs, ys;
+  // Each local rank's shard of each micro-batch. In one process it is split here, and timed as
+  // the scatter phase; across processes the batches already are this rank's shards.
+  std::vector<std::vector<Shard>> shards = shard(micro_batches);
   int64_t global_count = -1;
-  if (is_multi_process()) {
-    xs = {batch.x.detach().to(devices_[0])};
-    ys = {batch.y.detach().to(devices_[0])};
-  } else {
-    xs = split_rows(batch.x, devices_);
-    ys = split_rows(batch.y, devices_);
-    global_count = batch.y.numel();
+  if (!is_multi_process()) {
+    global_count = 0;
+    for (const data::Batch& b : micro_batches) global_count += b.y.numel();
   }
   timer.lap(Phase::scatter);
 
-  // One thread per local rank. A batch smaller than the world leaves the last ranks without
-  // examples; they still take part in every collective, with zero gradients. A rank that
-  // throws aborts the group, so the others stop waiting for it.
+  // One thread per local rank. A rank that throws aborts the group, so the others stop
+  // waiting for it.
   std::vector<StepResult> results(local);
   run_on_devices(
-      devices_,
-      [&](size_t r) { results[r] = r < xs.size() ? run_rank(r, xs[r], ys[r], global_count) : run_rank(r, {}, {}, global_count); },
+      devices_, [&](size_t r) { results[r] = run_rank(r, shards[r], global_count); },
       [&](size_t r, const std::string& what) { ranks_[r].comm->abort(what); });
   ++steps_;
   for (const PhaseTimes& times : rank_phases_) {
@@ -131,6 +173,7 @@ StepResult DistributedDataParallel::train_step(const data::Batch& batch) {
     ranks_only[Phase::scatter] = 0;  // the host's, measured above
     phases_.merge_max(ranks_only);
   }
+  if (!rebuilt_) rebuild_buckets();
   if (options_.check_every > 0 && steps_ % options_.check_every == 0) check_replicas();
   return global_result(results);
 }
@@ -157,54 +200,79 @@ StepResult DistributedDataParallel::global_result(const std::vector<StepResult>&
   return out;
 }
 
-StepResult DistributedDataParallel::run_rank(size_t r, const Tensor& x, const Tensor& y, int64_t global_count) {
+StepResult DistributedDataParallel::run_rank(size_t r, const std::vector<Shard>& shards, int64_t global_count) {
   Rank& rank = ranks_[r];
   PhaseTimer timer(rank_phases_[r], static_cast<int>(r), {rank.comm->device()});
   rank.comm->reset_stats();
   rank.optimizer->zero_grad();
-
-  // Buffers (BatchNorm's running statistics) follow rank 0 before the forward, as DDP's
-  // broadcast_buffers does; never between forward and backward, which would change what the
-  // backward saved.
-  for (const auto& [name, b] : rank.model->named_buffers()) {
-    if (b.defined()) rank.comm->broadcast(b, 0);
-  }
-  const int64_t n_local = x.defined() ? x.size(0) : 0;
+  int64_t local_count = 0;
+  for (const Shard& s : shards) local_count += s.rows();
   if (global_count < 0) {
-    Tensor count = full({1}, static_cast<double>(n_local), {.dtype = DType::f64, .device = rank.comm->device()});
+    Tensor count = full({1}, static_cast<double>(local_count), {.dtype = DType::f64, .device = rank.comm->device()});
     rank.comm->all_reduce(count);
     global_count = static_cast<int64_t>(count.item<double>());
   }
   timer.lap(Phase::buffer_sync);
 
-  // The gradient weighting. Rank k's loss is the mean over its n_k examples, so its gradient
-  // is (1/n_k) sum_k; times n_k/n it becomes (1/n) sum_k, and the SUM over ranks is the
-  // gradient of the global mean loss: exact for unequal shards. mean_of_means instead averages
-  // the ranks' mean-loss gradients (sum over ranks of (1/N)(1/n_k) sum_k), which equals it
-  // only when all shards are equal.
-  // A sum loss needs no weighting: the sum over ranks of the shards' sums is the global sum.
+  // The gradient weighting, applied to the loss before backward, so that everything backward
+  // computes (SyncBatchNorm's all-reduced sums included) is already the global loss's. Rank
+  // k's loss is the mean over its n_k examples, so its gradient is (1/n_k) sum_k; times
+  // n_k/n it becomes (1/n) sum_k, and the SUM over ranks (and micro-batches) is the gradient of
+  // the global mean loss: exact for unequal shards. mean_of_means instead averages the ranks'
+  // mean-loss gradients, which equals it only when all shards are equal (and divides by the
+  // number of micro-batches, as a PyTorch user's loss / K). A sum loss needs no weighting: the
+  // sums over ranks and micro-batches are the global sum.
   const bool weighted = options_.loss == LossReduction::mean && !options_.mean_of_means && global_count > 0;
-  const double scale = weighted ? static_cast<double>(n_local) / static_cast<double>(global_count) : 1.0;
+  const bool per_micro_batch = options_.loss == LossReduction::mean && options_.mean_of_means;
   const ReduceOp op = options_.mean_of_means ? ReduceOp::avg : ReduceOp::sum;
-  if (rank.reducer) rank.reducer->prepare(scale, op);
 
-  StepResult result;  // an empty shard's: no examples
-  if (n_local > 0) {
-    Tensor logits = rank.model->forward(x);
+  StepResult result;
+  double loss_sum = 0;
+  for (size_t m = 0; m < shards.size(); ++m) {
+    // Buffers (BatchNorm's running statistics) follow rank 0 before every forward, as DDP's
+    // broadcast_buffers does; never between forward and backward, which would change what the
+    // backward saved.
+    if (options_.broadcast_buffers) broadcast_coalesced(*rank.comm, buffers_of(*rank.model), 0);
+    timer.lap(Phase::buffer_sync);
+    // no_sync for all but the last micro-batch: the hooks stay unarmed and the gradients add up
+    // in .grad; the last backward's hooks reduce the sum.
+    if (m + 1 == shards.size() && rank.reducer) rank.reducer->prepare(op);
+    const Shard& s = shards[m];
+    const int64_t n = s.rows();
+    if (n == 0) {
+      DUET_CHECK(!sync_batchnorm_, "SyncBatchNorm needs an example on every rank, and rank ", rank.comm->rank(),
+                 " has none in micro-batch ", m);
+      continue;
+    }
+    Tensor logits = rank.model->forward(s.x);
     timer.lap(Phase::forward);
-    Tensor loss = nn::functional::cross_entropy(logits, y, options_.loss);
+    Tensor loss = nn::functional::cross_entropy(logits, s.y, options_.loss);
     timer.lap(Phase::loss);
+    const double scale = weighted          ? static_cast<double>(n) / static_cast<double>(global_count)
+                         : per_micro_batch ? 1.0 / static_cast<double>(shards.size())
+                                           : 1.0;
     // The hooks fire inside this call, on this thread, and launch the buckets as they fill.
-    loss.backward();
+    (scale == 1 ? loss : loss * scale).backward();
     timer.lap(Phase::backward);
-    result = step_result(loss, options_.loss, logits, y);
+    const StepResult step = step_result(loss, options_.loss, logits, s.y);
+    loss_sum += step.loss * static_cast<double>(n);
+    result.correct += step.correct;
+    result.count += n;
   }
+  if (result.count > 0) result.loss = loss_sum / static_cast<double>(result.count);
+
+  const double backward_end = now_us();
+  std::vector<CommEvent> events;
   if (rank.reducer) {
     rank.reducer->finish();  // waits for the buckets still in flight, copies them into .grad
+    events = rank.reducer->comm_events();
   } else {
-    all_reduce_unbucketed(rank, scale, op);
+    all_reduce_unbucketed(rank, op, events);
   }
   timer.lap(Phase::all_reduce);
+  for (CommEvent& e : events) e.track = static_cast<int>(r);
+  rank_phases_[r].overlap = overlap_of(events, backward_end);
+  rank_phases_[r].comm_events = std::move(events);
 
   // The same reduced gradients and the same optimizer on every rank: identical updates.
   rank.optimizer->step();
@@ -214,16 +282,49 @@ StepResult DistributedDataParallel::run_rank(size_t r, const Tensor& x, const Te
 }
 
 // The comparison mode: nothing overlaps backward, and every gradient pays a collective's
-// latency. Last parameter first, as the buckets go.
-void DistributedDataParallel::all_reduce_unbucketed(Rank& rank, double scale, ReduceOp op) {
+// latency. First the map of used parameters, then last parameter first, as the buckets go; a
+// parameter no rank used keeps an undefined .grad.
+void DistributedDataParallel::all_reduce_unbucketed(Rank& rank, ReduceOp op, std::vector<CommEvent>& events) {
   NoGradGuard no_grad;
   std::vector<Tensor> params = rank.model->parameters();
+  auto timed = [&](const std::string& name, const Tensor& t) {
+    const double launch = now_us();
+    rank.comm->all_reduce(t, op);
+    events.push_back({.name = name, .ready_us = launch, .launch_us = launch, .finish_us = now_us(),
+                      .bytes = t.numel() * static_cast<int64_t>(t.element_size())});
+  };
+  Tensor usage = local_usage(params, rank.comm->device());
+  timed("unused-parameter map", usage);
+  const std::vector<float> used = usage.to_vector<float>();
   for (size_t i = params.size(); i-- > 0;) {
-    if (!params[i].grad().defined()) params[i].set_grad(zeros_like(params[i]));  // unused, or no examples
-    Tensor grad = params[i].grad();
-    if (scale != 1) grad.mul_(scale);
-    rank.comm->all_reduce(grad, op);
+    if (used[i] == 0) continue;
+    if (!params[i].grad().defined()) params[i].set_grad(zeros_like(params[i]));  // used by another rank
+    timed("parameter " + std::to_string(i), params[i].grad());
   }
+}
+
+// After the first step, as PyTorch's rebuild_buckets: the buckets are planned again in the order
+// in which rank 0's gradients arrived (every rank takes rank 0's, so the layouts agree), the
+// parameters whose gradients never came last, from last to first.
+void DistributedDataParallel::rebuild_buckets() {
+  rebuilt_ = true;
+  if (!options_.bucketed) return;
+  const size_t n = layout_->slot.size();
+  std::vector<size_t> order = ranks_[0].reducer->grad_ready_order();
+  std::vector<bool> listed(n, false);
+  for (size_t i : order) listed[i] = true;
+  for (size_t i = n; i-- > 0;) {
+    if (!listed[i]) order.push_back(i);
+  }
+  if (is_multi_process()) {
+    Tensor shared = from_vector(std::vector<int64_t>(order.begin(), order.end()), {static_cast<int64_t>(n)})
+                        .to(devices_[0]);
+    ranks_[0].comm->broadcast(shared, 0);
+    std::vector<int64_t> rank0 = shared.to_vector<int64_t>();
+    order.assign(rank0.begin(), rank0.end());
+  }
+  layout_ = std::make_shared<const BucketLayout>(plan_for(*ranks_[0].model, options_, order));
+  for (Rank& rank : ranks_) rank.reducer->set_layout(layout_);
 }
 
 void DistributedDataParallel::check_replicas() {
@@ -258,6 +359,11 @@ std::vector<size_t> DistributedDataParallel::launch_order(size_t local_rank) con
 std::vector<size_t> DistributedDataParallel::ready_order(size_t local_rank) const {
   const auto& reducer = ranks_.at(local_rank).reducer;
   return reducer ? reducer->ready_order() : std::vector<size_t>{};
+}
+
+std::vector<size_t> DistributedDataParallel::grad_ready_order(size_t local_rank) const {
+  const auto& reducer = ranks_.at(local_rank).reducer;
+  return reducer ? reducer->grad_ready_order() : std::vector<size_t>{};
 }
 
 }  // namespace duet::parallel

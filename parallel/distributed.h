@@ -6,10 +6,20 @@
 //   - At construction the replicas are made identical: in one process, every other rank gets a
 //     clone of rank 0's model; across processes, rank 0 broadcasts its parameters and buffers.
 //     Parameters are never sent again.
-//   - Each step, every rank syncs its buffers from rank 0, runs forward, its LOCAL loss and
-//     backward on its own shard. Gradients are all-reduced in flat buckets (grad_buckets.h)
-//     launched from post-accumulate-grad hooks while backward still runs, and all finished
-//     before step().
+//   - Each step, every rank syncs its buffers from rank 0 (broadcast_buffers), runs forward,
+//     its LOCAL loss, scaled by its share of the global batch, and backward on its own shard.
+//     Gradients are all-reduced in flat buckets (grad_buckets.h) launched from
+//     post-accumulate-grad hooks while backward still runs, and all finished before step().
+//     Parameters that no rank used keep an undefined .grad. After the first step the buckets
+//     are planned again, once, in the order the gradients arrived.
+//   - Gradient accumulation (train_accumulated, PyTorch's no_sync): forward and backward on K
+//     micro-batches, the gradients adding up locally, and one all-reduce, on the last one only.
+//   - sync_batchnorm converts the BatchNorm2d layers to SyncBatchNorm2d (sync_batch_norm.h).
+// Where it differs from PyTorch's DDP: unused parameters are always looked for (PyTorch's
+// find_unused_parameters=True; its default, False, fails on them), at the price of one small
+// all-reduce per step after the buckets; gradient accumulation is one call over the micro-batches
+// rather than a no_sync() context; the exact n_k / n weighting is the default (mean_of_means is
+// PyTorch's).
 //   - Every rank then applies the same optimizer step to its own replica, so the replicas stay
 //     identical without being broadcast (an optional check verifies it).
 //   - A rank that fails aborts its group, so the others fail at once instead of waiting out
@@ -23,33 +33,11 @@
 
 #include "duet/parallel/grad_buckets.h"
 #include "duet/parallel/comm/local_communicator.h"
+#include "duet/parallel/ddp_options.h"
 #include "duet/parallel/phase_times.h"
 #include "duet/parallel/strategy.h"
 
 namespace duet::parallel {
-
-struct DDPOptions {
-  // Bucketed all-reduce from backward hooks; false: one all-reduce per gradient after backward
-  // (for comparison: no overlap, more latency).
-  bool bucketed = true;
-  int64_t first_bucket_bytes = int64_t{1} << 20;  // PyTorch's bucket_cap_mb for bucket 0: 1 MiB
-  int64_t bucket_bytes = int64_t{25} << 20;       // and 25 MiB after it
-  // false (exact): rank k weights its mean-loss gradient by n_k / n and the ranks SUM, so B
-  // equals A equals single-device training on the same global batch, even for unequal shards.
-  // true: PyTorch DDP's behaviour, the AVERAGE over ranks of per-rank mean-loss gradients,
-  // which over-weights the examples of a smaller shard.
-  bool mean_of_means = false;
-  // Each rank's loss: the mean over its shard (scaled as above), or the sum, whose gradients
-  // simply add up over the ranks (mean_of_means then divides them by the world size, as
-  // PyTorch's DDP always does).
-  LossReduction loss = LossReduction::mean;
-  // Every this many steps, check that all replicas hold bit-identical parameters (0: never).
-  int64_t check_every = 0;
-  // In one process: NCCL on distinct physical GPUs; otherwise the local group, whose
-  // all-reduce algorithm this chooses.
-  LocalAlgorithm algorithm = LocalAlgorithm::ring;
-  std::chrono::milliseconds comm_timeout = kDefaultCommTimeout;
-};
 
 class DistributedDataParallel final : public Strategy {
  public:
@@ -66,7 +54,13 @@ class DistributedDataParallel final : public Strategy {
                           std::shared_ptr<Communicator> comm, DDPOptions options = {});
   ~DistributedDataParallel() override;
 
-  StepResult train_step(const data::Batch& batch) override;
+  StepResult train_step(const data::Batch& batch) override { return train_accumulated({batch}); }
+  // In one process each micro-batch is a global one, split over the ranks; across processes,
+  // this rank's shard of each. The gradients of all but the last micro-batch accumulate
+  // locally without communication (PyTorch's no_sync); the last one's backward all-reduces the
+  // sum. Each rank's micro-batch loss is weighted by its share of all the micro-batches'
+  // examples, so the step equals one on their concatenation.
+  StepResult train_accumulated(const std::vector<data::Batch>& micro_batches) override;
   nn::Module& model() override { return *ranks_[0].model; }  // this process's first replica
   optim::Optimizer& optimizer() override { return *ranks_[0].optimizer; }
   Device device() const override { return devices_[0]; }
@@ -86,10 +80,13 @@ class DistributedDataParallel final : public Strategy {
   // local ranks.
   const PhaseTimes& last_phases() const override { return phases_; }
   const std::vector<PhaseTimes>& last_phases_per_rank() const { return rank_phases_; }
-  // Bucketed mode: the layout, and the order in which a rank launched its buckets last step.
+  // Bucketed mode: the layout (rebuilt after the first step), and the order in which a rank
+  // found its buckets ready and launched them last step.
   const BucketLayout& buckets() const { return *layout_; }
   std::vector<size_t> launch_order(size_t local_rank) const;
   std::vector<size_t> ready_order(size_t local_rank) const;
+  // The parameter indices in the order their gradients arrived last step.
+  std::vector<size_t> grad_ready_order(size_t local_rank) const;
 
  private:
   struct Rank {
@@ -98,18 +95,27 @@ class DistributedDataParallel final : public Strategy {
     std::shared_ptr<Communicator> comm;
     std::shared_ptr<BucketReducer> reducer;  // bucketed mode only
   };
+  struct Shard {
+    Tensor x, y;  // undefined: no examples
+    int64_t rows() const { return x.defined() ? x.size(0) : 0; }
+  };
   void add_rank(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer,
                 std::shared_ptr<Communicator> comm);
-  // The rank's loss (the mean over its shard) and counts. global_count < 0: unknown here
-  // (multi-process), all-reduced from the ranks' shard sizes.
-  StepResult run_rank(size_t r, const Tensor& x, const Tensor& y, int64_t global_count);
-  void all_reduce_unbucketed(Rank& rank, double scale, ReduceOp op);
+  // The local ranks' shards of each micro-batch: shards[r][m].
+  std::vector<std::vector<Shard>> shard(const std::vector<data::Batch>& micro_batches) const;
+  // global_count < 0: unknown here (multi-process), all-reduced from the ranks' shard sizes.
+  // The rank's loss (the mean over its shards) and counts.
+  StepResult run_rank(size_t r, const std::vector<Shard>& shards, int64_t global_count);
+  void all_reduce_unbucketed(Rank& rank, ReduceOp op, std::vector<CommEvent>& events);
+  void rebuild_buckets();
   StepResult global_result(const std::vector<StepResult>& results);
 
   std::vector<Device> devices_;  // of the local ranks
   DDPOptions options_;
   std::shared_ptr<const BucketLayout> layout_;
   std::vector<Rank> ranks_;      // the local ranks
+  bool sync_batchnorm_ = false;  // the model has SyncBatchNorm2d layers
+  bool rebuilt_ = false;         // the buckets were planned again after the first step
   int64_t steps_ = 0;
   PhaseTimes phases_;
   std::vector<PhaseTimes> rank_phases_;

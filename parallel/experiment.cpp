@@ -9,6 +9,7 @@
 #include "duet/core/error.h"
 #include "duet/core/generator.h"
 #include "duet/nn/models/models.h"
+#include "duet/parallel/step_check.h"
 
 namespace duet::parallel {
 namespace {
@@ -21,12 +22,6 @@ int64_t bytes_of(const std::vector<Tensor>& tensors) {
   return bytes;
 }
 
-std::vector<std::vector<double>> parameter_values(nn::Module& model) {
-  std::vector<std::vector<double>> values;
-  for (const Tensor& p : model.parameters()) values.push_back(p.to_vector<double>());
-  return values;
-}
-
 double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector<std::vector<double>>& b) {
   double worst = 0;
   for (size_t i = 0; i < a.size(); ++i) {
@@ -35,15 +30,7 @@ double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector
   return worst;
 }
 
-// The batch with its images (and labels) in reverse order.
-data::Batch reversed(const data::Batch& batch) {
-  std::vector<Tensor> x, y;
-  for (int64_t i = batch.x.size(0); i-- > 0;) {
-    x.push_back(batch.x.narrow(0, i, 1));
-    y.push_back(batch.y.narrow(0, i, 1));
-  }
-  return {cat(x, 0), cat(y, 0)};
-}
+int64_t mib(double mb) { return static_cast<int64_t>(mb * (1 << 20)); }
 
 }  // namespace
 
@@ -79,15 +66,19 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
     sizes_.parameter_bytes = bytes_of(params);
     sizes_.buffer_bytes = bytes_of(buffers);
     sizes_.parameter_count = static_cast<int64_t>(params.size());
-    DDPOptions defaults;
-    for (const auto& bucket : plan_buckets(params, defaults.first_bucket_bytes, defaults.bucket_bytes).buckets) {
+    for (const auto& bucket : plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb)).buckets) {
       sizes_.bucket_bytes.push_back(bucket.numel * static_cast<int64_t>(element_size(bucket.dtype)));
     }
   }
   StrategyOptions options;
-  options.comm_timeout = config_.comm_timeout;
+  options.ddp = config_.ddp;
   std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group, options);
-  const bool is_reference = !reference_ && run.strategy == "single" && !run.reversed_batches;
+  const bool is_reference = !reference_ && run.strategy == "single";
+  // The check's single-device step runs on a logical CPU device of its own, so that its memory
+  // does not count as the run's; on GPUs it shares device 0 (docs/parallel-strategies.md).
+  std::optional<StepCheck> check;
+  const Device check_device = group[0].is_cpu() ? cpu(group.back().index + 1) : group[0];
+  if (config_.check) check.emplace(config_.model, config_.make_optimizer, check_device);
 
   RunMeasurement m;
   m.strategy = run.strategy;
@@ -107,15 +98,29 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   double images = 0;  // in the timed steps
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
+  Clock::duration checking{};  // in the timed steps: taken out of their time
   while (done < total) {
     for (const data::Batch& batch : loader) {
-      if (done == config_.warmup) start = Clock::now();
-      StepResult r = strategy->train_step(run.reversed_batches ? reversed(batch) : batch);
+      if (done == config_.warmup) {
+        start = Clock::now();
+        checking = {};
+      }
+      const Clock::time_point check_start = Clock::now();
+      if (check) check->before(*strategy, batch);
+      checking += Clock::now() - check_start;
+      StepResult r = strategy->train_step(batch);
+      if (check) {
+        const Clock::time_point after_start = Clock::now();
+        m.max_check_ulps = std::max(m.max_check_ulps.value_or(0), check->after(*strategy));
+        checking += Clock::now() - after_start;
+      }
       const PhaseTimes& phases = strategy->last_phases();
       m.events.insert(m.events.end(), phases.events.begin(), phases.events.end());
+      m.comm_events.insert(m.comm_events.end(), phases.comm_events.begin(), phases.comm_events.end());
       if (done >= config_.warmup) {
         for (size_t i = 0; i < kNumPhases; ++i) m.phase_ms[i] += phases.ms[i];
         m.bytes_per_step += static_cast<double>(phases.bytes_moved);
+        m.overlap.add(phases.overlap);
         images += static_cast<double>(r.count);
       }
       m.final_loss = r.loss;
@@ -131,7 +136,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
       if (done == total) break;
     }
   }
-  m.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  m.seconds = std::chrono::duration<double>(Clock::now() - start - checking).count();
   const double steps = static_cast<double>(config_.steps);
   m.images_per_second = images / std::max(m.seconds, 1e-9);
   m.ms_per_step = m.seconds * 1e3 / steps;
@@ -148,11 +153,6 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   }
   if (reference_) m.max_param_diff = max_abs_diff(params, reference_params_);
   return m;
-}
-
-RunMeasurement Experiment::rounding_floor(const std::function<void(int64_t, int64_t)>& on_step) {
-  DUET_CHECK(reference_, "Experiment: the rounding floor needs a single-device run first");
-  return run({.strategy = "single", .devices = 1, .reversed_batches = true}, on_step);
 }
 
 StepProfile Experiment::profile() const {

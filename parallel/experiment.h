@@ -1,11 +1,12 @@
 // Experiment: trains several strategies from the same initial weights on the same global
 // batches and measures each one: throughput, time per phase, bytes moved, memory per device,
-// and how far its parameters end from single-device training's. `duet compare` is a front end
-// for it; a C++ user can run one directly.
+// DDP's all-reduce time hidden behind backward, and whether each step is single-device
+// training's step (step_check.h). `duet compare` is a front end for it; a C++ user can run one
+// directly.
 //
 //   parallel::Experiment experiment(config, data::FashionMNIST::train());
 //   auto single = experiment.run({"single", 1});
-//   auto ddp = experiment.run({"ddp", 2});   // ddp.max_param_diff: vs single
+//   auto ddp = experiment.run({"ddp", 2});   // ddp.max_check_ulps: per step, vs single
 #pragma once
 
 #include <array>
@@ -32,15 +33,14 @@ struct ExperimentConfig {
   uint64_t seed = 0;                 // the initial weights and the batch order
   OptimizerFactory make_optimizer;   // required
   Device first_device = cpu(0);      // a run on N devices uses this one and the N-1 after it
-  std::chrono::milliseconds comm_timeout = kDefaultCommTimeout;  // ddp's collectives
+  DDPOptions ddp;                    // for the ddp variants: bucket caps, sync_batchnorm, comm_timeout
+  // The per-step check (step_check.h): one more single-device step per step, not timed.
+  bool check = true;
 };
 
 struct StrategyRun {
   std::string strategy;
   int devices = 1;
-  // Feed every batch with its images in reverse order: the same gradients in exact arithmetic,
-  // other float roundings (the rounding floor).
-  bool reversed_batches = false;
 };
 
 struct DeviceMemory {
@@ -60,28 +60,26 @@ struct RunMeasurement {
   double bytes_per_step = 0;                  // between devices
   std::vector<DeviceMemory> memory;
   double final_loss = 0;  // the last step's
-  // max |p - p_single| over every parameter element, after the first step and after the last.
-  // After one step the strategies differ only by the order of float additions; training then
-  // amplifies that (Experiment::rounding_floor measures by how much).
+  // The per-step check's worst step, in float ulps (step_check.h); unset without the check.
+  std::optional<double> max_check_ulps;
+  // max |p - p_single| over every parameter element, after the first step and after the last,
+  // against the reference single-device run. Information only: training amplifies roundings,
+  // so these grow over a run even for a correct strategy (the per-step check is the test).
   std::optional<double> first_step_param_diff;
   std::optional<double> max_param_diff;
+  CommOverlap overlap;                   // DDP: its collectives' time and what backward hid, timed steps
   std::vector<PhaseEvent> events;        // every step, warm-up included
+  std::vector<CommEvent> comm_events;    // every step, warm-up included
 };
 
 class Experiment {
  public:
   Experiment(ExperimentConfig config, data::TensorDataset train);
 
-  // Trains `run.strategy` on run.devices devices for warmup + steps batches. The first
-  // "single" run becomes the reference that later runs' max_param_diff compares against.
-  // on_step(done, total) reports progress.
+  // Trains `run.strategy` on run.devices devices for warmup + steps batches, checking every
+  // step (config.check). The first "single" run becomes the reference that later runs'
+  // max_param_diff compares against. on_step(done, total) reports progress.
   RunMeasurement run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step = {});
-
-  // Single-device training again, with every batch's images in reverse order. In exact
-  // arithmetic nothing changes (every sum over the batch has the same terms), so its parameter
-  // differences from the reference are what float rounding alone produces: the floor against
-  // which dp's and ddp's differences are read. Throws if there was no single-device run yet.
-  RunMeasurement rounding_floor(const std::function<void(int64_t, int64_t)>& on_step = {});
 
   // What the cost model needs, from the reference single-device run; throws if there was none.
   StepProfile profile() const;

@@ -1,18 +1,38 @@
 #include "duet/parallel/grad_buckets.h"
 
+#include <chrono>
+#include <string>
+
 #include "duet/autograd/factory.h"
 #include "duet/autograd/grad_mode.h"
 #include "duet/core/error.h"
 
 namespace duet::parallel {
+namespace {
 
-BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_bytes, int64_t cap_bytes) {
+double now_us() { return trace_us(std::chrono::steady_clock::now()); }
+
+std::vector<size_t> reverse_order(size_t n) {
+  std::vector<size_t> order;
+  for (size_t i = n; i-- > 0;) order.push_back(i);
+  return order;
+}
+
+}  // namespace
+
+BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_bytes, int64_t cap_bytes,
+                          const std::vector<size_t>& order) {
   DUET_CHECK(first_cap_bytes > 0 && cap_bytes > 0, "plan_buckets: the bucket caps must be positive, got ",
              first_cap_bytes, " and ", cap_bytes);
+  const std::vector<size_t> walk = order.empty() ? reverse_order(params.size()) : order;
+  DUET_CHECK(walk.size() == params.size(), "plan_buckets: the order lists ", walk.size(), " parameters, there are ",
+             params.size());
   BucketLayout layout;
-  layout.slot.resize(params.size());
+  layout.slot.assign(params.size(), {SIZE_MAX, SIZE_MAX});
   int64_t bytes = 0;
-  for (size_t i = params.size(); i-- > 0;) {
+  for (size_t i : walk) {
+    DUET_CHECK(i < params.size() && layout.slot[i].first == SIZE_MAX, "plan_buckets: the order must list every "
+               "parameter index below ", params.size(), " once, got ", i, " out of range or twice");
     const Tensor& p = params[i];
     int64_t p_bytes = p.numel() * static_cast<int64_t>(p.element_size());
     int64_t cap = layout.buckets.size() <= 1 ? first_cap_bytes : cap_bytes;
@@ -32,6 +52,12 @@ BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_b
   return layout;
 }
 
+Tensor local_usage(const std::vector<Tensor>& params, Device device) {
+  std::vector<float> used;
+  for (const Tensor& p : params) used.push_back(p.grad().defined() ? 1.0f : 0.0f);
+  return from_vector(used, {static_cast<int64_t>(used.size())}).to(device);
+}
+
 std::shared_ptr<BucketReducer> BucketReducer::create(std::shared_ptr<const BucketLayout> layout,
                                                      std::vector<Tensor> params, std::shared_ptr<Communicator> comm) {
   std::shared_ptr<BucketReducer> reducer(new BucketReducer(std::move(layout), std::move(params), std::move(comm)));
@@ -47,11 +73,23 @@ std::shared_ptr<BucketReducer> BucketReducer::create(std::shared_ptr<const Bucke
 BucketReducer::BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
                              std::shared_ptr<Communicator> comm)
     : layout_(std::move(layout)), params_(std::move(params)), comm_(std::move(comm)) {
+  allocate_buckets();
+}
+
+void BucketReducer::allocate_buckets() {
   DUET_CHECK(layout_->slot.size() == params_.size(), "BucketReducer: the layout has ", layout_->slot.size(),
              " parameters, the replica ", params_.size());
+  flat_.clear();
   for (const BucketLayout::Bucket& b : layout_->buckets) {
     flat_.push_back(zeros({b.numel}, {.dtype = b.dtype, .device = comm_->device()}));
   }
+}
+
+void BucketReducer::set_layout(std::shared_ptr<const BucketLayout> layout) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DUET_CHECK(!armed_, "BucketReducer::set_layout during a step");
+  layout_ = std::move(layout);
+  allocate_buckets();
 }
 
 Tensor BucketReducer::slot_view(size_t param) const {
@@ -60,10 +98,9 @@ Tensor BucketReducer::slot_view(size_t param) const {
   return flat_[b].as_strided(p.sizes(), contiguous_strides(p.sizes()), layout_->buckets[b].entries[e].offset);
 }
 
-void BucketReducer::prepare(double scale, ReduceOp op) {
+void BucketReducer::prepare(ReduceOp op) {
   std::lock_guard<std::mutex> lock(mutex_);
   armed_ = true;
-  scale_ = scale;
   op_ = op;
   arrived_.assign(params_.size(), false);
   pending_.clear();
@@ -73,17 +110,31 @@ void BucketReducer::prepare(double scale, ReduceOp op) {
   works_.assign(layout_->buckets.size(), nullptr);
   ready_log_.clear();
   launch_log_.clear();
+  grad_log_.clear();
+  events_.assign(layout_->buckets.size(), {});
+  for (size_t b = 0; b < events_.size(); ++b) {
+    events_[b].name = "bucket " + std::to_string(b);
+    events_[b].bytes = layout_->buckets[b].numel * static_cast<int64_t>(element_size(layout_->buckets[b].dtype));
+  }
 }
 
 void BucketReducer::on_grad_ready(size_t param) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!armed_ || arrived_[param]) return;
-  // Copy the gradient into its bucket, weighted for the reduction (n_local / n_global for the
-  // exact sum; 1 for DDP's average of means). The copy is what makes the bucket flat.
+  grad_log_.push_back(param);
+  fill_slot(param, params_[param].grad());
+}
+
+// The copy is what makes the bucket flat. The gradient is already weighted for the reduction:
+// the strategy scaled the loss.
+void BucketReducer::fill_slot(size_t param, const Tensor& grad) {
   NoGradGuard no_grad;
   Tensor view = slot_view(param);
-  view.copy_(params_[param].grad());
-  if (scale_ != 1) view.mul_(scale_);
+  if (grad.defined()) {
+    view.copy_(grad);
+  } else {
+    view.zero_();
+  }
   arrived_[param] = true;
   size_t bucket = layout_->slot[param].first;
   if (--pending_[bucket] == 0) mark_ready(bucket);
@@ -92,9 +143,11 @@ void BucketReducer::on_grad_ready(size_t param) {
 void BucketReducer::mark_ready(size_t bucket) {
   ready_[bucket] = true;
   ready_log_.push_back(bucket);
+  events_[bucket].ready_us = now_us();
   // Launch strictly in bucket order: a ready bucket whose predecessor is still filling waits,
   // and is launched right after it.
   while (next_launch_ < ready_.size() && ready_[next_launch_]) {
+    events_[next_launch_].launch_us = now_us();
     works_[next_launch_] = comm_->all_reduce_async(flat_[next_launch_], op_);
     launch_log_.push_back(next_launch_);
     ++next_launch_;
@@ -102,43 +155,45 @@ void BucketReducer::mark_ready(size_t bucket) {
 }
 
 void BucketReducer::finish() {
-  std::vector<std::shared_ptr<Work>> works;
+  Tensor usage;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     DUET_CHECK(armed_, "BucketReducer::finish without prepare");
-    NoGradGuard no_grad;
-    // A gradient that never came contributes zeros, so every rank still launches every bucket.
-    for (size_t b = 0; b < layout_->buckets.size(); ++b) {
-      if (ready_[b]) continue;
-      for (const BucketLayout::Entry& e : layout_->buckets[b].entries) {
-        if (!arrived_[e.param]) slot_view(e.param).zero_();
-      }
-      mark_ready(b);
+    // A hook that never fired: the parameter was unused in this backward (its .grad may still
+    // hold earlier micro-batches' sum), or there was no backward. Every rank still launches
+    // every bucket.
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (!arrived_[i]) fill_slot(i, params_[i].grad());
     }
     armed_ = false;
-    works = works_;
+    // After the buckets, in the same order on every rank: which parameters this rank used.
+    usage = local_usage(params_, comm_->device());
+    const double launch = now_us();
+    events_.push_back({.name = "unused-parameter map", .ready_us = launch, .launch_us = launch,
+                       .bytes = usage.numel() * static_cast<int64_t>(usage.element_size())});
+    works_.push_back(comm_->all_reduce_async(usage, ReduceOp::sum));
   }
-  // Every bucket finished before step(): they complete in launch order.
-  for (const std::shared_ptr<Work>& w : works) w->wait();
+  // Every collective finished before step(): they complete in launch order.
+  for (const std::shared_ptr<Work>& w : works_) w->wait();
+  record_finish_times();
+  const std::vector<float> used = usage.to_vector<float>();
   NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
+    if (used[i] == 0) continue;  // no rank used it: .grad stays undefined, as in single-device training
     Tensor view = slot_view(i);
     if (params_[i].grad().defined()) {
       params_[i].grad().copy_(view);
     } else {
-      params_[i].set_grad(view.clone());  // unused here, but reduced from the other ranks
+      params_[i].set_grad(view.clone());  // unused here, but used by another rank
     }
   }
 }
 
-std::vector<size_t> BucketReducer::ready_order() const {
+void BucketReducer::record_finish_times() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return ready_log_;
-}
-
-std::vector<size_t> BucketReducer::launch_order() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return launch_log_;
+  for (size_t k = 0; k < works_.size(); ++k) {
+    if (auto at = works_[k]->finished_at()) events_[k].finish_us = trace_us(*at);
+  }
 }
 
 }  // namespace duet::parallel

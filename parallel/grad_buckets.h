@@ -6,13 +6,21 @@
 // as soon as backward has produced all of its gradients, while backward goes on computing the
 // earlier layers' gradients.
 //
-// Why REVERSE parameter order: backward produces the last layers' gradients first, so bucket 0
-// holds the last parameters and fills first. Its cap is small (about 1 MiB), so the first
-// all-reduce starts early; the later buckets are large (about 25 MiB), to pay less latency.
+// Why REVERSE parameter order at first: backward usually produces the last layers' gradients
+// first, so bucket 0 holds the last parameters and fills first. Its cap is small (about 1 MiB),
+// so the first all-reduce starts early; the later buckets are large (about 25 MiB), to pay
+// less latency. After the first step the buckets are planned again, once, in the order in
+// which the gradients really arrived (rank 0's), as PyTorch's rebuild_buckets does: a model
+// whose registration order is not its use order gets buckets that fill in order.
 //
 // Why a FIXED launch order: every rank must issue the same collectives in the same order, but
 // the order in which gradients become ready can differ between ranks (threads race). So bucket
 // k+1 is never launched before bucket k, even when it is ready first: it waits.
+//
+// Unused parameters (find_unused_parameters): a parameter whose gradient never came is zero in
+// its bucket, and a map of which parameters each rank used is all-reduced after the buckets. A
+// parameter that no rank used keeps an undefined .grad, as in single-device training, so the
+// optimizer skips it (no weight decay, no momentum) exactly as single-device training would.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +30,7 @@
 
 #include "duet/core/tensor.h"
 #include "duet/parallel/comm/communicator.h"
+#include "duet/parallel/phase_times.h"
 
 namespace duet::parallel {
 
@@ -32,7 +41,7 @@ struct BucketLayout {
     int64_t offset;  // in elements, within the bucket's flat tensor
   };
   struct Bucket {
-    std::vector<Entry> entries;  // in reverse parameter order
+    std::vector<Entry> entries;  // in the order the plan walked them
     int64_t numel = 0;
     DType dtype = DType::f32;
   };
@@ -40,10 +49,16 @@ struct BucketLayout {
   std::vector<std::pair<size_t, size_t>> slot;  // slot[param] = (bucket, entry)
 };
 
-// Walks the parameters from last to first, closing a bucket when the next gradient would take
-// it past its cap (first_cap_bytes for bucket 0, cap_bytes after) or has another dtype. A
-// parameter larger than the cap gets a bucket of its own.
-BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_bytes, int64_t cap_bytes);
+// Walks the parameters in `order` (empty: from last to first), closing a bucket when the next
+// gradient would take it past its cap (first_cap_bytes for bucket 0, cap_bytes after) or has
+// another dtype. A parameter larger than the cap gets a bucket of its own. `order` must list
+// every parameter once.
+BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_bytes, int64_t cap_bytes,
+                          const std::vector<size_t>& order = {});
+
+// 1 for every parameter whose .grad is defined, as an f32 vector on `device`: summed over the
+// ranks, a 0 marks a parameter that no rank used.
+Tensor local_usage(const std::vector<Tensor>& params, Device device);
 
 // One rank's reducer: owns its flat buckets and the post-accumulate-grad hooks on its
 // replica's parameters.
@@ -55,24 +70,40 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   static std::shared_ptr<BucketReducer> create(std::shared_ptr<const BucketLayout> layout,
                                                std::vector<Tensor> params, std::shared_ptr<Communicator> comm);
 
-  // Arms the hooks for one backward: each gradient is multiplied by `scale` as it is copied
-  // into its bucket, and the buckets are all-reduced with `op`.
-  void prepare(double scale, ReduceOp op);
-  // After backward (or instead of it, for a rank with no examples): zero-fills the slots of
-  // gradients that never came (unused parameters, or no backward), launches what is left in
-  // order, waits for every bucket, and copies the reduced buckets back into the .grad tensors.
+  // Arms the hooks for one backward: the buckets are all-reduced with `op`. A gradient already
+  // accumulated in .grad (earlier micro-batches, without sync) is part of what the hook sees.
+  void prepare(ReduceOp op);
+  // After backward (or instead of it, for a rank with no examples): fills the slots of the
+  // gradients whose hook never fired (from .grad when it holds accumulated micro-batches,
+  // zeros otherwise), launches what is left in order and the map of used parameters, waits
+  // for all of it, and copies the reduced buckets back into the .grad of every parameter that
+  // some rank used.
   void finish();
+  // Swaps in another layout (the rebuilt buckets); between steps only.
+  void set_layout(std::shared_ptr<const BucketLayout> layout);
 
-  // The bucket indices in the order this rank became ready / launched them, last step.
-  std::vector<size_t> ready_order() const;
-  std::vector<size_t> launch_order() const;
+  // Last step: the bucket indices in the order this rank found them ready / launched them, and
+  // the parameter indices in the order their gradients arrived.
+  std::vector<size_t> ready_order() const { return locked_copy(ready_log_); }
+  std::vector<size_t> launch_order() const { return locked_copy(launch_log_); }
+  std::vector<size_t> grad_ready_order() const { return locked_copy(grad_log_); }
+  // Last step's collectives (the buckets, then the usage map), with `track` unset (0).
+  std::vector<CommEvent> comm_events() const { return locked_copy(events_); }
 
  private:
   BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
                 std::shared_ptr<Communicator> comm);
-  void on_grad_ready(size_t param);  // the hook's body
+  void allocate_buckets();
+  void on_grad_ready(size_t param);      // the hook's body
+  void fill_slot(size_t param, const Tensor& grad);  // with mutex_ held
   Tensor slot_view(size_t param) const;  // the param's place in its bucket, shaped like it
   void mark_ready(size_t bucket);        // with mutex_ held; launches what is next in order
+  void record_finish_times();
+  template <class T>
+  T locked_copy(const T& member) const {  // the hooks may be writing it on another thread
+    std::lock_guard<std::mutex> lock(mutex_);
+    return member;
+  }
 
   std::shared_ptr<const BucketLayout> layout_;
   std::vector<Tensor> params_;
@@ -81,14 +112,14 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
 
   mutable std::mutex mutex_;  // hooks may run on the engine's device thread
   bool armed_ = false;
-  double scale_ = 1;
   ReduceOp op_ = ReduceOp::sum;
   std::vector<bool> arrived_;         // per parameter
   std::vector<int64_t> pending_;      // per bucket: gradients still missing
   std::vector<bool> ready_;           // per bucket
   size_t next_launch_ = 0;            // the fixed order: buckets launch as 0, 1, 2, ...
-  std::vector<std::shared_ptr<Work>> works_;
-  std::vector<size_t> ready_log_, launch_log_;
+  std::vector<std::shared_ptr<Work>> works_;  // per bucket, then the usage map's
+  std::vector<size_t> ready_log_, launch_log_, grad_log_;
+  std::vector<CommEvent> events_;     // per bucket, then the usage map's
 };
 
 }  // namespace duet::parallel

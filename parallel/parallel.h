@@ -14,4 +14,5 @@
 #include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/phase_times.h"
 #include "duet/parallel/strategy.h"
+#include "duet/parallel/sync_batch_norm.h"
 #include "duet/parallel/trainer.h"

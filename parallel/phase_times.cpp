@@ -35,6 +35,26 @@ void PhaseTimes::merge_max(const PhaseTimes& other) {
   for (size_t i = 0; i < kNumPhases; ++i) ms[i] = std::max(ms[i], other.ms[i]);
   bytes_moved += other.bytes_moved;
   events.insert(events.end(), other.events.begin(), other.events.end());
+  comm_events.insert(comm_events.end(), other.comm_events.begin(), other.comm_events.end());
+  overlap.add(other.overlap);
+}
+
+void CommOverlap::add(const CommOverlap& other) {
+  busy_ms += other.busy_ms;
+  exposed_ms += other.exposed_ms;
+  samples += other.samples;
+}
+
+CommOverlap overlap_of(const std::vector<CommEvent>& events, double backward_end_us) {
+  CommOverlap out{.samples = 1};
+  double previous_finish = 0;
+  for (const CommEvent& e : events) {
+    const double start = std::max(e.launch_us, previous_finish);
+    out.busy_ms += std::max(0.0, e.finish_us - start) / 1000;
+    out.exposed_ms += std::max(0.0, e.finish_us - std::max(start, backward_end_us)) / 1000;
+    previous_finish = e.finish_us;
+  }
+  return out;
 }
 
 std::chrono::steady_clock::time_point trace_clock_origin() {
@@ -42,11 +62,14 @@ std::chrono::steady_clock::time_point trace_clock_origin() {
   return origin;
 }
 
+double trace_us(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t - trace_clock_origin()).count();
+}
+
 void PhaseTimer::lap(Phase phase) {
-  using Micros = std::chrono::duration<double, std::micro>;
   Clock::time_point start = last_;
   const double ms = lap_ms(phase);
-  times_.events.push_back({phase, track_, Micros(start - trace_clock_origin()).count(), ms * 1000});
+  times_.events.push_back({phase, track_, trace_us(start), ms * 1000});
 }
 
 void PhaseTimer::lap_untraced(Phase phase) { lap_ms(phase); }

@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -38,21 +39,50 @@ struct PhaseEvent {
   double duration_us;
 };
 
+// One collective on one rank's communication track (DDP's gradient buckets), for the trace and
+// the overlap figures. Times in microseconds since trace_clock_origin().
+struct CommEvent {
+  std::string name;       // "bucket 2", "unused-parameter map"
+  int track = 0;          // the rank's position in the strategy's device list
+  double ready_us = 0;    // its data was complete (a bucket's last gradient arrived)
+  double launch_us = 0;   // handed to the communicator (later than ready when an earlier bucket was not)
+  double finish_us = 0;   // the communicator finished it
+  int64_t bytes = 0;
+};
+
+// How much of a rank's collective time backward hid. A communicator runs its collectives one
+// at a time, so collective k is busy from max(its launch, the previous finish) to its finish
+// (waiting for the slowest rank to join included); what of that lies after the end of backward
+// is exposed. Summed over ranks and steps.
+struct CommOverlap {
+  double busy_ms = 0;
+  double exposed_ms = 0;
+  int64_t samples = 0;  // rank-steps added up
+  double hidden_fraction() const { return busy_ms > 0 ? 1 - exposed_ms / busy_ms : 0; }
+  void add(const CommOverlap& other);
+};
+// One rank's step: its collectives in launch order, and when its backward ended.
+CommOverlap overlap_of(const std::vector<CommEvent>& events, double backward_end_us);
+
 struct PhaseTimes {
   std::array<double, kNumPhases> ms{};  // wall-clock milliseconds, indexed by Phase
   int64_t bytes_moved = 0;              // between devices, forward and backward
   std::vector<PhaseEvent> events;       // every lap, in the order they ended
+  std::vector<CommEvent> comm_events;   // DDP's collectives, every rank's
+  CommOverlap overlap;                  // DDP: summed over the ranks
 
   double& operator[](Phase phase) { return ms[static_cast<size_t>(phase)]; }
   double operator[](Phase phase) const { return ms[static_cast<size_t>(phase)]; }
   double total_ms() const;
-  // Phase by phase maximum, bytes summed, events joined: the critical path of ranks that run
-  // concurrently.
+  // Phase by phase maximum, bytes and overlap summed, events joined: the critical path of
+  // ranks that run concurrently.
   void merge_max(const PhaseTimes& other);
 };
 
 // The common zero of every PhaseEvent's start: the first call to this function.
 std::chrono::steady_clock::time_point trace_clock_origin();
+// `t` in microseconds since trace_clock_origin().
+double trace_us(std::chrono::steady_clock::time_point t);
 
 // On a GPU the host queues kernels and moves on, so a phase timed on the host measures the
 // queueing, not the work. With exact GPU phases on, every lap first waits for its timer's CUDA

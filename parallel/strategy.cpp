@@ -38,7 +38,9 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr
     return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss);
   }
   if (name == "dp") return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices, options.loss);
-  DDPOptions ddp{.bucketed = name != "ddp-unbucketed", .loss = options.loss, .comm_timeout = options.comm_timeout};
+  DDPOptions ddp = options.ddp;
+  ddp.bucketed = name != "ddp-unbucketed";
+  ddp.loss = options.loss;
   if (name == "ddp-naive") ddp.algorithm = LocalAlgorithm::naive;
   if (!options.comm) return std::make_unique<DistributedDataParallel>(model, make_optimizer, devices, ddp);
   DUET_CHECK(devices.size() == 1 && devices[0] == options.comm->device(), "make_strategy: ", name,
@@ -61,21 +63,55 @@ SingleDevice::SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<op
   check_loss_reduction(loss_, "SingleDevice");
 }
 
-StepResult SingleDevice::train_step(const data::Batch& batch) {
+StepResult Strategy::train_accumulated(const std::vector<data::Batch>& micro_batches) {
+  DUET_CHECK(micro_batches.size() == 1, "this strategy on ", devices(), " trains on one batch per step, not ",
+             micro_batches.size(), " micro-batches (no gradient accumulation)");
+  return train_step(micro_batches[0]);
+}
+
+StepResult SingleDevice::train_accumulated(const std::vector<data::Batch>& micro_batches) {
+  MicroBatches accumulated(micro_batches, loss_, "SingleDevice");
   phases_ = {};
   PhaseTimer timer(phases_, 0, {device_});
-  Tensor x = batch.x.to(device_), y = batch.y.to(device_);
   optimizer_->zero_grad();
-  Tensor logits = model_->forward(x);
-  timer.lap(Phase::forward);
-  Tensor loss = nn::functional::cross_entropy(logits, y, loss_);
-  timer.lap(Phase::loss);
-  loss.backward();
-  timer.lap(Phase::backward);
+  for (size_t m = 0; m < micro_batches.size(); ++m) {
+    Tensor x = micro_batches[m].x.to(device_), y = micro_batches[m].y.to(device_);
+    Tensor logits = model_->forward(x);
+    timer.lap(Phase::forward);
+    Tensor loss = nn::functional::cross_entropy(logits, y, loss_);
+    timer.lap(Phase::loss);
+    const double scale = accumulated.loss_scale(m);
+    (scale == 1 ? loss : loss * scale).backward();
+    timer.lap(Phase::backward);
+    accumulated.add(step_result(loss, loss_, logits, y));
+  }
   optimizer_->step();
   timer.lap(Phase::step);
-  return step_result(loss, loss_, logits, y);
+  return accumulated.total();
 }
+
+MicroBatches::MicroBatches(const std::vector<data::Batch>& micro_batches, LossReduction loss, const char* who)
+    : loss_(loss) {
+  DUET_CHECK(!micro_batches.empty(), who, ": a step needs at least one micro-batch");
+  for (const data::Batch& b : micro_batches) {
+    rows_.push_back(b.y.numel());
+    total_rows_ += b.y.numel();
+  }
+}
+
+double MicroBatches::loss_scale(size_t index) const {
+  if (loss_ != LossReduction::mean || rows_.size() == 1 || total_rows_ == 0) return 1;
+  return static_cast<double>(rows_.at(index)) / static_cast<double>(total_rows_);
+}
+
+void MicroBatches::add(const StepResult& micro_batch) {
+  loss_sum_ += micro_batch.loss * static_cast<double>(micro_batch.count);
+  total_.correct += micro_batch.correct;
+  total_.count += micro_batch.count;
+  total_.loss = total_.count > 0 ? loss_sum_ / static_cast<double>(total_.count) : 0;
+}
+
+StepResult MicroBatches::total() const { return total_; }
 
 void check_loss_reduction(LossReduction loss, const char* who) {
   DUET_CHECK(loss == LossReduction::mean || loss == LossReduction::sum, who,

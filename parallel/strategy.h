@@ -17,13 +17,14 @@
 #include "duet/nn/module.h"
 #include "duet/optim/optimizer.h"
 #include "duet/parallel/comm/communicator.h"
+#include "duet/parallel/ddp_options.h"
 #include "duet/parallel/phase_times.h"
 
 namespace duet::parallel {
 
 // Every strategy trains with cross-entropy, averaged over the global batch (mean) or summed
 // (sum). The data-parallel strategies reproduce either exactly.
-using LossReduction = nn::functional::Reduction;
+using LossReduction = nn::functional::Reduction;  // (also spelled out in ddp_options.h)
 
 struct StepResult {
   double loss = 0;      // mean loss over the batch, whichever the reduction
@@ -36,6 +37,11 @@ class Strategy {
   virtual ~Strategy() = default;
   // forward, loss, backward and optimizer step on one global batch.
   virtual StepResult train_step(const data::Batch& batch) = 0;
+  // Gradient accumulation: forward and backward on each micro-batch in turn, the gradients
+  // adding up, then one optimizer step. Each micro-batch's mean loss is weighted by its share
+  // of all their examples, so the step equals train_step on their concatenation. The result
+  // covers all of them. This default takes one micro-batch only.
+  virtual StepResult train_accumulated(const std::vector<data::Batch>& micro_batches);
   // The model whose parameters are the result (device 0's for the parallel strategies).
   virtual nn::Module& model() = 0;
   virtual optim::Optimizer& optimizer() = 0;
@@ -50,7 +56,8 @@ class SingleDevice final : public Strategy {
  public:
   SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer, Device device,
                LossReduction loss = LossReduction::mean);
-  StepResult train_step(const data::Batch& batch) override;
+  StepResult train_step(const data::Batch& batch) override { return train_accumulated({batch}); }
+  StepResult train_accumulated(const std::vector<data::Batch>& micro_batches) override;
   nn::Module& model() override { return *model_; }
   optim::Optimizer& optimizer() override { return *optimizer_; }
   Device device() const override { return device_; }
@@ -63,6 +70,24 @@ class SingleDevice final : public Strategy {
   Device device_;
   LossReduction loss_;
   PhaseTimes phases_;
+};
+
+// Gradient accumulation's bookkeeping, for a strategy that computes each micro-batch's loss
+// over the whole micro-batch (single, dp): the factor on micro-batch `index`'s loss (its share
+// of all the examples for a mean loss, 1 for a sum), and the results added up.
+class MicroBatches {
+ public:
+  MicroBatches(const std::vector<data::Batch>& micro_batches, LossReduction loss, const char* who);
+  double loss_scale(size_t index) const;
+  void add(const StepResult& micro_batch);  // a micro-batch's result, its loss the mean over it
+  StepResult total() const;
+
+ private:
+  std::vector<int64_t> rows_;
+  int64_t total_rows_ = 0;
+  LossReduction loss_;
+  double loss_sum_ = 0;
+  StepResult total_;
 };
 
 // Makes an optimizer over a replica's parameters; the data-parallel strategies call it once per
@@ -82,9 +107,10 @@ struct StrategyOptions {
   // ddp: this process's rank of a multi-process group (MPI, or NCCL bootstrapped over MPI);
   // `devices` must then be {comm->device()}. Null: every rank in this process, one per device.
   std::shared_ptr<Communicator> comm;
-  // ddp in one process: how long a collective waits for the other ranks before it fails.
-  std::chrono::milliseconds comm_timeout = kDefaultCommTimeout;
   LossReduction loss = LossReduction::mean;
+  // ddp: bucket caps, SyncBatchNorm, buffer broadcast, comm timeout. make_strategy sets its
+  // `loss` from the one above, and `bucketed` and `algorithm` from the strategy's name.
+  DDPOptions ddp;
 };
 
 // Builds the named strategy (strategy_names()) over `devices`; `model` must live on

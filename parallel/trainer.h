@@ -14,8 +14,8 @@ namespace duet::parallel {
 
 struct StepProgress {
   int64_t epoch = 0;  // 0-based
-  int64_t step = 0;   // 1-based within the epoch
-  int64_t steps = 0;  // per epoch
+  int64_t step = 0;   // optimizer steps, 1-based within the epoch
+  int64_t steps = 0;  // optimizer steps per epoch
   int64_t images = 0; // seen so far this epoch
   double mean_loss = 0;  // running mean over this epoch's steps
   double seconds = 0;    // since the epoch started
@@ -37,8 +37,9 @@ struct TrainerCallbacks {
 
 class Trainer {
  public:
-  Trainer(Strategy& strategy, data::DataLoader& train, data::DataLoader& test)
-      : strategy_(strategy), train_(train), test_(test) {}
+  // accumulate: micro-batches (the loader's batches) per optimizer step, through
+  // Strategy::train_accumulated; an epoch's last step takes what is left.
+  Trainer(Strategy& strategy, data::DataLoader& train, data::DataLoader& test, int64_t accumulate = 1);
 
   // Runs epochs first_epoch .. last_epoch-1. Throws duet::Error naming the epoch and step if a
   // loss is not finite.
@@ -48,6 +49,7 @@ class Trainer {
   Strategy& strategy_;
   data::DataLoader& train_;
   data::DataLoader& test_;
+  int64_t accumulate_;
 };
 
 }  // namespace duet::parallel

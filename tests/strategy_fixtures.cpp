@@ -48,6 +48,23 @@ std::shared_ptr<nn::Module> fresh(const std::string& model, Device device) {
   return m;
 }
 
+std::shared_ptr<nn::Module> batch_norm_model(Device device) {
+  manual_seed(3);
+  std::shared_ptr<nn::Module> m = nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3), nn::ReLU(),
+                                                 nn::Conv2d(nn::Conv2dOptions(3, 4, 3)), nn::BatchNorm2d(4),
+                                                 nn::Flatten(), nn::Linear(4 * 4 * 4, 10))
+                                      .ptr();
+  m->to(device);
+  return m;
+}
+
+std::vector<data::Batch> batches_8x8() {
+  std::vector<data::Batch> batches;
+  const int64_t rows[] = {12, 7, 11, 9, 7};
+  for (uint64_t i = 0; i < 5; ++i) batches.push_back(random_batch(rows[i], 300 + i, {1, 8, 8}));
+  return batches;
+}
+
 Params trained(parallel::Strategy& strategy, const std::vector<data::Batch>& batches) {
   for (const data::Batch& b : batches) strategy.train_step(b);
   Params out;
@@ -70,6 +87,9 @@ double max_relative_diff(const Params& a, const Params& b) {
   return worst;
 }
 
-parallel::DDPOptions tiny_buckets() { return {.first_bucket_bytes = 4 << 10, .bucket_bytes = 64 << 10}; }
+WrappedSingle::WrappedSingle(std::shared_ptr<nn::Module> model)
+    : inner_(model, sgd(model->parameters()), cpu(0)) {}
+
+parallel::DDPOptions tiny_buckets() { return {.first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024}; }
 
 }  // namespace duet::test

@@ -37,7 +37,31 @@ Params trained(parallel::Strategy& strategy, const std::vector<data::Batch>& bat
 // so elements near zero do not blow it up.
 double max_relative_diff(const Params& a, const Params& b);
 
+// conv, BatchNorm, ReLU, conv, BatchNorm, linear on 1x8x8 images (seed 3), on `device`.
+std::shared_ptr<nn::Module> batch_norm_model(Device device = cpu(0));
+// Five batches of 1x8x8 images with unequal shards over 2 and 3 devices (7 rows: 4 + 3 and
+// 3 + 3 + 1; 11: 6 + 5 and 4 + 4 + 3), but never an empty one: SyncBatchNorm needs an example
+// on every rank.
+std::vector<data::Batch> batches_8x8();
+
 // Caps so small that lenet-relu and mlp get several buckets each.
 parallel::DDPOptions tiny_buckets();
+
+// Single-device training (sgd() on cpu:0) behind the Strategy interface, with train_step
+// virtual and no train_accumulated of its own: a base for strategies that tests make wrong,
+// or limited, on purpose.
+class WrappedSingle : public parallel::Strategy {
+ public:
+  explicit WrappedSingle(std::shared_ptr<nn::Module> model);
+  parallel::StepResult train_step(const data::Batch& batch) override { return inner_.train_step(batch); }
+  nn::Module& model() override { return inner_.model(); }
+  optim::Optimizer& optimizer() override { return inner_.optimizer(); }
+  Device device() const override { return inner_.device(); }
+  std::string devices() const override { return inner_.devices(); }
+  const parallel::PhaseTimes& last_phases() const override { return inner_.last_phases(); }
+
+ protected:
+  parallel::SingleDevice inner_;
+};
 
 }  // namespace duet::test

@@ -18,9 +18,15 @@ class CommThread::TaskWork final : public Work {
     done_cv_.wait(lock, [&] { return done_; });
     if (failed_) throw Error(error_);
   }
+  std::optional<std::chrono::steady_clock::time_point> finished_at() const override {
+    std::lock_guard lock(mutex_);
+    if (!done_) return std::nullopt;
+    return finished_at_;
+  }
   void finish(bool failed, std::string error) {
     {
       std::lock_guard lock(mutex_);
+      finished_at_ = std::chrono::steady_clock::now();
       done_ = true;
       failed_ = failed;
       error_ = std::move(error);
@@ -29,8 +35,9 @@ class CommThread::TaskWork final : public Work {
   }
 
  private:
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable done_cv_;
+  std::chrono::steady_clock::time_point finished_at_;
   bool done_ = false;
   bool failed_ = false;
   std::string error_;

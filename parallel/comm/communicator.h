@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,10 @@ class Work {
   // Blocks until the collective has finished on this rank; throws its error (a duet::Error).
   // May be called more than once.
   virtual void wait() = 0;
+  // When the collective finished on this rank, once it has (for the trace and the overlap
+  // figures). The local and MPI communicators stamp it on their thread as the collective ends;
+  // NCCL's is when a wait() first saw the GPU done, so it can be late.
+  virtual std::optional<std::chrono::steady_clock::time_point> finished_at() const = 0;
 };
 
 struct CommStats {

@@ -191,6 +191,21 @@ std::shared_ptr<Communicator> make_mpi_communicator(MpiOptions options) {
   return std::make_shared<MpiCommunicator>(options);
 }
 
+MpiLocality mpi_locality() {
+  ensure_initialised();
+  static const MpiLocality locality = [] {
+    MPI_Comm node = MPI_COMM_NULL;
+    check_mpi(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node),
+              "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+    MpiLocality out;
+    check_mpi(MPI_Comm_rank(node, &out.local_rank), "MPI_Comm_rank");
+    check_mpi(MPI_Comm_size(node, &out.local_size), "MPI_Comm_size");
+    MPI_Comm_free(&node);
+    return out;
+  }();
+  return locality;
+}
+
 }  // namespace duet::parallel
 
 #endif  // DUET_HAS_MPI

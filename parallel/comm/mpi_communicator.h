@@ -30,4 +30,16 @@ bool mpi_is_built() noexcept;
 // process's rank of MPI_COMM_WORLD. Destroy it before main returns.
 std::shared_ptr<Communicator> make_mpi_communicator(MpiOptions options = {});
 
+// This process's rank among the processes on its machine, and their number, from
+// MPI_Comm_split_type(MPI_COMM_TYPE_SHARED): what picks a process's GPU, from MPI itself rather
+// than a launcher's environment variables (only OpenMPI's mpirun sets OMPI_COMM_WORLD_LOCAL_RANK).
+// The first call is a collective over MPI_COMM_WORLD, so every rank must make it at the same
+// point (before any collective of its own communicator is in flight); later calls return the
+// same answer. Initialises MPI if needed.
+struct MpiLocality {
+  int local_rank = 0;
+  int local_size = 1;
+};
+MpiLocality mpi_locality();
+
 }  // namespace duet::parallel

@@ -13,6 +13,10 @@ std::shared_ptr<Communicator> make_mpi_communicator(MpiOptions) {
   DUET_FAIL("make_mpi_communicator: duet was built without MPI (install libopenmpi-dev and reconfigure)");
 }
 
+MpiLocality mpi_locality() {
+  DUET_FAIL("mpi_locality: duet was built without MPI (install libopenmpi-dev and reconfigure)");
+}
+
 }  // namespace duet::parallel
 
 #endif  // DUET_HAS_MPI

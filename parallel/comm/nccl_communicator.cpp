@@ -11,7 +11,9 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <unordered_set>
@@ -22,6 +24,8 @@
 #include "duet/core/error.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/runtime.h"
+#include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/comm/ring.h"
 
 namespace duet::parallel {
@@ -169,6 +173,13 @@ class NcclWork final : public Work {
 
   cudaEvent_t done_event() const { return done_.get(); }
 
+  // The host learns of completion only by polling, so this is when a wait() saw it: for a
+  // bucket that finished during backward, the wait after backward (an upper bound).
+  std::optional<std::chrono::steady_clock::time_point> finished_at() const override {
+    if (!finished_) return std::nullopt;
+    return finished_at_;
+  }
+
   // The collective could not be queued. Called under the rank's mutex, where the Work is then
   // dropped: its destructor must not take that mutex again (it would deadlock), and has nothing
   // to order after.
@@ -185,6 +196,7 @@ class NcclWork final : public Work {
     }
     cuda::DeviceGuard guard(state_->device);
     DUET_CUDA_CHECK(cudaStreamWaitEvent(cuda::stream(state_->device), done_.get(), 0));
+    finished_at_ = std::chrono::steady_clock::now();
     finished_ = true;
     tensors_.clear();  // the compute stream now runs after the collective: the memory may be reused
   }
@@ -227,6 +239,7 @@ class NcclWork final : public Work {
   std::vector<Tensor> tensors_;  // kept alive until the collective has finished
   Event done_;
   bool finished_ = false;
+  std::chrono::steady_clock::time_point finished_at_;
   std::string error_;
 };
 
@@ -341,6 +354,38 @@ void check_options(const char* function, const NcclOptions& options) {
   DUET_CHECK(options.timeout.count() > 0, function, ": timeout must be positive");
 }
 
+// A blocking NCCL initialisation, run on a thread of its own so that the caller can stop
+// waiting: a rank that never joins (dead, stuck, or given another id) would otherwise block
+// ncclCommInitRank forever. On timeout the thread is left behind, blocked inside NCCL (nothing
+// can interrupt it), owning only its state.
+struct InitState {
+  std::mutex mutex;
+  std::condition_variable done_cv;
+  bool done = false;
+  ncclResult_t result = ncclSuccess;
+  std::vector<ncclComm_t> comms;
+};
+
+std::vector<ncclComm_t> init_with_timeout(size_t count, std::function<ncclResult_t(ncclComm_t*)> init,
+                                          std::chrono::milliseconds timeout, const std::string& what) {
+  auto state = std::make_shared<InitState>();
+  state->comms.assign(count, nullptr);
+  std::thread([state, init = std::move(init)] {
+    const ncclResult_t result = init(state->comms.data());
+    {
+      std::lock_guard lock(state->mutex);
+      state->result = result;
+      state->done = true;
+    }
+    state->done_cv.notify_all();
+  }).detach();
+  std::unique_lock lock(state->mutex);
+  DUET_CHECK(state->done_cv.wait_for(lock, timeout, [&] { return state->done; }), what, " timed out after ",
+             timeout.count(), " ms: a rank never joined (it died, is stuck, or was given another NCCL id)");
+  DUET_CHECK(state->result == ncclSuccess, what, " failed: ", ncclGetErrorString(state->result));
+  return state->comms;
+}
+
 }  // namespace
 
 bool nccl_is_built() noexcept { return true; }
@@ -362,8 +407,9 @@ std::vector<std::shared_ptr<Communicator>> make_nccl_group(const std::vector<Dev
     physical.push_back(gpu);
   }
   const int n = static_cast<int>(devices.size());
-  std::vector<ncclComm_t> comms(devices.size(), nullptr);
-  DUET_NCCL_CHECK(ncclCommInitAll(comms.data(), n, physical.data()));
+  std::vector<ncclComm_t> comms = init_with_timeout(
+      devices.size(), [n, physical](ncclComm_t* out) { return ncclCommInitAll(out, n, physical.data()); },
+      options.timeout, "make_nccl_group: creating the NCCL group of " + std::to_string(n) + " GPUs");
 
   auto group = std::make_shared<GroupFailure>();
   std::vector<std::shared_ptr<RankState>> states;
@@ -381,6 +427,17 @@ std::vector<std::shared_ptr<Communicator>> make_nccl_group(const std::vector<Dev
   std::vector<std::shared_ptr<Communicator>> out;
   for (auto& state : states) out.push_back(std::make_shared<NcclCommunicator>(std::move(state)));
   return out;
+}
+
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap, NcclOptions options) {
+  DUET_CHECK(bootstrap, "make_nccl_communicator: no bootstrap communicator");
+  // The GPU of this process's rank on its machine, from MPI's MPI_COMM_TYPE_SHARED split.
+  const MpiLocality node = mpi_locality();
+  const int gpus = cuda::device_count();
+  DUET_CHECK(node.local_rank < gpus, "make_nccl_communicator: this process is rank ", node.local_rank, " of the ",
+             node.local_size, " processes on its machine, which has ", gpus, " GPU(s): start at most one process "
+             "per GPU");
+  return make_nccl_communicator(std::move(bootstrap), cuda_device(node.local_rank), options);
 }
 
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap, Device device,
@@ -401,12 +458,22 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
   bootstrap->broadcast(id_bytes, 0);
   std::memcpy(&id, id_bytes.data_ptr(), sizeof(id));
 
-  ncclComm_t comm = nullptr;
-  {
-    cuda::DeviceGuard guard(device);
-    DUET_NCCL_CHECK(ncclCommInitRank(&comm, bootstrap->world_size(), id, bootstrap->rank()));
-  }
   const int rank = bootstrap->rank(), size = bootstrap->world_size();
+  ncclComm_t comm = nullptr;
+  try {
+    comm = init_with_timeout(
+        1,
+        [device, size, id, rank](ncclComm_t* out) {
+          cuda::DeviceGuard guard(device);
+          return ncclCommInitRank(out, size, id, rank);
+        },
+        options.timeout,
+        "make_nccl_communicator: rank " + std::to_string(rank) + " of " + std::to_string(size) + " creating the NCCL "
+        "group on " + device.str())[0];
+  } catch (const Error& e) {
+    bootstrap->abort(e.what());  // the other ranks are blocked in NCCL too: end them (MPI ends the job)
+    throw;
+  }
   auto group = std::make_shared<GroupFailure>(std::move(bootstrap));
   return std::make_shared<NcclCommunicator>(std::make_shared<RankState>(comm, rank, size, device, options, group));
 }

@@ -25,7 +25,9 @@
 // error, or abort() on any rank aborts this rank's NCCL communicator (ncclCommAbort) and fails
 // the group: in one process every rank's pending and later collectives throw a duet::Error
 // naming the rank and the reason; across processes the bootstrap communicator's abort() runs
-// (MPI ends the job). Creating the group blocks inside NCCL without a timeout.
+// (MPI ends the job). Creating the group waits for NCCL up to the same timeout, then throws
+// "... timed out after N ms: a rank never joined"; across processes it first aborts through the
+// bootstrap, since the other ranks are blocked in NCCL too.
 #pragma once
 
 #include <chrono>
@@ -52,6 +54,10 @@ std::vector<std::shared_ptr<Communicator>> make_nccl_group(const std::vector<Dev
 // communicator, typically make_mpi_communicator()), whose rank and world size it takes. The
 // bootstrap is kept, so that a failure here can fail the whole job through its abort().
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap, Device device,
+                                                     NcclOptions options = {});
+// The same on the GPU of this process's local rank: its rank among the processes on its machine,
+// from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) (mpi_locality(), a collective the first time).
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap,
                                                      NcclOptions options = {});
 
 }  // namespace duet::parallel

@@ -25,6 +25,10 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
   built_without_nccl("make_nccl_communicator");
 }
 
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator>, NcclOptions) {
+  built_without_nccl("make_nccl_communicator");
+}
+
 }  // namespace duet::parallel
 
 #endif  // DUET_HAS_NCCL

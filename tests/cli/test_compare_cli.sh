@@ -16,8 +16,9 @@ expect_bad "--trace $work/nowhere/trace.json: folder $work/nowhere does not exis
   --out "$work/results"
 without_gnuplot expect_bad "the plots: gnuplot is not on the PATH; install Debian's gnuplot-nox package (make installs it), or pass --no-plots" --out "$work/results"
 expect_bad "expected a number of seconds >= 0.001, got '-1'" --comm-timeout -1
+expect_bad "a positive size in MiB" --bucket-mb 0
 
-if ! "$duet" compare --model mlp --devices 1,2 --steps 3 --warmup 1 --batch-size 64 --predict \
+if ! "$duet" compare --model mlp --devices 1,2 --steps 3 --warmup 1 --batch-size 64 --predict --bucket-mb 0.05 \
      --trace "$work/trace.json" --out "$work/results" > "$work/run" 2> "$work/progress"; then
   fail "short run: $(cat "$work/run" "$work/progress")"
 fi
@@ -25,8 +26,10 @@ for strategy in single dp ddp ddp-unbucketed; do
   grep -qE "^$strategy +[12] +[0-9]+ " "$work/run" || fail "no $strategy row in: $(cat "$work/run")"
 done
 grep -q "cost model (alpha-beta)" "$work/run" || fail "no predictions printed"
-grep -qE "^rounding floor: .* ends diff@1 [0-9.e+-]+, diff@end [0-9.e+-]+ from single" "$work/run" \
-  || fail "no rounding floor line in: $(cat "$work/run")"
+grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/run" \
+  || fail "no passing per-step check in: $(cat "$work/run")"
+grep -qE "^ddp on 2: all-reduce [0-9.]+ ms per step and rank, [0-9.]+ ms of it exposed after backward: [0-9]+% hidden" \
+  "$work/run" || fail "no ddp overlap line in: $(cat "$work/run")"
 grep -qE "^ddp +8 +- +\|" "$work/run" || fail "no prediction for 8 devices"
 for file in results/results.json results/results.csv results/phases.png results/throughput.png trace.json; do
   [ -s "$work/$file" ] || fail "$file was not written"
@@ -35,7 +38,17 @@ done
 [ "$(wc -l < "$work/results/results.csv")" -eq 8 ] || fail "results.csv should have 8 lines"
 grep -q '"traceEvents"' "$work/trace.json" || fail "trace.json is not a trace"
 grep -q '"images_per_second"' "$work/results/results.json" || fail "results.json lacks images_per_second"
-grep -q '"rounding_floor": {' "$work/results/results.json" || fail "results.json lacks the rounding floor"
+grep -q '"max_check_ulps": [0-9]' "$work/results/results.json" || fail "results.json lacks the per-step check"
+grep -q '"allreduce_hidden_fraction"' "$work/results/results.json" || fail "results.json lacks the overlap"
+grep -q '"cpu:1 comm"' "$work/trace.json" || fail "trace.json has no communication track"
+grep -q '"bucket 1"' "$work/trace.json" || fail "trace.json shows no second bucket (--bucket-mb 0.05)"
+
+# --no-check: the check column says "off".
+if ! "$duet" compare --model mlp --devices 2 --steps 1 --warmup 0 --batch-size 32 --strategies single,ddp --no-check \
+     --no-plots --out "$work/nocheck" > "$work/run2" 2>&1; then
+  fail "--no-check run: $(cat "$work/run2")"
+fi
+grep -qE "^ddp +2 .* off +" "$work/run2" || fail "--no-check still checked: $(cat "$work/run2")"
 
 echo "$failures failure(s)"
 [ $failures -eq 0 ]

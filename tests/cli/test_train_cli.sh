@@ -37,6 +37,8 @@ expect_no_work "--save $work/nowhere/ckpt: folder $work/nowhere does not exist" 
 expect_no_work "--metrics $work: is a folder, not a file" --metrics "$work"
 expect_no_work "--plot $work/nowhere/c.png: folder $work/nowhere does not exist" --plot "$work/nowhere/c.png"
 without_gnuplot expect_no_work "--plot: gnuplot is not on the PATH; install Debian's gnuplot-nox" --plot "$work/c.png"
+expect_bad "--sync-bn synchronises BatchNorm across ddp's ranks" --sync-bn --strategy dp --devices 2
+expect_bad "expected a positive integer, got '0'" --accumulate 0
 
 mkdir -p "$work/corrupt"
 printf 'junk' > "$work/corrupt/train-images-idx3-ubyte"
@@ -104,6 +106,14 @@ if ! "$duet" train --model mlp --epochs 1 --profile > "$work/profile" 2>&1 \
      || ! grep -qE "^\(outside the kernels\)" "$work/profile" \
      || ! tail -n 1 "$work/profile" | grep -qE "^test acc 0\.[0-9]+, [0-9.]+ sec/epoch on \[cpu:0\]$"; then
   fail "--profile run: $(cat "$work/profile")"
+fi
+# --accumulate 2: 235 batches make 118 optimizer steps, ddp all-reducing on every second one.
+if ! "$duet" train --model mlp --lr 0.2 --epochs 1 --strategy ddp --devices 2 --accumulate 2 --profile \
+     > "$work/accumulate" 2>&1 \
+     || ! grep -q "batch 256 x 2 micro-batches" "$work/accumulate" \
+     || ! grep -qE "^profile: 118 training steps" "$work/accumulate" \
+     || ! tail -n 1 "$work/accumulate" | grep -qE "^test acc 0\.[5-9][0-9]*, [0-9.]+ sec/epoch on \[cpu:0, cpu:1\]$"; then
+  fail "--accumulate run: $(cat "$work/accumulate")"
 fi
 [ -s "$work/curves.png" ] || fail "no plot written"
 

@@ -5,6 +5,8 @@
 
 #include "duet/duet.h"
 #include "duet/parallel/experiment.h"
+#include "duet/parallel/step_check.h"
+#include "strategy_fixtures.h"
 
 using namespace duet;
 using namespace duet::parallel;
@@ -74,21 +76,48 @@ TEST_CASE("Experiment runs every strategy on the same batches and measures it", 
   CHECK_THROWS_WITH(experiment.run({"zero", 2}), Contains("unknown strategy 'zero'"));
 }
 
-TEST_CASE("the rounding floor reruns single-device training on reversed batches", "[experiment]") {
+TEST_CASE("the per-step check: every correct step within a few ulps, a wrong one caught at once", "[experiment]") {
+  // Units: the float spacing at the tensor's largest element (2^-23 at 1.0).
+  CHECK(max_ulps({{1.0 + std::ldexp(1.0, -22), 0.5}}, {{1.0, 0.5}}) == 2);
+  CHECK(max_ulps({{0.25}, {3.0}}, {{0.25}, {3.0}}) == 0);
+
   for (const char* model : {"mlp", "lenet-relu"}) {
     INFO(model);
     Experiment experiment(small_config(model), random_images());
-    CHECK_THROWS_WITH(experiment.rounding_floor(), Contains("single-device run first"));
-    RunMeasurement single = experiment.run({"single", 1});
-    RunMeasurement floor = experiment.rounding_floor();
-    REQUIRE(floor.first_step_param_diff.has_value());
-    REQUIRE(floor.max_param_diff.has_value());
-    // Only the order of float additions changed: rounding-sized differences, but not none.
-    CHECK(*floor.first_step_param_diff > 0);
-    CHECK(*floor.max_param_diff < 1e-5);
-    CHECK(std::fabs(floor.final_loss - single.final_loss) < 1e-5);
-    // The floor is not the reference: a second floor run compares against the same single run.
-    CHECK(experiment.rounding_floor().max_param_diff == floor.max_param_diff);
+    CHECK(experiment.run({"single", 1}).max_check_ulps == 0.0);  // the same math, the same roundings
+    for (int n : {2, 3}) {  // 16 rows over 3 devices: 6 + 5 + 5
+      for (const std::string& strategy : {"dp", "ddp", "ddp-unbucketed"}) {
+        INFO(strategy << " on " << n);
+        RunMeasurement m = experiment.run({strategy, n});
+        REQUIRE(m.max_check_ulps.has_value());
+        CHECK(*m.max_check_ulps <= 8);
+      }
+    }
+  }
+  SECTION("a wrong scale: PyTorch's mean of means on unequal shards") {
+    ExperimentConfig config = small_config("mlp");
+    config.ddp.mean_of_means = true;
+    Experiment experiment(config, random_images());
+    CHECK(*experiment.run({"ddp", 3}).max_check_ulps > 1000);
+  }
+  SECTION("a missing shard, at the first step") {
+    // Single-device training that drops each batch's last row.
+    class MissingRow final : public test::WrappedSingle {
+     public:
+      using WrappedSingle::WrappedSingle;
+      StepResult train_step(const data::Batch& b) override {
+        const int64_t n = b.y.size(0) - 1;
+        return inner_.train_step({b.x.narrow(0, 0, n), b.y.narrow(0, 0, n)});
+      }
+    };
+    manual_seed(0);
+    MissingRow wrong(nn::models::make("mlp"));
+    StepCheck check("mlp", test::sgd, cpu(0));
+    data::TensorDataset images = random_images(16);
+    data::Batch batch{images.images.to(DType::f32) / 255.0, images.labels};
+    check.before(wrong, batch);
+    wrong.train_step(batch);
+    CHECK(check.after(wrong) > 1000);
   }
 }
 

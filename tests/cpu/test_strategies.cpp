@@ -179,7 +179,7 @@ TEST_CASE("DDP launches its buckets in the fixed reverse-parameter order", "[str
     auto group = make_local_group(cpus(1));
     auto layout = std::make_shared<const BucketLayout>(plan_buckets({a, b, c}, 1, 1));
     auto reducer = BucketReducer::create(layout, {a, b, c}, group[0]);
-    reducer->prepare(1.0, ReduceOp::sum);
+    reducer->prepare(ReduceOp::sum);
     sum(a).backward();  // bucket 2 ready: must not launch before 0 and 1
     CHECK(reducer->launch_order().empty());
     sum(c * 2.0).backward();  // bucket 0: launches

@@ -42,6 +42,38 @@ void check_strategies_agree(int n) {
   }
 }
 
+// DDP with SyncBatchNorm against single-device BatchNorm, and gradient accumulation (3
+// micro-batches a step against one step on their concatenation), as on the CPU
+// (tests/cpu/test_ddp.cpp).
+void check_sync_batchnorm_and_accumulation(int n) {
+  INFO(n << " CUDA devices" << (cuda::virtual_devices() ? " (virtual, one GPU)" : ""));
+  const std::vector<data::Batch> batches = batches_8x8();
+  std::shared_ptr<nn::Module> single_model = batch_norm_model(cuda_device(0));
+  SingleDevice single(single_model, sgd(single_model->parameters()), cuda_device(0));
+  const Params expected = trained(single, batches);
+  DDPOptions options = tiny_buckets();
+  options.sync_batchnorm = true;
+  DistributedDataParallel ddp(batch_norm_model(cuda_device(0)), sgd, gpus(n), options);
+  const double diff = max_relative_diff(trained(ddp, batches), expected);
+  INFO("DDP with SyncBatchNorm vs single with BatchNorm: " << diff);
+  CHECK(diff < 1e-5);
+
+  std::shared_ptr<nn::Module> whole_model = fresh("lenet-relu", cuda_device(0));
+  SingleDevice whole(whole_model, sgd(whole_model->parameters()), cuda_device(0));
+  std::vector<data::Batch> micro = {random_batch(5, 60), random_batch(4, 61), random_batch(3, 62)};
+  std::vector<Tensor> mx, my;
+  for (const data::Batch& b : micro) {
+    mx.push_back(b.x);
+    my.push_back(b.y);
+  }
+  const Params want = trained(whole, {{cat(mx, 0), cat(my, 0)}});
+  DistributedDataParallel accumulating(fresh("lenet-relu", cuda_device(0)), sgd, gpus(n), tiny_buckets());
+  accumulating.train_accumulated(micro);
+  const double accumulated = max_relative_diff(trained(accumulating, {}), want);
+  INFO("DDP over 3 micro-batches vs one step on their concatenation: " << accumulated);
+  CHECK(accumulated < 1e-5);
+}
+
 }  // namespace
 
 TEST_CASE("single, DataParallel and DDP agree on 2 and 4 virtual CUDA devices", "[cuda][virtual]") {
@@ -50,10 +82,19 @@ TEST_CASE("single, DataParallel and DDP agree on 2 and 4 virtual CUDA devices", 
   for (int n : {2, 4}) check_strategies_agree(n);
 }
 
+TEST_CASE("SyncBatchNorm and gradient accumulation under DDP on virtual CUDA devices", "[cuda][virtual]") {
+  REQUIRE(cuda::virtual_devices());
+  REQUIRE(cuda::device_count() >= 3);
+  for (int n : {2, 3}) check_sync_batchnorm_and_accumulation(n);
+}
+
 TEST_CASE("single, DataParallel and DDP (over NCCL) agree on real GPUs", "[cuda][multigpu]") {
   if (cuda::virtual_devices()) {
     SUCCEED("virtual devices: the [virtual] test covers them; NCCL needs a GPU per rank");
     return;
   }
-  for (int n = 2; n <= std::min(cuda::device_count(), 4); ++n) check_strategies_agree(n);
+  for (int n = 2; n <= std::min(cuda::device_count(), 4); ++n) {
+    check_strategies_agree(n);
+    check_sync_batchnorm_and_accumulation(n);
+  }
 }

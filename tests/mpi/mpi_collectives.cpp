@@ -135,6 +135,11 @@ int main(int argc, char** argv) {
   run_async(*comm);
   comm->barrier();
   check(comm->name() == "mpi", "name", r);
+  // ctest starts every rank on this machine: each is its own local rank (what picks its GPU).
+  const MpiLocality node = mpi_locality();
+  check(node.local_size == n && node.local_rank == r, "mpi_locality: local rank " + std::to_string(node.local_rank) +
+        " of " + std::to_string(node.local_size), r);
+  check(mpi_locality().local_rank == node.local_rank, "mpi_locality again", r);
   std::printf("mpi_collectives: rank %d of %d: %d checks, %d failed\n", r, n, checks, failures);
   comm.reset();  // before MPI_Finalize at exit
   return failures == 0 ? 0 : 1;

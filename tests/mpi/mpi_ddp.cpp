@@ -1,8 +1,10 @@
 // DistributedDataParallel across processes: under mpirun, one rank per process, every rank
-// trains on its shard of the same global batches and rank 0 also trains single-device on the
-// whole batches; after 5 SGD steps both hold the same parameters. A plain program that exits
-// non-zero when a check fails; every rank runs every step whatever the results, so a failed
-// check never leaves another rank waiting.
+// trains on its shard of the same global batches and also trains single-device on the whole
+// batches; after 5 SGD steps both hold the same parameters. The same for gradient accumulation
+// (3 micro-batches per step against one step on their concatenation) and for SyncBatchNorm
+// against single-device BatchNorm. A plain program that exits non-zero when a check fails;
+// every rank runs every step whatever the results, so a failed check never leaves another rank
+// waiting.
 //
 //   mpi_ddp                 the equivalence checks (any number of ranks)
 //   mpi_ddp --failing-rank  rank 1's forward throws: its abort must end the job on every rank
@@ -66,12 +68,11 @@ std::shared_ptr<nn::Module> fresh(const std::string& model, int rank) {
   return nn::models::make(model);
 }
 
-// max |a - b| / max |b| per parameter tensor, the worst over the tensors.
-double max_relative_diff(nn::Module& a, nn::Module& b) {
-  std::vector<Tensor> pa = a.parameters(), pb = b.parameters();
+// max |a - b| / max |b| per tensor, the worst over the tensors.
+double max_relative_diff(const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
   double worst = 0;
-  for (size_t i = 0; i < pa.size(); ++i) {
-    std::vector<double> va = pa[i].to_vector<double>(), vb = pb[i].to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    std::vector<double> va = a[i].to_vector<double>(), vb = b[i].to_vector<double>();
     double diff = 0, scale = 1e-12;
     for (size_t j = 0; j < va.size(); ++j) {
       diff = std::max(diff, std::fabs(va[j] - vb[j]));
@@ -82,10 +83,18 @@ double max_relative_diff(nn::Module& a, nn::Module& b) {
   return worst;
 }
 
+double max_relative_diff(nn::Module& a, nn::Module& b) { return max_relative_diff(a.parameters(), b.parameters()); }
+
+std::vector<Tensor> buffers(const nn::Module& model) {
+  std::vector<Tensor> out;
+  for (const auto& [name, t] : model.named_buffers()) out.push_back(t);
+  return out;
+}
+
 void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::string& model, bool bucketed) {
   const int r = comm->rank(), n = comm->world_size();
   const std::string what = model + (bucketed ? " bucketed" : " unbucketed");
-  DDPOptions options{.bucketed = bucketed, .first_bucket_bytes = 4 << 10, .bucket_bytes = 64 << 10, .check_every = 1};
+  DDPOptions options{.bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
   DistributedDataParallel ddp(fresh(model, r), sgd, comm, options);
   check(ddp.is_multi_process() == (n > 1) && ddp.world_size() == n && ddp.rank() == r, what + ": group", r);
   std::shared_ptr<nn::Module> reference = fresh(model, 0);
@@ -102,6 +111,70 @@ void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::strin
   double diff = max_relative_diff(ddp.model(), *reference);
   check(diff < 1e-5, what + ": max relative parameter difference " + std::to_string(diff), r);
   if (r == 0) std::printf("mpi_ddp: %s on %d ranks: max relative parameter difference %.2e\n", what.c_str(), n, diff);
+}
+
+// Gradient accumulation: 3 steps of 3 micro-batches (this rank's shards of them) against
+// single-device steps on the concatenated global batches.
+void run_accumulation(const std::shared_ptr<Communicator>& comm, bool bucketed) {
+  const int r = comm->rank(), n = comm->world_size();
+  const std::string what = std::string("accumulation, ") + (bucketed ? "bucketed" : "unbucketed");
+  DDPOptions options{.bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
+  DistributedDataParallel ddp(fresh("lenet-relu", r), sgd, comm, options);
+  std::shared_ptr<nn::Module> reference = fresh("lenet-relu", 0);
+  SingleDevice single(reference, sgd(reference->parameters()), cpu(0));
+  const int64_t rows[] = {9, 5, 4};
+  for (uint64_t step = 0; step < 3; ++step) {
+    std::vector<data::Batch> mine;
+    std::vector<Tensor> xs, ys;
+    for (uint64_t m = 0; m < 3; ++m) {
+      data::Batch batch = global_batch(rows[m], 10 * step + m);
+      mine.push_back(shard(batch, r, n));
+      xs.push_back(batch.x);
+      ys.push_back(batch.y);
+    }
+    StepResult got = ddp.train_accumulated(mine);
+    StepResult want = single.train_step({cat(xs, 0), cat(ys, 0)});
+    check(got.count == want.count && std::fabs(got.loss - want.loss) < 1e-5 * std::fabs(want.loss),
+          what + ": global loss and count, step " + std::to_string(step), r);
+  }
+  double diff = max_relative_diff(ddp.model(), *reference);
+  check(diff < 1e-5, what + ": max relative parameter difference " + std::to_string(diff), r);
+  if (r == 0) std::printf("mpi_ddp: %s on %d ranks: max relative parameter difference %.2e\n", what.c_str(), n, diff);
+}
+
+// conv, BatchNorm, ReLU, pool, conv, BatchNorm, linear: the same weights on every rank's
+// single-device reference, other weights on the other ranks' DDP models (the broadcast fixes them).
+std::shared_ptr<nn::Module> batch_norm_model(int rank) {
+  manual_seed(3 + static_cast<uint64_t>(rank));
+  return std::shared_ptr<nn::Module>(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3),
+                                                    nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(3, 4, 3)),
+                                                    nn::BatchNorm2d(4), nn::Flatten(), nn::Linear(4 * 11 * 11, 10)));
+}
+
+// SyncBatchNorm across processes equals single-device BatchNorm: parameters and running
+// statistics, with unequal shards (none empty: every rank needs an example).
+void run_sync_batchnorm(const std::shared_ptr<Communicator>& comm) {
+  const int r = comm->rank(), n = comm->world_size();
+  DDPOptions options{.first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .sync_batchnorm = true,
+                     .check_every = 1};
+  DistributedDataParallel ddp(batch_norm_model(r), sgd, comm, options);
+  std::shared_ptr<nn::Module> reference = batch_norm_model(0);
+  SingleDevice single(reference, sgd(reference->parameters()), cpu(0));
+  const int64_t rows[] = {12, 7, 11, 9, 7};
+  for (uint64_t step = 0; step < 5; ++step) {
+    data::Batch batch = global_batch(rows[step], 50 + step);
+    StepResult got = ddp.train_step(shard(batch, r, n));
+    StepResult want = single.train_step(batch);
+    check(std::fabs(got.loss - want.loss) < 1e-5 * std::fabs(want.loss),
+          "SyncBatchNorm: global loss " + std::to_string(got.loss) + " vs " + std::to_string(want.loss), r);
+  }
+  double diff = max_relative_diff(ddp.model(), *reference);
+  check(diff < 1e-5, "SyncBatchNorm: max relative parameter difference " + std::to_string(diff), r);
+  double stats = max_relative_diff(buffers(ddp.model()), buffers(*reference));
+  check(stats < 1e-5, "SyncBatchNorm: max relative running-statistics difference " + std::to_string(stats), r);
+  if (r == 0) {
+    std::printf("mpi_ddp: SyncBatchNorm on %d ranks: parameters %.2e, running statistics %.2e\n", n, diff, stats);
+  }
 }
 
 // Throws in forward on rank 1 only.
@@ -141,6 +214,9 @@ int main(int argc, char** argv) {
     run_equivalence(comm, model, true);
     run_equivalence(comm, model, false);
   }
+  run_accumulation(comm, true);
+  run_accumulation(comm, false);
+  run_sync_batchnorm(comm);
   std::printf("mpi_ddp: rank %d: %d failures\n", r, failures);
   comm.reset();  // before MPI_Finalize at exit
   return failures == 0 ? 0 : 1;

@@ -1,0 +1,45 @@
+// DistributedDataParallel's options (distributed.h), apart so that make_strategy
+// (strategy.h) can take them without the whole strategy.
+#pragma once
+
+#include <chrono>
+
+#include "duet/nn/functional.h"
+#include "duet/parallel/comm/communicator.h"
+#include "duet/parallel/comm/local_communicator.h"
+
+namespace duet::parallel {
+
+struct DDPOptions {
+  // Bucketed all-reduce from backward hooks; false: one all-reduce per gradient after backward
+  // (for comparison: no overlap, more latency).
+  bool bucketed = true;
+  // The bucket caps in MiB, as PyTorch's: bucket 0 small, so that communication starts early
+  // (its _DEFAULT_FIRST_BUCKET_BYTES, 1 MiB), and every later bucket (bucket_cap_mb, 25).
+  double first_bucket_mb = 1;
+  double bucket_cap_mb = 25;
+  // false (exact): rank k weights its mean-loss gradient by n_k / n and the ranks SUM, so B
+  // equals A equals single-device training on the same global batch, even for unequal shards.
+  // true: PyTorch DDP's behaviour, the AVERAGE over ranks of per-rank mean-loss gradients,
+  // which over-weights the examples of a smaller shard.
+  bool mean_of_means = false;
+  // Each rank's loss: the mean over its shard (scaled as above), or the sum, whose gradients
+  // simply add up over the ranks (mean_of_means then divides them by the world size, as
+  // PyTorch's DDP always does).
+  nn::functional::Reduction loss = nn::functional::Reduction::mean;
+  // Rank 0's buffers (BatchNorm's running statistics) to every rank before each forward, in one
+  // coalesced broadcast per dtype, as PyTorch's default. false: each rank keeps its own.
+  bool broadcast_buffers = true;
+  // Replace every BatchNorm2d by a SyncBatchNorm2d (convert_sync_batchnorm), so that batch
+  // statistics are the global batch's: then B equals single-device training for BatchNorm
+  // models too. Every rank then needs at least one example per micro-batch.
+  bool sync_batchnorm = false;
+  // Every this many steps, check that all replicas hold bit-identical parameters (0: never).
+  int64_t check_every = 0;
+  // In one process: NCCL on distinct physical GPUs; otherwise the local group, whose
+  // all-reduce algorithm this chooses.
+  LocalAlgorithm algorithm = LocalAlgorithm::ring;
+  std::chrono::milliseconds comm_timeout = kDefaultCommTimeout;
+};
+
+}  // namespace duet::parallel
