@@ -19,17 +19,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Runs a gnuplot script that write_script writes, in a scratch folder where write_script may
-// put its data files too. Its `set terminal` must say noenhanced (that command resets the
-// terminal's options), or names such as buffer_sync are drawn with a subscript.
-void run_gnuplot(const std::string& png_path, const std::function<void(const fs::path&, std::ostream&)>& write_script) {
+// What a plot writes: its data to `data`, a file at `data_path` in a scratch folder, and the
+// gnuplot commands that draw it to `gp`.
+using WritePlot = std::function<void(std::ostream& data, const std::string& data_path, std::ostream& gp)>;
+
+// Runs the gnuplot script that write_plot writes, with its data file data_name beside it in a
+// scratch folder. Its `set terminal` must say noenhanced (that command resets the terminal's
+// options), or names such as buffer_sync are drawn with a subscript.
+void run_gnuplot(const std::string& png_path, const std::string& data_name, const WritePlot& write_plot) {
   fs::path dir = fs::temp_directory_path() / ("duet-plot-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   fs::path script = dir / "plot.gp";
   {
     std::ofstream gp(script);
+    fs::path data_path = dir / data_name;
+    std::ofstream data(data_path);
     gp << "set output '" << png_path << "'\n";
-    write_script(dir, gp);
+    write_plot(data, data_path.string(), gp);
   }
   fs::path log = dir / "gnuplot.log";
   std::string command = "gnuplot '" + script.string() + "' > '" + log.string() + "' 2>&1";
@@ -52,18 +58,16 @@ std::string label(const parallel::RunMeasurement& run) {
 void plot_history(const std::vector<parallel::EpochStats>& history, const std::string& png_path,
                   const std::string& title) {
   DUET_CHECK(!history.empty(), "--plot: no epochs to plot");
-  run_gnuplot(png_path, [&](const fs::path& dir, std::ostream& gp) {
-    fs::path data = dir / "history.dat";
-    std::ofstream out(data);
+  run_gnuplot(png_path, "history.dat", [&](std::ostream& out, const std::string& data, std::ostream& gp) {
     for (const auto& e : history) {
       out << e.epoch + 1 << ' ' << e.train_loss << ' ' << e.train_accuracy << ' ' << e.test_accuracy << '\n';
     }
     gp << "set terminal pngcairo noenhanced size 1000,400 font ',10'\n"
        << "set multiplot layout 1,2 title '" << title << "'\n"
        << "set xlabel 'epoch'\nset grid\nset key top right\n"
-       << "set ylabel 'loss'\nplot '" << data.string() << "' using 1:2 with linespoints title 'train loss'\n"
+       << "set ylabel 'loss'\nplot '" << data << "' using 1:2 with linespoints title 'train loss'\n"
        << "set ylabel 'accuracy'\nset key bottom right\n"
-       << "plot '" << data.string() << "' using 1:3 with linespoints title 'train acc', "
+       << "plot '" << data << "' using 1:3 with linespoints title 'train acc', "
        << "'' using 1:4 with linespoints title 'test acc'\n"
        << "unset multiplot\n";
   });
@@ -72,9 +76,7 @@ void plot_history(const std::vector<parallel::EpochStats>& history, const std::s
 void plot_phases(const std::vector<parallel::RunMeasurement>& runs, const std::string& png_path,
                  const std::string& title) {
   DUET_CHECK(!runs.empty(), "plot_phases: no runs to plot");
-  run_gnuplot(png_path, [&](const fs::path& dir, std::ostream& gp) {
-    fs::path data = dir / "phases.dat";
-    std::ofstream out(data);
+  run_gnuplot(png_path, "phases.dat", [&](std::ostream& out, const std::string& data, std::ostream& gp) {
     out << "run";
     for (size_t i = 0; i < parallel::kNumPhases; ++i) out << ' ' << parallel::name(static_cast<parallel::Phase>(i));
     out << " other\n";
@@ -94,7 +96,7 @@ void plot_phases(const std::vector<parallel::RunMeasurement>& runs, const std::s
        << "set style data histograms\nset style histogram rowstacked\nset style fill solid 0.8 border -1\n"
        << "set boxwidth 0.6\nset key outside right\nset key autotitle columnhead\nset yrange [0:*]\n"
        << "colors = '#7f7f7f #17becf #bcbd22 #ff7f0e #9467bd #8c564b #d62728 #1f77b4 #2ca02c #d9d9d9'\n"
-       << "plot for [i=2:" << parallel::kNumPhases + 2 << "] '" << data.string()
+       << "plot for [i=2:" << parallel::kNumPhases + 2 << "] '" << data
        << "' using i:xtic(1) lc rgb word(colors, i - 1)\n";
   });
 }
@@ -108,9 +110,7 @@ void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const st
     max_devices = std::max(max_devices, run.devices);
   }
   DUET_CHECK(!by_strategy.empty(), "plot_throughput: no runs to plot");
-  run_gnuplot(png_path, [&](const fs::path& dir, std::ostream& gp) {
-    fs::path data = dir / "throughput.dat";
-    std::ofstream out(data);
+  run_gnuplot(png_path, "throughput.dat", [&](std::ostream& out, const std::string& data, std::ostream& gp) {
     std::vector<std::string> titles;
     for (const auto& [strategy, list] : by_strategy) {
       // single runs on one device, but is drawn across the range as the baseline to beat.
@@ -127,7 +127,7 @@ void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const st
        << "set title '" << title << "'\nset xlabel 'devices'\nset ylabel 'images per second'\nset grid\n"
        << "set xtics 1\nset yrange [0:*]\nset key bottom right\nplot ";
     for (size_t i = 0; i < titles.size(); ++i) {
-      gp << (i ? ", " : "") << "'" << data.string() << "' index " << i << " with linespoints title '" << titles[i]
+      gp << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints title '" << titles[i]
          << "'" << (titles[i] == "single" ? " dashtype 2" : "");
     }
     gp << '\n';

@@ -9,12 +9,5 @@ if "$python" -c "import torch, numpy" 2>/dev/null; then
 fi
 
 echo "bench/setup.sh: $python cannot import torch; installing python3-torch python3-numpy" >&2
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then
-  command -v sudo >/dev/null || { echo "bench/setup.sh: run as root or install sudo" >&2; exit 1; }
-  sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends python3-torch python3-numpy
+"$(dirname "${BASH_SOURCE[0]}")/../scripts/install-missing-debs.sh" python3-torch python3-numpy
 "$python" -c "import torch" || { echo "bench/setup.sh: torch still cannot be imported" >&2; exit 1; }

@@ -18,6 +18,25 @@ macro(duet_cuda_unavailable reason)
   message(STATUS "duet: building without CUDA: ${reason}")
 endmacro()
 
+# cuDNN and NCCL ship apart from the toolkit: finds HEADER and libLIBRARY beside it
+# (/usr/local/cuda), under Debian's paths, or wherever the CMake or environment variable
+# ROOT_VAR points, into the cache variables DUET_<NAME>_INCLUDE_DIR and DUET_<NAME>_LIBRARY.
+macro(duet_find_beside_toolkit name header library root_var)
+  find_path(DUET_${name}_INCLUDE_DIR ${header}
+            HINTS ${${root_var}} $ENV{${root_var}} ${CUDAToolkit_INCLUDE_DIRS}
+            PATH_SUFFIXES include)
+  find_library(DUET_${name}_LIBRARY ${library}
+               HINTS ${${root_var}} $ENV{${root_var}} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+               PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
+endmacro()
+
+# The imported target duet::<target> for what duet_find_beside_toolkit(NAME ...) found.
+function(duet_import_found target name)
+  add_library(duet::${target} UNKNOWN IMPORTED)
+  set_target_properties(duet::${target} PROPERTIES IMPORTED_LOCATION ${DUET_${name}_LIBRARY}
+                                                   INTERFACE_INCLUDE_DIRECTORIES ${DUET_${name}_INCLUDE_DIR})
+endfunction()
+
 if(NOT DUET_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
     set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
@@ -27,14 +46,7 @@ if(NOT DUET_CUDA STREQUAL "OFF")
     duet_cuda_unavailable("no CUDA compiler (nvcc) was found")
   else()
     find_package(CUDAToolkit)
-    # cuDNN ships apart from the toolkit: beside it (/usr/local/cuda), under Debian's paths,
-    # or wherever CUDNN_ROOT points.
-    find_path(DUET_CUDNN_INCLUDE_DIR cudnn.h
-              HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
-              PATH_SUFFIXES include)
-    find_library(DUET_CUDNN_LIBRARY cudnn
-                 HINTS ${CUDNN_ROOT} $ENV{CUDNN_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
-                 PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
+    duet_find_beside_toolkit(CUDNN cudnn.h cudnn CUDNN_ROOT)
     if(NOT CUDAToolkit_FOUND)
       duet_cuda_unavailable("the CUDA toolkit (FindCUDAToolkit) was not found")
     elseif(NOT TARGET CUDA::cublas)
@@ -52,21 +64,12 @@ ${DUET_CUDNN_LIBRARY}); set CUDNN_ROOT to its install prefix")
       set(CMAKE_CUDA_STANDARD_REQUIRED ON)
       set(DUET_HAS_CUDA ON)
 
-      add_library(duet::cudnn UNKNOWN IMPORTED)
-      set_target_properties(duet::cudnn PROPERTIES IMPORTED_LOCATION ${DUET_CUDNN_LIBRARY}
-                                                   INTERFACE_INCLUDE_DIRECTORIES ${DUET_CUDNN_INCLUDE_DIR})
+      duet_import_found(cudnn CUDNN)
 
-      find_path(DUET_NCCL_INCLUDE_DIR nccl.h
-                HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS}
-                PATH_SUFFIXES include)
-      find_library(DUET_NCCL_LIBRARY nccl
-                   HINTS ${NCCL_ROOT} $ENV{NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
-                   PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
+      duet_find_beside_toolkit(NCCL nccl.h nccl NCCL_ROOT)
       if(DUET_NCCL_INCLUDE_DIR AND DUET_NCCL_LIBRARY)
         set(DUET_HAS_NCCL ON)
-        add_library(duet::nccl UNKNOWN IMPORTED)
-        set_target_properties(duet::nccl PROPERTIES IMPORTED_LOCATION ${DUET_NCCL_LIBRARY}
-                                                    INTERFACE_INCLUDE_DIRECTORIES ${DUET_NCCL_INCLUDE_DIR})
+        duet_import_found(nccl NCCL)
       endif()
     endif()
   endif()

@@ -64,16 +64,19 @@ void check_same_shape(const char* op, const Operand& a, const Operand& b) {
 }
 
 // x (*) weight -> out, as ConvLayout reads them (in the backward kernels x and out are the
-// gradients grad_x and grad_out).
+// gradients grad_x and grad_out): x's channels and weight's filters split into `groups`, and out's
+// size the geometry's.
 void check_conv(const char* op, const Operand& x, const Operand& weight, const Operand& out,
                 const Conv2dGeometry& g) {
   const Tensor &xt = x.tensor, &wt = weight.tensor, &ot = out.tensor;
-  DUET_CHECK(xt.dim() == 4 && wt.dim() == 4 && ot.dim() == 4 && xt.size(0) == ot.size(0) &&
-                 xt.size(1) == wt.size(1) && ot.size(1) == wt.size(0) && g.stride >= 1 && g.padding >= 0 &&
-                 ot.size(2) == window_output_size(xt.size(2), wt.size(2), g.stride, g.padding) &&
-                 ot.size(3) == window_output_size(xt.size(3), wt.size(3), g.stride, g.padding),
+  const bool valid_geometry = g.groups >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
+                              g.padding.w >= 0 && g.dilation.h >= 1 && g.dilation.w >= 1;
+  DUET_CHECK(valid_geometry && xt.dim() == 4 && wt.dim() == 4 && ot.dim() == 4 && xt.size(0) == ot.size(0) &&
+                 xt.size(1) == wt.size(1) * g.groups && ot.size(1) == wt.size(0) && wt.size(0) % g.groups == 0 &&
+                 conv2d_output_size(g, {xt.size(2), xt.size(3)}, {wt.size(2), wt.size(3)}) ==
+                     PerAxis(ot.size(2), ot.size(3)),
              op, ": shapes do not match: ", x.str(), ", ", weight.str(), ", ", out.str(), ", stride ", g.stride,
-             ", padding ", g.padding);
+             ", padding ", g.padding, ", dilation ", g.dilation, ", groups ", g.groups);
 }
 
 // x [N, C, H, W] pooled to out [N, C, Ho, Wo] (grad_x and grad_out in the backward kernels).
@@ -83,16 +86,17 @@ void check_planes(const char* op, const Operand& x, const Operand& out) {
              ": shapes do not match: ", x.str(), ", ", out.str());
 }
 
-// A sliding window that stays within the input and its padding: one past the edge would read
-// (and its backward write) outside the plane.
+// A sliding window that starts within the input or its left padding: past that it would read
+// (and its backward write) outside the plane. Padding of at most half the kernel and
+// window_output_size's ceil-mode rule see to it.
 void check_window(const char* op, const Operand& x, const Operand& out, const Pool2dGeometry& g) {
   check_planes(op, x, out);
   const Tensor &xt = x.tensor, &ot = out.tensor;
-  DUET_CHECK(g.kernel >= 1 && g.stride >= 1 && g.padding >= 0 && 2 * g.padding <= g.kernel &&
-                 ot.size(2) == window_output_size(xt.size(2), g.kernel, g.stride, g.padding) &&
-                 ot.size(3) == window_output_size(xt.size(3), g.kernel, g.stride, g.padding),
+  DUET_CHECK(g.kernel.h >= 1 && g.kernel.w >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
+                 g.padding.w >= 0 && 2 * g.padding.h <= g.kernel.h && 2 * g.padding.w <= g.kernel.w &&
+                 pool2d_output_size(g, {xt.size(2), xt.size(3)}) == PerAxis(ot.size(2), ot.size(3)),
              op, ": ", out.str(), " does not match ", x.str(), " with kernel ", g.kernel, ", stride ", g.stride,
-             ", padding ", g.padding);
+             ", padding ", g.padding, g.ceil_mode ? ", ceil_mode" : "");
 }
 
 // x [N, C] or [N, C, H, W], and one value per channel in every defined per-channel operand.
@@ -207,6 +211,18 @@ void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x) 
   check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
   check_planes(op, {"grad_x", grad_x}, {"grad_out", grad_out});
   NnCall(grad_x.device(), op)->adaptive_avg_pool2d_backward(grad_out, grad_x);
+}
+
+void adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices) {
+  const char* op = "adaptive_max_pool2d_forward";
+  check_floating(op, {{"x", x}, {"out", out}});
+  check_index(op, {"indices", indices});
+  check_planes(op, {"x", x}, {"out", out});
+  check_same_shape(op, {"indices", indices}, {"out", out});
+  // An empty window has no maximum, and its index would point outside the plane.
+  DUET_CHECK(out.numel() == 0 || (x.size(2) >= 1 && x.size(3) >= 1), op, ": x ", x.describe(),
+             " has empty planes: there is no maximum to take");
+  NnCall(out.device(), op)->adaptive_max_pool2d_forward(x, out, indices);
 }
 
 void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,

@@ -17,60 +17,92 @@
 
 #include <cstdint>
 
+#include "duet/core/per_axis.h"
 #include "duet/core/tensor.h"
 
 namespace duet::kernels {
 
-// The spatial output size of a convolution or pooling window sliding over `in` elements:
-// floor((in + 2 * padding - kernel) / stride) + 1 (PyTorch's floor mode), or 0 when the window
-// does not fit (callers reject that). The guard matters: C++ division truncates toward zero.
-constexpr int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding) {
-  return in + 2 * padding < kernel ? 0 : (in + 2 * padding - kernel) / stride + 1;
+// The spatial output size of a window of `kernel` taps, `dilation` apart, sliding by `stride`
+// over `in` elements with `padding` on both sides: floor((in + 2 * padding - dilation *
+// (kernel - 1) - 1) / stride) + 1, or with ceil_mode rounded up, less a last window that would
+// start in the right padding (PyTorch's pooling_output_shape). 0 when the window does not fit
+// (callers reject that). The guard matters: C++ division truncates toward zero.
+constexpr int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding,
+                                     int64_t dilation = 1, bool ceil_mode = false) {
+  const int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;
+  if (span < 0) return 0;
+  const int64_t out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+  return ceil_mode && (out - 1) * stride >= in + padding ? out - 1 : out;
 }
 
-// How conv2d's weight slides over its input: one stride and one zero padding on every side, for
-// both axes. The kernel is kh x kw, from the weight's shape.
+// How conv2d's weight slides over its input, as PyTorch's Conv2d arguments: `stride`, zero
+// `padding` on both sides, and the taps of the kh x kw kernel `dilation` apart, per axis. The
+// channels split into `groups` independent convolutions: filter k of weight [K, C / groups, kh, kw]
+// reads only the C / groups input channels of its group, k / (K / groups) (groups == C is a
+// depthwise convolution).
 struct Conv2dGeometry {
-  int64_t stride = 1;
-  int64_t padding = 0;
+  PerAxis stride = 1;
+  PerAxis padding = 0;
+  PerAxis dilation = 1;
+  int64_t groups = 1;
 };
 
-// A square pooling window: kernel x kernel, moved by one stride along both axes, over the input
-// with `padding` on every side (never wins a max, counts as zeros in an average).
+// A pooling window of kernel.h x kernel.w elements moved by `stride`, over the input with
+// `padding` on both sides of each axis (never wins a max; counts as zeros in an average when
+// count_include_pad). ceil_mode rounds the output size up (window_output_size), so a last window
+// may run past the padded input; as in PyTorch, an average then divides by the part of its window
+// that lies within the padded input (count_include_pad) or within the input (not).
 struct Pool2dGeometry {
-  int64_t kernel = 1;
-  int64_t stride = 1;
-  int64_t padding = 0;
+  PerAxis kernel = 1;
+  PerAxis stride = 1;
+  PerAxis padding = 0;
+  bool ceil_mode = false;
+  bool count_include_pad = true;  // average pooling only
 };
+
+// {Ho, Wo} of a convolution of an input of {H, W} with a kernel of {kh, kw}.
+constexpr PerAxis conv2d_output_size(const Conv2dGeometry& g, PerAxis in, PerAxis kernel) {
+  return {window_output_size(in.h, kernel.h, g.stride.h, g.padding.h, g.dilation.h),
+          window_output_size(in.w, kernel.w, g.stride.w, g.padding.w, g.dilation.w)};
+}
+
+// {Ho, Wo} of pooling an input of {H, W}.
+constexpr PerAxis pool2d_output_size(const Pool2dGeometry& g, PerAxis in) {
+  return {window_output_size(in.h, g.kernel.h, g.stride.h, g.padding.h, 1, g.ceil_mode),
+          window_output_size(in.w, g.kernel.w, g.stride.w, g.padding.w, 1, g.ceil_mode)};
+}
 
 // ---- conv2d ----
-// out [N, K, Ho, Wo] = x [N, C, H, W] (*) weight [K, C, kh, kw] (+ bias [K]; undefined: none).
+// out [N, K, Ho, Wo] = x [N, C, H, W] (*) weight [K, C / groups, kh, kw] (+ bias [K]; undefined:
+// none).
 void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& geometry,
                     const Tensor& out);
 // grad_x [N, C, H, W] from grad_out [N, K, Ho, Wo]; grad_x's shape gives H and W.
 void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Conv2dGeometry& geometry,
                            const Tensor& grad_x);
-// grad_weight [K, C, kh, kw] from grad_out and the forward input x. The bias gradient is the
-// plain sum of grad_out over N, H, W, which the op layer computes.
+// grad_weight [K, C / groups, kh, kw] from grad_out and the forward input x. The bias gradient
+// is the plain sum of grad_out over N, H, W, which the op layer computes.
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
                             const Tensor& grad_weight);
 
 // ---- pooling ----
 // out and indices [N, C, Ho, Wo]. indices (i64) holds the position of each maximum within its
 // input plane, h * W + w (PyTorch's convention). Padding never wins: it acts as -infinity.
-// On ties the first maximum in row-major window order wins.
+// On ties the first maximum in row-major window order wins; of several NaN the last, as in
+// PyTorch (whose loops take `val > max || isnan(val)`).
 void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out,
                         const Tensor& indices);
 // grad_x [N, C, H, W] = grad_out scattered (summed) to the positions in indices.
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x);
-// Average over each window; the padding counts as zeros in it (count_include_pad=True), so
-// every window divides by kernel * kernel.
+// Average over each window, divided as Pool2dGeometry says.
 void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out);
 void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry, const Tensor& grad_x);
-// Adaptive average pooling to out's Ho x Wo: output row o averages input rows
-// [floor(o * H / Ho), ceil((o + 1) * H / Ho)), and likewise for columns.
+// Adaptive pooling to out's Ho x Wo: output row o covers input rows
+// [floor(o * H / Ho), ceil((o + 1) * H / Ho)), and likewise for columns. The max writes indices
+// as max_pool2d_forward does, and max_pool2d_backward is its backward too.
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out);
 void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x);
+void adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices);
 
 // ---- batch norm ----
 // x and out are [N, C] or [N, C, H, W]; weight, bias, running_mean, running_var, save_mean and

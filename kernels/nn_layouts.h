@@ -47,21 +47,27 @@ struct Window {
 struct AxisWindows {
   int64_t in, out, kernel, stride, padding;
   bool adaptive;
+  bool count_include_pad;  // a sliding average's divisor counts the padding
 
-  static AxisWindows sliding(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding) {
-    return {in, out, kernel, stride, padding, false};
+  static AxisWindows sliding(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding,
+                             bool count_include_pad) {
+    return {in, out, kernel, stride, padding, false, count_include_pad};
   }
-  static AxisWindows adaptive_to(int64_t in, int64_t out) { return {in, out, 0, 1, 0, true}; }
+  static AxisWindows adaptive_to(int64_t in, int64_t out) { return {in, out, 0, 1, 0, true, false}; }
 
   DUET_HD Window at(int64_t o) const {
     if (adaptive) return {o * in / out, ((o + 1) * in + out - 1) / out};
     const int64_t begin = o * stride - padding;
     return {begin > 0 ? begin : 0, begin + kernel < in ? begin + kernel : in};
   }
-  // The average's divisor along this axis: the whole window, padding included
-  // (count_include_pad; in floor mode a window never reaches past the padding).
+  // The average's divisor along this axis (PyTorch's): with count_include_pad the window within
+  // the padded input, which is the whole kernel except for a ceil-mode window running past it;
+  // otherwise, and for adaptive windows, the window within the input.
   DUET_HD int64_t divisor(int64_t o) const {
-    if (!adaptive) return kernel;
+    if (!adaptive && count_include_pad) {
+      const int64_t begin = o * stride - padding, end = begin + kernel;
+      return (end < in + padding ? end : in + padding) - begin;
+    }
     const Window w = at(o);
     return w.end - w.begin;
   }
@@ -88,8 +94,9 @@ struct PoolLayout {
   AxisWindows rows, cols;
 
   static PoolLayout sliding(const Tensor& x, const Tensor& out, const Pool2dGeometry& g) {
-    return {x.size(0) * x.size(1), AxisWindows::sliding(x.size(2), out.size(2), g.kernel, g.stride, g.padding),
-            AxisWindows::sliding(x.size(3), out.size(3), g.kernel, g.stride, g.padding)};
+    return {x.size(0) * x.size(1),
+            AxisWindows::sliding(x.size(2), out.size(2), g.kernel.h, g.stride.h, g.padding.h, g.count_include_pad),
+            AxisWindows::sliding(x.size(3), out.size(3), g.kernel.w, g.stride.w, g.padding.w, g.count_include_pad)};
   }
   static PoolLayout adaptive(const Tensor& x, const Tensor& out) {
     return {x.size(0) * x.size(1), AxisWindows::adaptive_to(x.size(2), out.size(2)),
@@ -121,23 +128,37 @@ struct ChannelLayout {
 
 // ---- conv2d ----
 
-// x [N, C, H, W] (*) weight [K, C, kh, kw] -> out [N, K, Ho, Wo]. The column matrix of one
-// image (im2col) has one row per weight element (c, ki, kj) and one column per output pixel.
+// x [N, C, H, W] (*) weight [K, C / groups, kh, kw] -> out [N, K, Ho, Wo]. The column matrix of
+// one image (im2col) has one row per (c, ki, kj), c over all C channels, and one column per output
+// pixel; its rows of group gi, [gi * patch_size(), (gi + 1) * patch_size()), times the weight rows
+// of that group's filters, [gi * group_filters(), ...), give the group's outputs.
 struct ConvLayout {
   int64_t batch, channels, height, width;  // x
   int64_t filters, kernel_h, kernel_w;     // weight
-  int64_t stride, padding;
+  PerAxis stride, padding, dilation;
+  int64_t groups;
   int64_t out_h, out_w;
 
   static ConvLayout of(const Tensor& x, const Tensor& weight, const Tensor& out, const Conv2dGeometry& g) {
-    return {x.size(0), x.size(1), x.size(2), x.size(3), weight.size(0), weight.size(2), weight.size(3),
-            g.stride,  g.padding, out.size(2), out.size(3)};
+    return {x.size(0),  x.size(1), x.size(2),  x.size(3), weight.size(0), weight.size(2), weight.size(3),
+            g.stride,   g.padding, g.dilation, g.groups,  out.size(2),    out.size(3)};
   }
-  DUET_HD int64_t patch_size() const { return channels * kernel_h * kernel_w; }  // rows of a column matrix
-  DUET_HD int64_t out_pixels() const { return out_h * out_w; }                   // its columns
+  DUET_HD int64_t group_channels() const { return channels / groups; }
+  DUET_HD int64_t group_filters() const { return filters / groups; }
+  DUET_HD int64_t patch_size() const { return group_channels() * kernel_h * kernel_w; }  // one filter's weights
+  DUET_HD int64_t col_rows() const { return channels * kernel_h * kernel_w; }            // groups * patch_size()
+  DUET_HD int64_t out_pixels() const { return out_h * out_w; }                           // columns
   DUET_HD int64_t image_size() const { return channels * height * width; }
-  // A 1x1 kernel with stride 1 and no padding: an image is its own column matrix.
-  DUET_HD bool is_pointwise() const { return kernel_h == 1 && kernel_w == 1 && stride == 1 && padding == 0; }
+  // Where group gi's GEMM operands start: its filters' rows of the weight, its channels' rows of a
+  // column matrix, its filters' planes of one image's output. All 0 for group 0.
+  DUET_HD int64_t group_weight(int64_t gi) const { return gi * group_filters() * patch_size(); }
+  DUET_HD int64_t group_col(int64_t gi) const { return gi * patch_size() * out_pixels(); }
+  DUET_HD int64_t group_out(int64_t gi) const { return gi * group_filters() * out_pixels(); }
+  // A 1x1 kernel with stride 1 and no padding: an image is its own column matrix (whatever the
+  // groups: group gi's rows are its channels).
+  DUET_HD bool is_pointwise() const {
+    return kernel_h == 1 && kernel_w == 1 && stride.h == 1 && stride.w == 1 && padding.h == 0 && padding.w == 0;
+  }
 };
 
 // ---- optional operands ----

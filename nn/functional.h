@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "duet/core/generator.h"
+#include "duet/core/per_axis.h"
 #include "duet/core/tensor.h"
 
 namespace duet::nn::functional {
@@ -12,23 +13,37 @@ namespace duet::nn::functional {
 // x [N, in] (or [..., in]) @ weight[out, in]^T + bias[out].
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
 
+// PyTorch's Conv2d arguments; each PerAxis takes one value for both axes or {h, w}. groups splits
+// the C input channels and the K filters into groups convolved independently (groups == C:
+// depthwise). Padding is a number of zeros per side; PyTorch's padding='same'/'valid' strings and
+// padding_mode are not offered (docs/conv-and-pooling.md).
 struct Conv2dParams {
-  int64_t stride = 1;
-  int64_t padding = 0;
+  PerAxis stride = 1;
+  PerAxis padding = 0;
+  PerAxis dilation = 1;
+  int64_t groups = 1;
 };
-// x [N, C, H, W], weight [K, C, kh, kw], bias [K] or undefined -> [N, K, H', W'].
+// x [N, C, H, W], weight [K, C / groups, kh, kw], bias [K] or undefined -> [N, K, H', W'].
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Conv2dParams params = {});
 
+// PyTorch's pooling arguments (kernel_size, stride, padding, ceil_mode, count_include_pad).
+// ceil_mode rounds the output size up; a window must still start inside the input or its left
+// padding, as in PyTorch.
 struct Pool2dParams {
-  int64_t kernel = 2;
-  int64_t stride = 0;  // 0: same as kernel
-  int64_t padding = 0;
+  PerAxis kernel = 2;
+  PerAxis stride = 0;  // 0: the kernel's size (per axis)
+  PerAxis padding = 0;
+  bool ceil_mode = false;
+  // avg_pool2d only: the padding counts as zeros in the average (PyTorch's default); false
+  // divides by the input elements in the window. max_pool2d refuses false.
+  bool count_include_pad = true;
 };
 Tensor max_pool2d(const Tensor& x, Pool2dParams params);
-// Padding counts as zeros in the average (count_include_pad=True, PyTorch's default).
 Tensor avg_pool2d(const Tensor& x, Pool2dParams params);
-// Averages each of output_size x output_size regions, as torch's adaptive_avg_pool2d.
-Tensor adaptive_avg_pool2d(const Tensor& x, int64_t output_size);
+// Averages (or takes the max of) each of output_size.h x output_size.w regions, as torch's
+// adaptive_avg_pool2d (adaptive_max_pool2d, whose gradient goes to each region's maximum).
+Tensor adaptive_avg_pool2d(const Tensor& x, PerAxis output_size);
+Tensor adaptive_max_pool2d(const Tensor& x, PerAxis output_size);
 
 // Batch statistics in training (updating running_mean/var in place with `momentum`, using
 // the unbiased variance, as PyTorch), running statistics otherwise. x [N, C, H, W] or [N, C].

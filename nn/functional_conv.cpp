@@ -1,4 +1,6 @@
 // conv2d: input checks, the kernel call, and its backward node.
+#include <string>
+
 #include "duet/autograd/checks.h"
 #include "duet/autograd/factory.h"
 #include "duet/autograd/function.h"
@@ -53,35 +55,54 @@ class Conv2dBackward final : public Node {
   SavedTensor x_, weight_;
 };
 
-void check_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dParams params) {
+void check_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& params) {
   const char* op = "conv2d";
   autograd::check_floating(op, x);
   autograd::check_compatible(op, x, weight);
   if (bias.defined()) autograd::check_compatible(op, x, bias);
   detail::check_rank(op, "input", x, 4, "[N, C, H, W]");
-  detail::check_rank(op, "weight", weight, 4, "[out_channels, in_channels, kh, kw]");
-  DUET_CHECK(x.size(1) == weight.size(1), op, ": input ", x.describe(), " has ", x.size(1),
-             " channels but weight ", weight.describe(), " expects ", weight.size(1));
+  detail::check_rank(op, "weight", weight, 4, "[out_channels, in_channels / groups, kh, kw]");
+  const int64_t groups = params.groups;
+  DUET_CHECK(groups >= 1, op, ": expected groups >= 1, got ", groups);
+  DUET_CHECK(x.size(1) % groups == 0, op, ": in_channels ", x.size(1), " is not divisible by groups ", groups,
+             " (input ", x.describe(), ")");
+  DUET_CHECK(weight.size(0) % groups == 0, op, ": out_channels ", weight.size(0), " is not divisible by groups ",
+             groups, " (weight ", weight.describe(), ")");
+  if (groups == 1) {
+    DUET_CHECK(x.size(1) == weight.size(1), op, ": input ", x.describe(), " has ", x.size(1),
+               " channels but weight ", weight.describe(), " expects ", weight.size(1));
+  } else {
+    DUET_CHECK(x.size(1) == weight.size(1) * groups, op, ": input ", x.describe(), " has ", x.size(1),
+               " channels but weight ", weight.describe(), " with groups ", groups, " expects ",
+               weight.size(1) * groups, " (", weight.size(1), " per group)");
+  }
   DUET_CHECK(weight.numel() > 0, op, ": weight ", weight.describe(), " is empty");
   DUET_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), op, ": bias ",
              bias.describe(), " does not match the ", weight.size(0), " output channels of weight ",
              weight.describe());
-  DUET_CHECK(params.stride >= 1 && params.padding >= 0, op, ": expected stride >= 1 and padding >= 0, got stride ",
-             params.stride, " and padding ", params.padding);
-  DUET_CHECK(x.size(2) + 2 * params.padding >= weight.size(2) && x.size(3) + 2 * params.padding >= weight.size(3),
-             op, ": kernel ", weight.size(2), "x", weight.size(3), " is larger than input ", x.describe(),
-             " with padding ", params.padding);
+  const PerAxis stride = params.stride, padding = params.padding, dilation = params.dilation;
+  DUET_CHECK(stride.h >= 1 && stride.w >= 1 && padding.h >= 0 && padding.w >= 0 && dilation.h >= 1 && dilation.w >= 1,
+             op, ": expected stride >= 1, padding >= 0 and dilation >= 1, got stride ", stride, ", padding ",
+             padding, " and dilation ", dilation);
+  // The kernel's taps span dilation * (k - 1) + 1 input positions.
+  const int64_t span_h = dilation.h * (weight.size(2) - 1) + 1, span_w = dilation.w * (weight.size(3) - 1) + 1;
+  const bool dilated = dilation != PerAxis(1);
+  DUET_CHECK(x.size(2) + 2 * padding.h >= span_h && x.size(3) + 2 * padding.w >= span_w, op, ": kernel ",
+             weight.size(2), "x", weight.size(3),
+             dilated ? ::duet::detail::concat(" with dilation ", dilation, " (spanning ", span_h, "x", span_w, ")") : std::string(),
+             " is larger than input ", x.describe(), " with padding ", padding);
 }
 
 }  // namespace
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dParams params) {
   check_conv2d(x, weight, bias, params);
-  const int64_t out_h = kernels::window_output_size(x.size(2), weight.size(2), params.stride, params.padding);
-  const int64_t out_w = kernels::window_output_size(x.size(3), weight.size(3), params.stride, params.padding);
-  Tensor out = empty({x.size(0), weight.size(0), out_h, out_w}, autograd::options_of(x));
+  const kernels::Conv2dGeometry geometry{
+      .stride = params.stride, .padding = params.padding, .dilation = params.dilation, .groups = params.groups};
+  const PerAxis out_size =
+      kernels::conv2d_output_size(geometry, {x.size(2), x.size(3)}, {weight.size(2), weight.size(3)});
+  Tensor out = empty({x.size(0), weight.size(0), out_size.h, out_size.w}, autograd::options_of(x));
   const Tensor x_data = detail::dense(x), weight_data = detail::dense(weight);
-  const kernels::Conv2dGeometry geometry{.stride = params.stride, .padding = params.padding};
   kernels::conv2d_forward(x_data, weight_data, detail::dense(bias), geometry, out);
   if (autograd::needs_grad({x, weight, bias})) {
     auto node = std::make_shared<Conv2dBackward>(x_data, weight_data, x.requires_grad(), weight.requires_grad(),

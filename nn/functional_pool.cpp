@@ -1,4 +1,5 @@
-// Pooling ops: max_pool2d, avg_pool2d, adaptive_avg_pool2d and their backward nodes.
+// Pooling ops: max_pool2d, avg_pool2d, adaptive_avg_pool2d, adaptive_max_pool2d and their
+// backward nodes.
 #include <optional>
 
 #include "duet/autograd/checks.h"
@@ -16,11 +17,11 @@ using autograd::Node;
 using autograd::SavedTensor;
 using autograd::TensorList;
 
-// Max pooling's gradient goes to the saved position of each maximum.
+// Max pooling's gradient (sliding or adaptive) goes to the saved position of each maximum.
 class MaxPool2dBackward final : public Node {
  public:
-  MaxPool2dBackward(const Tensor& indices, Shape input_shape)
-      : indices_(indices), input_shape_(std::move(input_shape)) {}
+  MaxPool2dBackward(const Tensor& indices, Shape input_shape, bool adaptive)
+      : indices_(indices), input_shape_(std::move(input_shape)), adaptive_(adaptive) {}
 
   TensorList apply(TensorList&& grads) override {
     if (!grads.at(0).defined()) return {Tensor()};
@@ -29,12 +30,13 @@ class MaxPool2dBackward final : public Node {
     kernels::max_pool2d_backward(grad, indices_.unpack(*this), grad_x);
     return {grad_x};
   }
-  std::string name() const override { return "MaxPool2dBackward"; }
+  std::string name() const override { return adaptive_ ? "AdaptiveMaxPool2dBackward" : "MaxPool2dBackward"; }
   void release_saved() override { indices_.reset(); }
 
  private:
   SavedTensor indices_;
   Shape input_shape_;
+  bool adaptive_;
 };
 
 // Average pooling (sliding or adaptive) needs only the geometry: each input pixel gets its
@@ -76,31 +78,51 @@ struct PoolPlan {
   Shape out_shape;
 };
 
-PoolPlan plan_pool(const char* op, const Tensor& x, Pool2dParams params) {
+PoolPlan plan_pool(const char* op, const Tensor& x, const Pool2dParams& params) {
   check_pool_input(op, x);
-  if (params.stride == 0) params.stride = params.kernel;
-  DUET_CHECK(params.kernel >= 1 && params.stride >= 1, op, ": expected kernel >= 1 and stride >= 0, got kernel ",
-             params.kernel, " and stride ", params.stride);
+  const PerAxis kernel = params.kernel, padding = params.padding;
+  const PerAxis stride{params.stride.h == 0 ? kernel.h : params.stride.h,
+                       params.stride.w == 0 ? kernel.w : params.stride.w};
+  DUET_CHECK(kernel.h >= 1 && kernel.w >= 1 && stride.h >= 1 && stride.w >= 1, op,
+             ": expected kernel >= 1 and stride >= 0, got kernel ", kernel, " and stride ", params.stride);
   // Wider padding would give windows that lie wholly in the padding (PyTorch's rule too).
-  DUET_CHECK(params.padding >= 0 && 2 * params.padding <= params.kernel, op, ": padding ", params.padding,
-             " must be between 0 and half the kernel (", params.kernel, ")");
-  const int64_t out_h = kernels::window_output_size(x.size(2), params.kernel, params.stride, params.padding);
-  const int64_t out_w = kernels::window_output_size(x.size(3), params.kernel, params.stride, params.padding);
-  DUET_CHECK(out_h >= 1 && out_w >= 1, op, ": kernel ", params.kernel, " with padding ", params.padding,
-             " is larger than input ", x.describe());
-  return {{.kernel = params.kernel, .stride = params.stride, .padding = params.padding},
-          {x.size(0), x.size(1), out_h, out_w}};
+  DUET_CHECK(padding.h >= 0 && padding.w >= 0 && 2 * padding.h <= kernel.h && 2 * padding.w <= kernel.w, op,
+             ": padding ", padding, " must be between 0 and half the kernel size ", kernel);
+  const kernels::Pool2dGeometry window{.kernel = kernel,
+                                       .stride = stride,
+                                       .padding = padding,
+                                       .ceil_mode = params.ceil_mode,
+                                       .count_include_pad = params.count_include_pad};
+  const PerAxis out = kernels::pool2d_output_size(window, {x.size(2), x.size(3)});
+  DUET_CHECK(out.h >= 1 && out.w >= 1, op, ": kernel ", kernel, " with padding ", padding, " is larger than input ",
+             x.describe());
+  return {window, {x.size(0), x.size(1), out.h, out.w}};
+}
+
+Shape adaptive_out_shape(const char* op, const Tensor& x, PerAxis output_size) {
+  check_pool_input(op, x);
+  DUET_CHECK(output_size.h >= 1 && output_size.w >= 1, op, ": expected output_size >= 1, got ", output_size);
+  return {x.size(0), x.size(1), output_size.h, output_size.w};
+}
+
+// Records max pooling's backward node on out, which routes the gradient to `indices`.
+Tensor record_max(const Tensor& x, const Tensor& out, const Tensor& indices, bool adaptive) {
+  if (autograd::needs_grad({x})) {
+    autograd::record(std::make_shared<MaxPool2dBackward>(indices, x.sizes(), adaptive), {x}, {out});
+  }
+  return out;
 }
 
 }  // namespace
 
 Tensor max_pool2d(const Tensor& x, Pool2dParams params) {
-  const PoolPlan plan = plan_pool("max_pool2d", x, params);
+  const char* op = "max_pool2d";
+  DUET_CHECK(params.count_include_pad, op, ": count_include_pad applies to avg_pool2d only");
+  const PoolPlan plan = plan_pool(op, x, params);
   Tensor out = empty(plan.out_shape, autograd::options_of(x));
   Tensor indices = empty(plan.out_shape, autograd::options_of(x, DType::i64));
   kernels::max_pool2d_forward(detail::dense(x), plan.window, out, indices);
-  if (autograd::needs_grad({x})) autograd::record(std::make_shared<MaxPool2dBackward>(indices, x.sizes()), {x}, {out});
-  return out;
+  return record_max(x, out, indices, false);
 }
 
 Tensor avg_pool2d(const Tensor& x, Pool2dParams params) {
@@ -113,16 +135,21 @@ Tensor avg_pool2d(const Tensor& x, Pool2dParams params) {
   return out;
 }
 
-Tensor adaptive_avg_pool2d(const Tensor& x, int64_t output_size) {
-  const char* op = "adaptive_avg_pool2d";
-  check_pool_input(op, x);
-  DUET_CHECK(output_size >= 1, op, ": expected output_size >= 1, got ", output_size);
-  Tensor out = empty({x.size(0), x.size(1), output_size, output_size}, autograd::options_of(x));
+Tensor adaptive_avg_pool2d(const Tensor& x, PerAxis output_size) {
+  Tensor out = empty(adaptive_out_shape("adaptive_avg_pool2d", x, output_size), autograd::options_of(x));
   kernels::adaptive_avg_pool2d_forward(detail::dense(x), out);
   if (autograd::needs_grad({x})) {
     autograd::record(std::make_shared<AvgPool2dBackward>(std::nullopt, x.sizes()), {x}, {out});
   }
   return out;
+}
+
+Tensor adaptive_max_pool2d(const Tensor& x, PerAxis output_size) {
+  const Shape out_shape = adaptive_out_shape("adaptive_max_pool2d", x, output_size);
+  Tensor out = empty(out_shape, autograd::options_of(x));
+  Tensor indices = empty(out_shape, autograd::options_of(x, DType::i64));
+  kernels::adaptive_max_pool2d_forward(detail::dense(x), out, indices);
+  return record_max(x, out, indices, true);
 }
 
 }  // namespace duet::nn::functional

@@ -37,30 +37,50 @@ std::string LinearImpl::name() const {
 // ---- Conv2d ----
 Conv2dImpl::Conv2dImpl(const Conv2dOptions& options) : options_(options) {
   const auto& o = options;
-  DUET_CHECK(o.in_channels_ > 0 && o.out_channels_ > 0 && o.kernel_size_ > 0 && o.stride_ > 0 && o.padding_ >= 0,
-             "Conv2d: channels, kernel size and stride must be positive and padding >= 0");
-  int64_t fan_in = o.in_channels_ * o.kernel_size_ * o.kernel_size_;
-  weight_ = register_parameter("weight", default_init({o.out_channels_, o.in_channels_, o.kernel_size_, o.kernel_size_}, fan_in));
+  DUET_CHECK(o.in_channels_ > 0 && o.out_channels_ > 0 && o.groups_ > 0, "Conv2d: in_channels ", o.in_channels_,
+             ", out_channels ", o.out_channels_, " and groups ", o.groups_, " must be positive");
+  DUET_CHECK(o.kernel_size_.h > 0 && o.kernel_size_.w > 0 && o.stride_.h > 0 && o.stride_.w > 0 &&
+                 o.dilation_.h > 0 && o.dilation_.w > 0 && o.padding_.h >= 0 && o.padding_.w >= 0,
+             "Conv2d: kernel size ", o.kernel_size_, ", stride ", o.stride_, " and dilation ", o.dilation_,
+             " must be positive and padding ", o.padding_, " >= 0");
+  DUET_CHECK(o.in_channels_ % o.groups_ == 0, "Conv2d: in_channels ", o.in_channels_, " is not divisible by groups ",
+             o.groups_);
+  DUET_CHECK(o.out_channels_ % o.groups_ == 0, "Conv2d: out_channels ", o.out_channels_,
+             " is not divisible by groups ", o.groups_);
+  // Each output reads in_channels / groups channels: PyTorch's fan_in.
+  const int64_t group_channels = o.in_channels_ / o.groups_;
+  const int64_t fan_in = group_channels * o.kernel_size_.h * o.kernel_size_.w;
+  weight_ = register_parameter(
+      "weight", default_init({o.out_channels_, group_channels, o.kernel_size_.h, o.kernel_size_.w}, fan_in));
   if (o.bias_) bias_ = register_parameter("bias", default_init({o.out_channels_}, fan_in));
 }
 
 Tensor Conv2dImpl::forward(const Tensor& x) {
-  return functional::conv2d(x, weight(), bias(), {.stride = options_.stride_, .padding = options_.padding_});
+  const auto& o = options_;
+  return functional::conv2d(x, weight(), bias(),
+                            {.stride = o.stride_, .padding = o.padding_, .dilation = o.dilation_, .groups = o.groups_});
 }
 
 std::string Conv2dImpl::name() const {
   const auto& o = options_;
   return detail::concat("Conv2d(", o.in_channels_, ", ", o.out_channels_, ", kernel=", o.kernel_size_,
-                        ", stride=", o.stride_, ", padding=", o.padding_, o.bias_ ? "" : ", bias=false", ")");
+                        ", stride=", o.stride_, ", padding=", o.padding_,
+                        o.dilation_ == PerAxis(1) ? "" : detail::concat(", dilation=", o.dilation_),
+                        o.groups_ == 1 ? "" : detail::concat(", groups=", o.groups_), o.bias_ ? "" : ", bias=false",
+                        ")");
 }
 
 // ---- pooling ----
 std::string pool_name(const char* kind, const functional::Pool2dParams& p) {
-  return detail::concat(kind, "(kernel=", p.kernel, ", stride=", p.stride ? p.stride : p.kernel,
-                        ", padding=", p.padding, ")");
+  const PerAxis stride{p.stride.h ? p.stride.h : p.kernel.h, p.stride.w ? p.stride.w : p.kernel.w};
+  return detail::concat(kind, "(kernel=", p.kernel, ", stride=", stride, ", padding=", p.padding,
+                        p.ceil_mode ? ", ceil_mode=true" : "", p.count_include_pad ? "" : ", count_include_pad=false",
+                        ")");
 }
 
-std::string AdaptiveAvgPool2dImpl::name() const { return detail::concat("AdaptiveAvgPool2d(", output_size_, ")"); }
+std::string adaptive_pool_name(const char* kind, PerAxis size) {
+  return size.h == size.w ? detail::concat(kind, "(", size.h, ")") : detail::concat(kind, "(", size.h, ", ", size.w, ")");
+}
 
 // ---- BatchNorm2d ----
 double BatchNormOptions::count_batch(const Tensor& num_batches_tracked) const {

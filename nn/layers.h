@@ -1,6 +1,9 @@
 // The layers. Each holds its parameters in the Module registry and calls its functional twin
-// (nn/functional.h). Options structs stand in for long lists of positional ints:
+// (nn/functional.h). Options structs stand in for long lists of positional ints, with
+// libtorch's setters; a window's sizes take one value for both axes or {h, w}:
 //   nn::Conv2d(nn::Conv2dOptions(1, 6, 5).padding(2))
+//   nn::Conv2d(nn::Conv2dOptions(8, 8, {3, 1}).stride({2, 1}).dilation(2).groups(8))
+//   nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).ceil_mode(true))
 #pragma once
 
 #include <initializer_list>
@@ -32,14 +35,21 @@ class LinearImpl final : public Cloneable<LinearImpl> {
 DUET_MODULE(Linear);
 
 // ---- Conv2d ----
+// PyTorch's Conv2d arguments (functional::Conv2dParams). The weight is
+// [out_channels, in_channels / groups, kh, kw]; both channel counts must divide by groups.
 struct Conv2dOptions {
-  Conv2dOptions(int64_t in_channels, int64_t out_channels, int64_t kernel_size)
+  Conv2dOptions(int64_t in_channels, int64_t out_channels, PerAxis kernel_size)
       : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
-  Conv2dOptions& stride(int64_t s) { stride_ = s; return *this; }
-  Conv2dOptions& padding(int64_t p) { padding_ = p; return *this; }
+  Conv2dOptions& kernel_size(PerAxis k) { kernel_size_ = k; return *this; }
+  Conv2dOptions& stride(PerAxis s) { stride_ = s; return *this; }
+  Conv2dOptions& padding(PerAxis p) { padding_ = p; return *this; }
+  Conv2dOptions& dilation(PerAxis d) { dilation_ = d; return *this; }
+  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
   Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
-  int64_t in_channels_, out_channels_, kernel_size_;
-  int64_t stride_ = 1, padding_ = 0;
+  int64_t in_channels_, out_channels_;
+  PerAxis kernel_size_;
+  PerAxis stride_ = 1, padding_ = 0, dilation_ = 1;
+  int64_t groups_ = 1;
   bool bias_ = true;
 };
 
@@ -59,14 +69,38 @@ class Conv2dImpl final : public Cloneable<Conv2dImpl> {
 DUET_MODULE(Conv2d);
 
 // ---- pooling ----
-// "MaxPool2d(kernel=2, stride=2, padding=0)".
+// The options of MaxPool2d and AvgPool2d: functional::Pool2dParams behind libtorch's setters.
+template <class Options>
+struct Pool2dOptionsBase {
+  Pool2dOptionsBase(PerAxis kernel_size) { params_.kernel = kernel_size; }
+  Options& stride(PerAxis s) { params_.stride = s; return self(); }
+  Options& padding(PerAxis p) { params_.padding = p; return self(); }
+  Options& ceil_mode(bool c) { params_.ceil_mode = c; return self(); }
+  functional::Pool2dParams params_;
+
+ protected:
+  Options& self() { return static_cast<Options&>(*this); }
+};
+struct MaxPool2dOptions : Pool2dOptionsBase<MaxPool2dOptions> {
+  using Pool2dOptionsBase::Pool2dOptionsBase;
+};
+struct AvgPool2dOptions : Pool2dOptionsBase<AvgPool2dOptions> {
+  using Pool2dOptionsBase::Pool2dOptionsBase;
+  AvgPool2dOptions& count_include_pad(bool c) { params_.count_include_pad = c; return *this; }
+};
+
+// "MaxPool2d(kernel=2, stride=2, padding=0)", with ceil_mode and count_include_pad when not
+// their defaults.
 std::string pool_name(const char* kind, const functional::Pool2dParams& params);
 
-// MaxPool2d and AvgPool2d differ only in the functional op they call.
-template <Tensor (*Pool)(const Tensor&, functional::Pool2dParams), const char* Kind>
-class Pool2dImpl final : public Cloneable<Pool2dImpl<Pool, Kind>> {
+// MaxPool2d and AvgPool2d differ only in the functional op they call and their options.
+template <Tensor (*Pool)(const Tensor&, functional::Pool2dParams), const char* Kind, class Options>
+class Pool2dImpl final : public Cloneable<Pool2dImpl<Pool, Kind, Options>> {
  public:
-  explicit Pool2dImpl(int64_t kernel, int64_t stride = 0, int64_t padding = 0) : params_{kernel, stride, padding} {}
+  explicit Pool2dImpl(const Options& options) : params_(options.params_) {}
+  // MaxPool2d(2), AvgPool2d(3, 2, 1): kernel, stride (0: the kernel's), padding.
+  explicit Pool2dImpl(PerAxis kernel, PerAxis stride = 0, PerAxis padding = 0)
+      : params_{.kernel = kernel, .stride = stride, .padding = padding} {}
   Tensor forward(const Tensor& x) override { return Pool(x, params_); }
   std::string name() const override { return pool_name(Kind, params_); }
 
@@ -75,21 +109,31 @@ class Pool2dImpl final : public Cloneable<Pool2dImpl<Pool, Kind>> {
 };
 inline constexpr char kMaxPool2dName[] = "MaxPool2d";
 inline constexpr char kAvgPool2dName[] = "AvgPool2d";
-using MaxPool2dImpl = Pool2dImpl<functional::max_pool2d, kMaxPool2dName>;
-using AvgPool2dImpl = Pool2dImpl<functional::avg_pool2d, kAvgPool2dName>;
+using MaxPool2dImpl = Pool2dImpl<functional::max_pool2d, kMaxPool2dName, MaxPool2dOptions>;
+using AvgPool2dImpl = Pool2dImpl<functional::avg_pool2d, kAvgPool2dName, AvgPool2dOptions>;
 DUET_MODULE(MaxPool2d);
 DUET_MODULE(AvgPool2d);
 
-class AdaptiveAvgPool2dImpl final : public Cloneable<AdaptiveAvgPool2dImpl> {
+// "AdaptiveAvgPool2d(1)", "AdaptiveMaxPool2d(2, 3)".
+std::string adaptive_pool_name(const char* kind, PerAxis output_size);
+
+// AdaptiveAvgPool2d and AdaptiveMaxPool2d: to output_size.h x output_size.w.
+template <Tensor (*Pool)(const Tensor&, PerAxis), const char* Kind>
+class AdaptivePool2dImpl final : public Cloneable<AdaptivePool2dImpl<Pool, Kind>> {
  public:
-  explicit AdaptiveAvgPool2dImpl(int64_t output_size) : output_size_(output_size) {}
-  Tensor forward(const Tensor& x) override { return functional::adaptive_avg_pool2d(x, output_size_); }
-  std::string name() const override;
+  explicit AdaptivePool2dImpl(PerAxis output_size) : output_size_(output_size) {}
+  Tensor forward(const Tensor& x) override { return Pool(x, output_size_); }
+  std::string name() const override { return adaptive_pool_name(Kind, output_size_); }
 
  private:
-  int64_t output_size_;
+  PerAxis output_size_;
 };
+inline constexpr char kAdaptiveAvgPool2dName[] = "AdaptiveAvgPool2d";
+inline constexpr char kAdaptiveMaxPool2dName[] = "AdaptiveMaxPool2d";
+using AdaptiveAvgPool2dImpl = AdaptivePool2dImpl<functional::adaptive_avg_pool2d, kAdaptiveAvgPool2dName>;
+using AdaptiveMaxPool2dImpl = AdaptivePool2dImpl<functional::adaptive_max_pool2d, kAdaptiveMaxPool2dName>;
 DUET_MODULE(AdaptiveAvgPool2d);
+DUET_MODULE(AdaptiveMaxPool2d);
 
 // ---- BatchNorm2d ----
 struct BatchNormOptions {

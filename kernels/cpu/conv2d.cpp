@@ -1,11 +1,12 @@
-// conv2d on the CPU: im2col + one single-threaded GEMM per image, images split over the pool.
+// conv2d on the CPU: im2col + single-threaded GEMMs per image, images split over the pool.
 //
-// Per image n (col_n = im2col(x_n), kernels/cpu/im2col.h):
-//   forward        out_n    = W [K, C*kh*kw] @ col_n (+ bias per row)
-//   input grad     grad_x_n = col2im(W^T @ grad_out_n)
-//   weight grad    grad_W   = sum_n grad_out_n @ col_n^T
+// Per image n (col_n = im2col(x_n), kernels/cpu/im2col.h) and group of channels gi (one group
+// unless `groups`; ConvLayout says which rows of col_n and of W are the group's):
+//   forward        out_n[gi]    = W[gi] [K/g, C/g*kh*kw] @ col_n[gi] (+ bias per row)
+//   input grad     grad_x_n     = col2im(dcol_n), dcol_n[gi] = W[gi]^T @ grad_out_n[gi]
+//   weight grad    grad_W[gi]   = sum_n grad_out_n[gi] @ col_n[gi]^T
 // The weight gradient is a sum over images: each pool thread accumulates a fixed, contiguous
-// group of images into its own partial sum, and the partials are added in group order, so the
+// share of the images into its own partial sum, and the partials are added in share order, so the
 // result is the same run after run (for a given thread count).
 #include <algorithm>
 #include <vector>
@@ -24,7 +25,7 @@ namespace {
 template <class T>
 const T* columns_of(const ConvLayout& g, const T* image, std::vector<T>& buffer) {
   if (g.is_pointwise()) return image;
-  buffer.resize(static_cast<size_t>(g.patch_size() * g.out_pixels()));
+  buffer.resize(static_cast<size_t>(g.col_rows() * g.out_pixels()));
   im2col(g, image, buffer.data());
   return buffer.data();
 }
@@ -32,7 +33,7 @@ const T* columns_of(const ConvLayout& g, const T* image, std::vector<T>& buffer)
 template <class T>
 void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvLayout& g,
                    const Tensor& out) {
-  const int64_t batch = g.batch, filters = g.filters;
+  const int64_t batch = g.batch, filters = g.filters, group_filters = g.group_filters();
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
   const T* xd = x.data<T>();
   const T* wd = weight.data<T>();
@@ -46,7 +47,11 @@ void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, co
       if (bd) {
         for (int64_t k = 0; k < filters; ++k) std::fill(on + k * pixels, on + (k + 1) * pixels, bd[k]);
       }
-      gemm<T>(false, false, filters, pixels, patch, T(1), wd, patch, col, pixels, bd ? T(1) : T(0), on, pixels);
+      // One group (the default): one GEMM at offsets 0, as before groups existed.
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        gemm<T>(false, false, group_filters, pixels, patch, T(1), wd + g.group_weight(gi), patch,
+                col + g.group_col(gi), pixels, bd ? T(1) : T(0), on + g.group_out(gi), pixels);
+      }
     }
   });
 }
@@ -54,20 +59,23 @@ void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, co
 template <class T>
 void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const ConvLayout& g,
                           const Tensor& grad_x) {
-  const int64_t batch = g.batch, filters = g.filters;
+  const int64_t batch = g.batch, filters = g.filters, group_filters = g.group_filters();
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
   const T* gd = grad_out.data<T>();
   const T* wd = weight.data<T>();
   T* gxd = grad_x.data<T>();
   parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> col;
-    if (!g.is_pointwise()) col.resize(static_cast<size_t>(patch * pixels));
+    if (!g.is_pointwise()) col.resize(static_cast<size_t>(g.col_rows() * pixels));
     for (int64_t n = begin; n < end; ++n) {
       const T* gn = gd + n * filters * pixels;
       T* gxn = gxd + n * g.image_size();
       // Pointwise: the column gradient is the image gradient, written in place.
       T* dcol = g.is_pointwise() ? gxn : col.data();
-      gemm<T>(true, false, patch, pixels, filters, T(1), wd, patch, gn, pixels, T(0), dcol, pixels);
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        gemm<T>(true, false, patch, pixels, group_filters, T(1), wd + g.group_weight(gi), patch, gn + g.group_out(gi),
+                pixels, T(0), dcol + g.group_col(gi), pixels);
+      }
       if (!g.is_pointwise()) col2im(g, col.data(), gxn);
     }
   });
@@ -76,30 +84,32 @@ void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const Co
 template <class T>
 void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvLayout& g,
                            const Tensor& grad_weight) {
-  const int64_t batch = g.batch, filters = g.filters;
+  const int64_t batch = g.batch, filters = g.filters, group_filters = g.group_filters();
   const int64_t patch = g.patch_size(), pixels = g.out_pixels(), weights = filters * patch;
   const T* gd = grad_out.data<T>();
   const T* xd = x.data<T>();
   T* gwd = grad_weight.data<T>();
-  const int64_t groups = std::max<int64_t>(1, std::min<int64_t>(batch, pool_size()));
-  // Group 0 accumulates straight into grad_weight; groups 1.. into their own partial sums.
-  std::vector<T> partials(static_cast<size_t>((groups - 1) * weights));
-  parallel_for(groups, 1, [&](int64_t begin, int64_t end) {
+  const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(batch, pool_size()));
+  // Share 0 accumulates straight into grad_weight; shares 1.. into their own partial sums.
+  std::vector<T> partials(static_cast<size_t>((shares - 1) * weights));
+  parallel_for(shares, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> buffer;
-    for (int64_t group = begin; group < end; ++group) {
-      T* acc = group == 0 ? gwd : partials.data() + (group - 1) * weights;
+    for (int64_t share = begin; share < end; ++share) {
+      T* acc = share == 0 ? gwd : partials.data() + (share - 1) * weights;
       std::fill(acc, acc + weights, T(0));
-      for (int64_t n = batch * group / groups; n < batch * (group + 1) / groups; ++n) {
+      for (int64_t n = batch * share / shares; n < batch * (share + 1) / shares; ++n) {
         const T* col = columns_of(g, xd + n * g.image_size(), buffer);
-        gemm<T>(false, true, filters, patch, pixels, T(1), gd + n * filters * pixels, pixels, col, pixels, T(1),
-                acc, patch);
+        for (int64_t gi = 0; gi < g.groups; ++gi) {
+          gemm<T>(false, true, group_filters, patch, pixels, T(1), gd + n * filters * pixels + g.group_out(gi), pixels,
+                  col + g.group_col(gi), pixels, T(1), acc + g.group_weight(gi), patch);
+        }
       }
     }
   });
-  // Each element sums the groups in order: the split over threads cannot change the result.
+  // Each element sums the shares in order: the split over threads cannot change the result.
   parallel_for(weights, kNnGrainWork, [&](int64_t begin, int64_t end) {
-    for (int64_t group = 1; group < groups; ++group) {
-      const T* part = partials.data() + (group - 1) * weights;
+    for (int64_t share = 1; share < shares; ++share) {
+      const T* part = partials.data() + (share - 1) * weights;
       for (int64_t i = begin; i < end; ++i) gwd[i] += part[i];
     }
   });

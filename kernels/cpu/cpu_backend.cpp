@@ -28,6 +28,7 @@ const Backend& cpu_backend() {
       .avg_pool2d_backward = cpu::avg_pool2d_backward,
       .adaptive_avg_pool2d_forward = cpu::adaptive_avg_pool2d_forward,
       .adaptive_avg_pool2d_backward = cpu::adaptive_avg_pool2d_backward,
+      .adaptive_max_pool2d_forward = cpu::adaptive_max_pool2d_forward,
       .batch_norm_forward = cpu::batch_norm_forward,
       .batch_norm_backward = cpu::batch_norm_backward,
       .softmax_forward = cpu::softmax_forward,

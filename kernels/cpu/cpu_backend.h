@@ -39,6 +39,7 @@ decltype(kernels::avg_pool2d_forward) avg_pool2d_forward;
 decltype(kernels::avg_pool2d_backward) avg_pool2d_backward;
 decltype(kernels::adaptive_avg_pool2d_forward) adaptive_avg_pool2d_forward;
 decltype(kernels::adaptive_avg_pool2d_backward) adaptive_avg_pool2d_backward;
+decltype(kernels::adaptive_max_pool2d_forward) adaptive_max_pool2d_forward;
 // batch_norm.cpp
 decltype(kernels::batch_norm_forward) batch_norm_forward;
 decltype(kernels::batch_norm_backward) batch_norm_backward;

@@ -1,11 +1,12 @@
 // im2col and col2im: the index math that turns a convolution into a GEMM, written once.
 //
-// For one image x [C, H, W] the column matrix has one row per weight element (c, ki, kj) and
-// one column per output pixel (oh, ow):  col[(c * kh + ki) * kw + kj][oh * Wo + ow] =
-// x[c][oh * stride - padding + ki][ow * stride - padding + kj], or 0 where that falls in the
-// padding. Then out [K, Ho*Wo] = weight [K, C*kh*kw] @ col. col2im is its adjoint: it adds each
-// column entry back onto the input pixel it came from. The sizes are ConvLayout's
-// (kernels/nn_layouts.h), shared with the CUDA im2col.
+// For one image x [C, H, W] the column matrix has one row per (c, ki, kj), c over all C channels,
+// and one column per output pixel (oh, ow):  col[(c * kh + ki) * kw + kj][oh * Wo + ow] =
+// x[c][oh * stride.h - padding.h + ki * dilation.h][ow * stride.w - padding.w + kj * dilation.w],
+// or 0 where that falls in the padding. Then out [K, Ho*Wo] = weight [K, C*kh*kw] @ col, one GEMM
+// per group of channels (ConvLayout). col2im is its adjoint: it adds each column entry back onto
+// the input pixel it came from. The sizes are ConvLayout's (kernels/nn_layouts.h), shared with the
+// CUDA im2col.
 #pragma once
 
 #include <algorithm>
@@ -44,27 +45,29 @@ inline void copy_row(T* dst, const T* src, int64_t n) {
 
 // Calls row(r, rows, cols, input_offset) for every row r = (c, ki, kj) of the column matrix:
 // its output rows [rows.first, rows.last) and columns [cols.first, cols.last) read the input,
-// starting at input_offset for (rows.first, cols.first) and moving by stride (columns) and
-// stride * width (rows); every other entry of the row lies in the padding.
+// starting at input_offset for (rows.first, cols.first) and moving by stride.w (columns) and
+// stride.h * width (rows); every other entry of the row lies in the padding.
 template <class Row>
 void for_each_patch_row(const ConvLayout& g, Row&& row) {
   for (int64_t c = 0; c < g.channels; ++c) {
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
-      const OutputRange rows = valid_outputs(g.out_h, g.height, ki - g.padding, g.stride);
+      const int64_t row_offset = ki * g.dilation.h - g.padding.h;
+      const OutputRange rows = valid_outputs(g.out_h, g.height, row_offset, g.stride.h);
       for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
-        const OutputRange cols = valid_outputs(g.out_w, g.width, kj - g.padding, g.stride);
-        const int64_t ih = rows.first * g.stride - g.padding + ki;
-        const int64_t iw = cols.first * g.stride - g.padding + kj;
+        const int64_t col_offset = kj * g.dilation.w - g.padding.w;
+        const OutputRange cols = valid_outputs(g.out_w, g.width, col_offset, g.stride.w);
+        const int64_t ih = rows.first * g.stride.h + row_offset;
+        const int64_t iw = cols.first * g.stride.w + col_offset;
         row((c * g.kernel_h + ki) * g.kernel_w + kj, rows, cols, (c * g.height + ih) * g.width + iw);
       }
     }
   }
 }
 
-// col [patch_size, out_pixels] from one image x [C, H, W].
+// col [col_rows, out_pixels] from one image x [C, H, W].
 template <class T>
 void im2col(const ConvLayout& g, const T* x, T* col) {
-  const int64_t wo = g.out_w, pixels = g.out_pixels(), step = g.stride * g.width;
+  const int64_t wo = g.out_w, pixels = g.out_pixels(), step = g.stride.h * g.width, sw = g.stride.w;
   for_each_patch_row(g, [&](int64_t r, OutputRange rows, OutputRange cols, int64_t in_offset) {
     T* dst = col + r * pixels;
     const T* src = x + in_offset;
@@ -73,10 +76,10 @@ void im2col(const ConvLayout& g, const T* x, T* col) {
     for (int64_t oh = rows.first; oh < rows.last; ++oh, src += step) {
       T* out = dst + oh * wo;
       std::fill(out, out + cols.first, T(0));
-      if (g.stride == 1) {
+      if (sw == 1) {
         copy_row(out + cols.first, src, n);
       } else {
-        for (int64_t i = 0; i < n; ++i) out[cols.first + i] = src[i * g.stride];
+        for (int64_t i = 0; i < n; ++i) out[cols.first + i] = src[i * sw];
       }
       std::fill(out + cols.last, out + wo, T(0));
     }
@@ -88,16 +91,16 @@ void im2col(const ConvLayout& g, const T* x, T* col) {
 template <class T>
 void col2im(const ConvLayout& g, const T* col, T* x) {
   std::fill(x, x + g.image_size(), T(0));
-  const int64_t wo = g.out_w, step = g.stride * g.width;
+  const int64_t wo = g.out_w, step = g.stride.h * g.width, sw = g.stride.w;
   for_each_patch_row(g, [&](int64_t r, OutputRange rows, OutputRange cols, int64_t in_offset) {
     const T* src = col + r * g.out_pixels() + rows.first * wo + cols.first;
     T* dst = x + in_offset;
     const int64_t n = cols.last - cols.first;
     for (int64_t oh = rows.first; oh < rows.last; ++oh, src += wo, dst += step) {
-      if (g.stride == 1) {  // contiguous: the loop vectorises
+      if (sw == 1) {  // contiguous: the loop vectorises
         for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
       } else {
-        for (int64_t i = 0; i < n; ++i) dst[i * g.stride] += src[i];
+        for (int64_t i = 0; i < n; ++i) dst[i * sw] += src[i];
       }
     }
   });

@@ -1,8 +1,8 @@
 // Pooling on the CPU: direct loops over each input plane (n, c), planes split over the pool.
 //
-// Max, average and adaptive-average pooling differ only in how an output position maps to its
+// Max and average pooling, sliding or adaptive, differ only in how an output position maps to its
 // input window (AxisWindows, kernels/nn_layouts.h) and in what they do over it, so one plane loop
-// serves all three and the backward passes scatter back into the plane they read, with no races
+// serves all four and the backward passes scatter back into the plane they read, with no races
 // between threads.
 #include <algorithm>
 #include <cmath>
@@ -26,9 +26,10 @@ void for_each_plane(const PoolLayout& g, PlaneFn&& plane) {
 }
 
 // The maximum of one window and its position in the plane: the first maximum in row-major
-// order, or the first NaN (NaN propagates, as in PyTorch). The common path is branch-free
-// selects: on real data whether an element is a new maximum is a coin flip the branch
-// predictor keeps losing (this halved the time). A window holding a NaN is rescanned.
+// order, or the last NaN (NaN propagates; PyTorch's `val > max || isnan(val)` keeps the last).
+// The common path is branch-free selects: on real data whether an element is a new maximum is a
+// coin flip the branch predictor keeps losing (this halved the time). A window holding a NaN is
+// rescanned.
 template <class T>
 std::pair<T, int64_t> window_max(const T* plane, int64_t width, Window r, Window c) {
   T best = -std::numeric_limits<T>::infinity();
@@ -44,8 +45,8 @@ std::pair<T, int64_t> window_max(const T* plane, int64_t width, Window r, Window
     }
   }
   if (saw_nan) {
-    for (int64_t ih = r.begin; ih < r.end; ++ih)
-      for (int64_t iw = c.begin; iw < c.end; ++iw)
+    for (int64_t ih = r.end; ih-- > r.begin;)
+      for (int64_t iw = c.end; iw-- > c.begin;)
         if (std::isnan(plane[ih * width + iw])) return {plane[ih * width + iw], ih * width + iw};
   }
   return {best, best_at};
@@ -84,9 +85,11 @@ void max_backward_typed(const Tensor& grad_out, const Tensor& indices, const Poo
 
 // 2x2 windows with stride 2 and no padding, d2l's LeNets' pooling: every output reads a
 // full window, so the loops need no clipping and the compiler can vectorise them (the
-// general loops below took about 3x longer here).
+// general loops below took about 3x longer here). A ceil-mode window past an odd edge is not full.
 bool is_two_by_two(const PoolLayout& g) {
-  auto plain = [](const AxisWindows& a) { return !a.adaptive && a.kernel == 2 && a.stride == 2 && a.padding == 0; };
+  auto plain = [](const AxisWindows& a) {
+    return !a.adaptive && a.kernel == 2 && a.stride == 2 && a.padding == 0 && 2 * a.out <= a.in;
+  };
   return plain(g.rows) && plain(g.cols);
 }
 
@@ -178,6 +181,12 @@ void average_backward_typed(const Tensor& grad_out, const PoolLayout& g, const T
 void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out, const Tensor& indices) {
   const PoolLayout g = PoolLayout::sliding(x, out, geometry);
   dispatch_floating(x.dtype(), "max_pool2d_forward", [&]<class T>() { max_forward_typed<T>(x, g, out, indices); });
+}
+
+void adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices) {
+  const PoolLayout g = PoolLayout::adaptive(x, out);
+  dispatch_floating(x.dtype(), "adaptive_max_pool2d_forward",
+                    [&]<class T>() { max_forward_typed<T>(x, g, out, indices); });
 }
 
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x) {

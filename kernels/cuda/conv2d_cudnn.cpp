@@ -36,8 +36,9 @@ enum class Direction { forward, backward_data, backward_filter };
 
 cudnnDataType_t cudnn_type(DType dtype) { return dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
 
-// The descriptors of one convolution: x [N, C, H, W] (the input, or its gradient), w [K, C, kh, kw]
-// and y [N, K, Ho, Wo] (the output, or its gradient).
+// The descriptors of one convolution: x [N, C, H, W] (the input, or its gradient),
+// w [K, C / groups, kh, kw] and y [N, K, Ho, Wo] (the output, or its gradient). Per-axis stride,
+// padding and dilation go into the convolution descriptor, and groups as its group count.
 class Descriptors {
  public:
   Descriptors(const ConvLayout& g, DType dtype) {
@@ -50,10 +51,12 @@ class Descriptors {
                                                 int(g.height), int(g.width)));
     DUET_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, int(g.batch), int(g.filters),
                                                 int(g.out_h), int(g.out_w)));
-    DUET_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, int(g.filters), int(g.channels),
+    DUET_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, int(g.filters), int(g.group_channels()),
                                                 int(g.kernel_h), int(g.kernel_w)));
-    DUET_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, int(g.padding), int(g.padding), int(g.stride),
-                                                     int(g.stride), 1, 1, CUDNN_CROSS_CORRELATION, type));
+    DUET_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, int(g.padding.h), int(g.padding.w), int(g.stride.h),
+                                                     int(g.stride.w), int(g.dilation.h), int(g.dilation.w),
+                                                     CUDNN_CROSS_CORRELATION, type));
+    DUET_CUDNN_CHECK(cudnnSetConvolutionGroupCount(conv, int(g.groups)));
   }
   ~Descriptors() {  // destroying a valid descriptor cannot fail
     cudnnDestroyConvolutionDescriptor(conv);
@@ -141,8 +144,8 @@ struct Candidate {
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
 };
 
-// {direction, dtype, TF32, device, the geometry}.
-using CacheKey = std::array<int64_t, 13>;
+// {direction, dtype, TF32, device, the shapes, the geometry}.
+using CacheKey = std::array<int64_t, 18>;
 
 // One map for every device, so it has its own mutex. An entry is read and changed only by the
 // thread holding its device's cuDNN handle (the key names the device), and std::map never moves
@@ -159,8 +162,9 @@ std::map<CacheKey, RankedCandidates<Candidate>>& cache() {
 std::string describe(const ConvLayout& g, DType dtype, Device device) {
   std::ostringstream out;
   out << dtype_name(dtype) << " input [" << g.batch << ", " << g.channels << ", " << g.height << ", " << g.width
-      << "], weight [" << g.filters << ", " << g.channels << ", " << g.kernel_h << ", " << g.kernel_w << "], stride "
-      << g.stride << ", padding " << g.padding << " on " << device.str();
+      << "], weight [" << g.filters << ", " << g.group_channels() << ", " << g.kernel_h << ", " << g.kernel_w
+      << "], stride " << g.stride << ", padding " << g.padding << ", dilation " << g.dilation << ", groups "
+      << g.groups << " on " << device.str();
   return out.str();
 }
 
@@ -246,8 +250,9 @@ bool run(const ConvLayout& g, DType dtype, const Pointers& p, Device device) {
   // f32 asks for FMA math unless TF32 is allowed; each candidate's own math type is set before it runs.
   DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(
       d.conv, dtype == DType::f32 ? (tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH) : CUDNN_DEFAULT_MATH));
-  const CacheKey key{static_cast<int64_t>(D), static_cast<int64_t>(dtype), tf32, device.index, g.batch, g.channels,
-                     g.height, g.width, g.filters, g.kernel_h, g.kernel_w, g.stride, g.padding};
+  const CacheKey key{static_cast<int64_t>(D), static_cast<int64_t>(dtype), tf32, device.index,
+                     g.batch, g.channels, g.height, g.width, g.filters, g.kernel_h, g.kernel_w,
+                     g.stride.h, g.stride.w, g.padding.h, g.padding.w, g.dilation.h, g.dilation.w, g.groups};
   RankedCandidates<Candidate>* ranked = nullptr;
   bool searched = false;
   {

@@ -151,6 +151,10 @@ void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x) 
   OnDevice on("adaptive_avg_pool2d_backward", grad_x, {&grad_out});
   launch_adaptive_avg_pool2d_backward(grad_out, grad_x, on.stream());
 }
+void adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices) {
+  OnDevice on("adaptive_max_pool2d_forward", out, {&x, &indices});
+  launch_adaptive_max_pool2d_forward(x, out, indices, on.stream());
+}
 
 void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                         const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
@@ -224,6 +228,7 @@ constexpr kernels::Backend kCudaBackend{
     .avg_pool2d_backward = avg_pool2d_backward,
     .adaptive_avg_pool2d_forward = adaptive_avg_pool2d_forward,
     .adaptive_avg_pool2d_backward = adaptive_avg_pool2d_backward,
+    .adaptive_max_pool2d_forward = adaptive_max_pool2d_forward,
     .batch_norm_forward = batch_norm_forward,
     .batch_norm_backward = batch_norm_backward,
     .softmax_forward = softmax_forward<false>,

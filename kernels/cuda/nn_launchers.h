@@ -40,6 +40,7 @@ void launch_avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeo
                                 cudaStream_t stream);
 void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cudaStream_t stream);
 void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x, cudaStream_t stream);
+void launch_adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices, cudaStream_t stream);
 
 // Batch norm: cuDNN first, duet's own kernels where it declines or under
 // DUET_BATCH_NORM_KERNELS=duet (the choice is cuda_backend.cpp's).

@@ -1,8 +1,9 @@
-// Pooling on CUDA: max, average and adaptive-average, forward and backward, on the CPU's windows
-// (AxisWindows, kernels/nn_layouts.h) and with its semantics (kernels/cpu/pool2d.cpp): padding
-// never wins a max, ties and NaN go to the first in row-major window order, the average divides
-// by kernel * kernel (count_include_pad), and the adaptive window of output o is
-// [floor(o * in / out), ceil((o + 1) * in / out)).
+// Pooling on CUDA: max and average, sliding and adaptive, forward and backward, on the CPU's
+// windows (AxisWindows, kernels/nn_layouts.h) and with its semantics (kernels/cpu/pool2d.cpp):
+// padding never wins a max, a tie goes to the first in row-major window order and NaN to the
+// last (as PyTorch's `val > max || isnan(val)`), the average
+// divides by AxisWindows::divisor (count_include_pad, ceil mode), and the adaptive window of
+// output o is [floor(o * in / out), ceil((o + 1) * in / out)).
 //
 // Forward: one thread per output. Average backward: one thread per input element, gathering
 // from the outputs whose windows cover it, in the CPU's order, so no atomics are needed.
@@ -23,7 +24,7 @@ namespace {
 using kernels::PoolLayout;
 using kernels::Window;
 
-// The first maximum in row-major window order, or the first NaN (NaN propagates).
+// The first maximum in row-major window order, or the last NaN (NaN propagates).
 template <class T>
 struct MaxForward {
   const T* x;
@@ -36,12 +37,10 @@ struct MaxForward {
     const Window r = g.rows.at(oh), c = g.cols.at(ow);
     T best = kNegInfinity<T>;
     int64_t best_at = r.begin * g.cols.in + c.begin;  // an all -inf window keeps its first element
-    bool saw_nan = false;
-    for (int64_t ih = r.begin; ih < r.end && !saw_nan; ++ih) {
-      for (int64_t iw = c.begin; iw < c.end && !saw_nan; ++iw) {
+    for (int64_t ih = r.begin; ih < r.end; ++ih) {
+      for (int64_t iw = c.begin; iw < c.end; ++iw) {
         const T v = plane[ih * g.cols.in + iw];
-        saw_nan = std::isnan(v);
-        if (v > best || saw_nan) {
+        if (v > best || std::isnan(v)) {
           best = v;
           best_at = ih * g.cols.in + iw;
         }
@@ -121,20 +120,24 @@ void average_backward(const char* op, const Tensor& grad_out, const PoolLayout& 
   });
 }
 
+void max_forward(const char* op, const Tensor& x, const PoolLayout& g, const Tensor& out, const Tensor& indices,
+                 cudaStream_t stream) {
+  dispatch_floating(x.dtype(), op, [&]<class T>() {
+    launch_indexed(out.numel(), MaxForward<T>{x.data<T>(), out.data<T>(), indices.data<int64_t>(), g}, stream);
+  });
+}
+
 }  // namespace
 
 void launch_max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
                                const Tensor& indices, cudaStream_t stream) {
-  const PoolLayout g = PoolLayout::sliding(x, out, geometry);
-  dispatch_floating(x.dtype(), "max_pool2d_forward", [&]<class T>() {
-    launch_indexed(out.numel(), MaxForward<T>{x.data<T>(), out.data<T>(), indices.data<int64_t>(), g}, stream);
-  });
+  max_forward("max_pool2d_forward", x, PoolLayout::sliding(x, out, geometry), out, indices, stream);
 }
 
 void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x,
                                 cudaStream_t stream) {
   // Only the plane sizes matter: the saved indices say where each maximum was. (They come from
-  // max_pool2d_forward, so each lies within its plane.)
+  // max_pool2d_forward or adaptive_max_pool2d_forward, so each lies within its plane.)
   const PoolLayout g = PoolLayout::adaptive(grad_x, grad_out);
   dispatch_floating(grad_x.dtype(), "max_pool2d_backward", [&]<class T>() {
     launch_indexed(g.planes, MaxBackwardPlane<T>{grad_out.data<T>(), indices.data<int64_t>(), grad_x.data<T>(), g},
@@ -158,6 +161,11 @@ void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cuda
 
 void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x, cudaStream_t stream) {
   average_backward("adaptive_avg_pool2d_backward", grad_out, PoolLayout::adaptive(grad_x, grad_out), grad_x, stream);
+}
+
+void launch_adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices,
+                                        cudaStream_t stream) {
+  max_forward("adaptive_max_pool2d_forward", x, PoolLayout::adaptive(x, out), out, indices, stream);
 }
 
 }  // namespace duet::cuda

@@ -1,72 +1,33 @@
 // The local communicators (ring and naive) over logical CPU devices, one thread per rank, with
-// rank-dependent inputs whose results are known analytically (docs/design.md section 7).
-//
-// Catch2 assertions are not thread-safe, so the rank threads only compute; the checks run on
-// the test's thread after the ranks have joined.
+// rank-dependent inputs whose results are known analytically (docs/design.md section 7). The
+// rank threads only compute (tests/comm_fixtures.h drives them, as it does NCCL's); the checks run
+// on the test's thread after the ranks have joined.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
-#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "comm_fixtures.h"
 #include "duet/autograd/factory.h"
-#include "duet/autograd/ops.h"
 #include "duet/parallel/comm/local_communicator.h"
 #include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/comm/ring.h"
+#include "strategy_fixtures.h"
 
 using namespace duet;
 using namespace duet::parallel;
-using Group = std::vector<std::shared_ptr<Communicator>>;
+using test::expected;
+using test::Group;
+using test::on_each_rank;
+using test::rank_tensor;
 
 namespace {
 
-std::vector<Device> cpu_devices(int n) {
-  std::vector<Device> devices;
-  for (int i = 0; i < n; ++i) devices.push_back(cpu(i));
-  return devices;
-}
-
 Group make_group(int n, LocalAlgorithm algorithm, std::chrono::milliseconds timeout = kDefaultCommTimeout) {
-  return make_local_group(cpu_devices(n), {.algorithm = algorithm, .timeout = timeout});
-}
-
-// Runs fn(comm) on one thread per rank and returns each rank's result; rethrows a rank's error.
-template <class Fn>
-auto on_each_rank(const Group& group, Fn fn) {
-  using Result = decltype(fn(*group[0]));
-  std::vector<Result> results(group.size());
-  std::vector<std::exception_ptr> errors(group.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < group.size(); ++r)
-    threads.emplace_back([&, r] {
-      try {
-        results[r] = fn(*group[r]);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  return results;
-}
-
-// t[i] = (r + 1) * (i + 1) on rank r's device: summed over n ranks, n(n+1)/2 * (i + 1).
-template <class T>
-Tensor rank_tensor(const Communicator& comm, Shape sizes, int r) {
-  std::vector<T> values(static_cast<size_t>(numel(sizes)));
-  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>((r + 1) * static_cast<double>(i + 1));
-  return from_vector(values, sizes, {.dtype = dtype_of<T>(), .device = comm.device()});
-}
-
-template <class T>
-std::vector<T> expected(int64_t count, double factor) {
-  std::vector<T> out(static_cast<size_t>(count));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(factor * static_cast<double>(i + 1));
-  return out;
+  return make_local_group(test::cpus(n), {.algorithm = algorithm, .timeout = timeout});
 }
 
 const std::vector<Shape> kShapes = {{1}, {7}, {1001}, {3, 5}, {12}};
@@ -78,15 +39,8 @@ template <class T>
 void check_all_reduce(LocalAlgorithm algorithm, int n) {
   Group group = make_group(n, algorithm);
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
-    auto results = on_each_rank(group, [&](Communicator& comm) {
-      std::vector<Tensor> outs;
-      for (const Shape& sizes : kShapes) {
-        outs.push_back(rank_tensor<T>(comm, sizes, comm.rank()));
-        comm.all_reduce(outs.back(), op);
-      }
-      return outs;
-    });
-    double factor = op == ReduceOp::sum ? n * (n + 1) / 2.0 : (n + 1) / 2.0;
+    auto results = test::all_reduce_each_shape<T>(group, op, kShapes);
+    double factor = test::reduced_factor(op, n);
     for (int r = 0; r < n; ++r)
       for (size_t s = 0; s < kShapes.size(); ++s) {
         CAPTURE(algorithm_name(algorithm), n, r, name(op), shape_str(kShapes[s]), dtype_name(dtype_of<T>()));
@@ -114,17 +68,8 @@ TEST_CASE("local broadcast and reduce from every root", "[comm]") {
       Group group = make_group(n, algorithm);
       for (int root = 0; root < n; ++root)
         for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
-          auto results = on_each_rank(group, [&](Communicator& comm) {
-            std::vector<Tensor> outs;
-            for (const Shape& sizes : kShapes) {
-              outs.push_back(rank_tensor<double>(comm, sizes, comm.rank()));
-              comm.broadcast(outs.back(), root);
-              outs.push_back(rank_tensor<float>(comm, sizes, comm.rank()));
-              comm.reduce(outs.back(), root, op);
-            }
-            return outs;
-          });
-          double reduced = op == ReduceOp::sum ? n * (n + 1) / 2.0 : (n + 1) / 2.0;
+          auto results = test::broadcast_and_reduce_each_shape(group, root, op, kShapes);
+          double reduced = test::reduced_factor(op, n);
           for (int r = 0; r < n; ++r)
             for (size_t s = 0; s < kShapes.size(); ++s) {
               CAPTURE(algorithm_name(algorithm), n, root, r, name(op), shape_str(kShapes[s]));
@@ -141,12 +86,7 @@ TEST_CASE("local all_gather returns every rank's tensor in rank order", "[comm]"
   for (LocalAlgorithm algorithm : kAlgorithms)
     for (int n = 1; n <= 4; ++n) {
       Group group = make_group(n, algorithm);
-      auto results = on_each_rank(group, [&](Communicator& comm) {
-        std::vector<std::vector<Tensor>> outs;
-        for (const Shape& sizes : kShapes) outs.push_back(comm.all_gather(rank_tensor<float>(comm, sizes, comm.rank())));
-        comm.barrier();
-        return outs;
-      });
+      auto results = test::all_gather_each_shape<float>(group, kShapes);
       for (int r = 0; r < n; ++r)
         for (size_t s = 0; s < kShapes.size(); ++s) {
           REQUIRE(results[r][s].size() == static_cast<size_t>(n));
@@ -177,21 +117,7 @@ TEST_CASE("local async all-reduces in flight complete in order", "[comm]") {
   for (LocalAlgorithm algorithm : kAlgorithms) {
     const int n = 3;
     Group group = make_group(n, algorithm);
-    auto results = on_each_rank(group, [&](Communicator& comm) {
-      std::vector<Tensor> tensors;
-      std::vector<std::shared_ptr<Work>> works;
-      for (int k = 0; k < 6; ++k) {
-        tensors.push_back(rank_tensor<float>(comm, {100 + k}, comm.rank()));
-        works.push_back(comm.all_reduce_async(tensors.back(), k % 2 ? ReduceOp::avg : ReduceOp::sum));
-      }
-      // Compute on the rank's own device while the collectives run.
-      Tensor x = ones({64, 64}, {.device = comm.device()});
-      Tensor y = matmul(x, x);
-      for (auto& w : works) w->wait();
-      works.front()->wait();  // waiting again is fine
-      tensors.push_back(y);
-      return tensors;
-    });
+    auto results = on_each_rank(group, [](Communicator& comm) { return test::all_reduces_in_flight(comm, 64); });
     for (int r = 0; r < n; ++r) {
       for (int k = 0; k < 6; ++k) {
         CAPTURE(algorithm_name(algorithm), r, k);
@@ -235,15 +161,7 @@ TEST_CASE("local communicators count the bytes each rank sends", "[comm]") {
 
       // Naive: every other rank sends its tensor to rank 0, which sends the sum to each of them.
       Group naive_group = make_group(n, LocalAlgorithm::naive);
-      auto naive_stats = on_each_rank(naive_group, [&](Communicator& comm) {
-        comm.all_reduce(zeros({count}, {.device = comm.device()}));
-        CommStats all_reduce = comm.stats();
-        comm.reset_stats();
-        comm.broadcast(zeros({count}, {.device = comm.device()}), n - 1);
-        comm.all_gather(zeros({count}, {.device = comm.device()}));
-        comm.barrier();
-        return std::vector<CommStats>{all_reduce, comm.stats()};
-      });
+      auto naive_stats = on_each_rank(naive_group, [&](Communicator& comm) { return test::collective_stats(comm, count); });
       for (int r = 0; r < n; ++r) {
         CHECK(naive_stats[r][0].bytes_sent == (r == 0 ? (n - 1) * bytes : (n > 1 ? bytes : 0)));
         int64_t broadcast = r == n - 1 ? (n - 1) * bytes : 0;

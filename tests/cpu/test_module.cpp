@@ -1,6 +1,8 @@
 // Module: registration, dotted names, train/eval, deep copies, devices and state dicts.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include "duet/duet.h"
 #include "duet/nn/layers.h"
 #include "duet/nn/models/models.h"
@@ -103,6 +105,49 @@ TEST_CASE("BatchNorm2d keeps PyTorch's buffers and updates them only in training
   std::vector<float> mean = bn->running_mean().to_vector<float>();
   bn->forward(x);
   CHECK(bn->running_mean().to_vector<float>() == mean);
+}
+
+TEST_CASE("Conv2d takes PyTorch's options: per-axis sizes, dilation and groups", "[nn][module]") {
+  nn::Conv2d depthwise(nn::Conv2dOptions(8, 16, {3, 1}).stride({2, 1}).padding({1, 0}).dilation(2).groups(8));
+  CHECK(depthwise->weight().sizes() == Shape{16, 1, 3, 1});
+  CHECK(depthwise->name() == "Conv2d(8, 16, kernel=(3, 1), stride=(2, 1), padding=(1, 0), dilation=2, groups=8)");
+  Tensor x = randn({2, 8, 9, 5});
+  Tensor out = depthwise(x);
+  CHECK(out.sizes() == Shape{2, 16, 4, 5});
+  const Tensor want = nn::functional::conv2d(
+      x, depthwise->weight(), depthwise->bias(), {.stride = {2, 1}, .padding = {1, 0}, .dilation = 2, .groups = 8});
+  CHECK(out.to_vector<float>() == want.to_vector<float>());
+  // The bound of PyTorch's default init comes from the channels one output reads, 1 here.
+  CHECK(max(abs(depthwise->weight())).item<float>() <= 1 / std::sqrt(3.0f));
+  // Today's spelling is unchanged.
+  CHECK(nn::Conv2d(nn::Conv2dOptions(1, 6, 5).padding(2))->name() == "Conv2d(1, 6, kernel=5, stride=1, padding=2)");
+  REQUIRE_THROWS_WITH(nn::Conv2d(nn::Conv2dOptions(6, 8, 3).groups(4)),
+                      Contains("Conv2d: in_channels 6 is not divisible by groups 4"));
+  REQUIRE_THROWS_WITH(nn::Conv2d(nn::Conv2dOptions(8, 6, 3).groups(4)),
+                      Contains("Conv2d: out_channels 6 is not divisible by groups 4"));
+  REQUIRE_THROWS_WITH(nn::Conv2d(nn::Conv2dOptions(8, 8, 3).dilation(0)),
+                      Contains("Conv2d: kernel size 3, stride 1 and dilation 0 must be positive and padding 0 >= 0"));
+}
+
+TEST_CASE("pooling layers take PyTorch's options", "[nn][module]") {
+  Tensor x = randn({1, 2, 8, 7});
+  nn::MaxPool2d ceil_max(nn::MaxPool2dOptions(3).stride(2).ceil_mode(true));
+  CHECK(ceil_max->name() == "MaxPool2d(kernel=3, stride=2, padding=0, ceil_mode=true)");
+  CHECK(ceil_max(x).sizes() == Shape{1, 2, 4, 3});
+  nn::AvgPool2d avg(nn::AvgPool2dOptions({3, 2}).stride({2, 1}).padding({1, 0}).count_include_pad(false));
+  CHECK(avg->name() == "AvgPool2d(kernel=(3, 2), stride=(2, 1), padding=(1, 0), count_include_pad=false)");
+  CHECK(avg(x).to_vector<float>() ==
+        nn::functional::avg_pool2d(
+            x, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .count_include_pad = false})
+            .to_vector<float>());
+  // Today's spellings: kernel, stride (0: the kernel's), padding.
+  CHECK(nn::MaxPool2d(2)->name() == "MaxPool2d(kernel=2, stride=2, padding=0)");
+  CHECK(nn::AvgPool2d(3, 2, 1)(x).sizes() == Shape{1, 2, 4, 4});
+  nn::AdaptiveMaxPool2d adaptive_max(PerAxis{2, 3});
+  CHECK(adaptive_max->name() == "AdaptiveMaxPool2d(2, 3)");
+  CHECK(adaptive_max(x).to_vector<float>() == nn::functional::adaptive_max_pool2d(x, {2, 3}).to_vector<float>());
+  CHECK(nn::AdaptiveAvgPool2d(1)->name() == "AdaptiveAvgPool2d(1)");
+  CHECK(nn::AdaptiveAvgPool2d(PerAxis{3, 1})(x).sizes() == Shape{1, 2, 3, 1});
 }
 
 TEST_CASE("the bundled models produce 10 logits for a Fashion-MNIST batch", "[nn][models]") {

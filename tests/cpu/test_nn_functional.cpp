@@ -74,64 +74,91 @@ struct Dims4 {
   int64_t at(int64_t in, int64_t ic, int64_t ih, int64_t iw) const { return ((in * c + ic) * h + ih) * w + iw; }
 };
 
-Values naive_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding) {
+// PyTorch's conv2d, spelled out: filter k reads the C / groups channels of its group.
+Values naive_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const F::Conv2dParams& p) {
   const Dims4 xs(x), ws(weight);
   const Values xv = x.to_vector<double>(), wv = weight.to_vector<double>();
   const Values bv = bias.defined() ? bias.to_vector<double>() : Values(static_cast<size_t>(ws.n), 0.0);
-  const int64_t out_h = (xs.h + 2 * padding - ws.h) / stride + 1, out_w = (xs.w + 2 * padding - ws.w) / stride + 1;
+  const int64_t group_filters = ws.n / p.groups;
+  const int64_t out_h = (xs.h + 2 * p.padding.h - p.dilation.h * (ws.h - 1) - 1) / p.stride.h + 1;
+  const int64_t out_w = (xs.w + 2 * p.padding.w - p.dilation.w * (ws.w - 1) - 1) / p.stride.w + 1;
   Values out;
   for (int64_t n = 0; n < xs.n; ++n)
     for (int64_t k = 0; k < ws.n; ++k)
       for (int64_t oh = 0; oh < out_h; ++oh)
         for (int64_t ow = 0; ow < out_w; ++ow) {
           double acc = bv[static_cast<size_t>(k)];
-          for (int64_t c = 0; c < xs.c; ++c)
+          for (int64_t c = 0; c < ws.c; ++c)
             for (int64_t i = 0; i < ws.h; ++i)
               for (int64_t j = 0; j < ws.w; ++j) {
-                const int64_t ih = oh * stride - padding + i, iw = ow * stride - padding + j;
+                const int64_t ic = (k / group_filters) * ws.c + c;
+                const int64_t ih = oh * p.stride.h - p.padding.h + i * p.dilation.h;
+                const int64_t iw = ow * p.stride.w - p.padding.w + j * p.dilation.w;
                 if (ih < 0 || ih >= xs.h || iw < 0 || iw >= xs.w) continue;
-                acc += xv[static_cast<size_t>(xs.at(n, c, ih, iw))] * wv[static_cast<size_t>(ws.at(k, c, i, j))];
+                acc += xv[static_cast<size_t>(xs.at(n, ic, ih, iw))] * wv[static_cast<size_t>(ws.at(k, c, i, j))];
               }
           out.push_back(acc);
         }
   return out;
 }
 
-// Max (or average, count_include_pad) over each kernel x kernel window.
-Values naive_pool2d(const Tensor& x, int64_t kernel, int64_t stride, int64_t padding, bool average) {
+// PyTorch's pooling_output_shape, spelled out.
+int64_t naive_pool_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, bool ceil_mode) {
+  int64_t out = (in + 2 * padding - kernel + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+  if (ceil_mode && (out - 1) * stride >= in + padding) --out;
+  return out;
+}
+
+// Max or average over each window, as PyTorch's CPU loops: the average divides by the window
+// clipped to the padded input (count_include_pad) or by the input elements in it. A stride of 0
+// is the kernel's.
+Values naive_pool2d(const Tensor& x, F::Pool2dParams p, bool average) {
   const Dims4 xs(x);
   const Values xv = x.to_vector<double>();
-  const int64_t out_h = (xs.h + 2 * padding - kernel) / stride + 1, out_w = (xs.w + 2 * padding - kernel) / stride + 1;
+  if (p.stride.h == 0) p.stride.h = p.kernel.h;
+  if (p.stride.w == 0) p.stride.w = p.kernel.w;
+  const int64_t out_h = naive_pool_size(xs.h, p.kernel.h, p.stride.h, p.padding.h, p.ceil_mode);
+  const int64_t out_w = naive_pool_size(xs.w, p.kernel.w, p.stride.w, p.padding.w, p.ceil_mode);
   Values out;
-  for (int64_t p = 0; p < xs.n * xs.c; ++p)
+  for (int64_t plane = 0; plane < xs.n * xs.c; ++plane)
     for (int64_t oh = 0; oh < out_h; ++oh)
       for (int64_t ow = 0; ow < out_w; ++ow) {
+        const int64_t h0 = oh * p.stride.h - p.padding.h, w0 = ow * p.stride.w - p.padding.w;
+        const int64_t h1 = std::min(h0 + p.kernel.h, xs.h + p.padding.h);
+        const int64_t w1 = std::min(w0 + p.kernel.w, xs.w + p.padding.w);
         double acc = average ? 0 : -INFINITY;
-        for (int64_t i = 0; i < kernel; ++i)
-          for (int64_t j = 0; j < kernel; ++j) {
-            const int64_t ih = oh * stride - padding + i, iw = ow * stride - padding + j;
+        int64_t inside = 0;
+        for (int64_t ih = h0; ih < h1; ++ih)
+          for (int64_t iw = w0; iw < w1; ++iw) {
             if (ih < 0 || ih >= xs.h || iw < 0 || iw >= xs.w) continue;
-            const double v = xv[static_cast<size_t>((p * xs.h + ih) * xs.w + iw)];
+            const double v = xv[static_cast<size_t>((plane * xs.h + ih) * xs.w + iw)];
             acc = average ? acc + v : std::max(acc, v);
+            ++inside;
           }
-        out.push_back(average ? acc / static_cast<double>(kernel * kernel) : acc);
+        const int64_t divisor = p.count_include_pad ? (h1 - h0) * (w1 - w0) : inside;
+        out.push_back(average ? acc / static_cast<double>(divisor) : acc);
       }
   return out;
 }
 
-Values naive_adaptive_avg_pool2d(const Tensor& x, int64_t size) {
+// Average (or max) over output cell (oh, ow)'s region [floor(oh * H / Ho), ceil((oh + 1) * H / Ho))
+// x [floor(ow * W / Wo), ceil((ow + 1) * W / Wo)).
+Values naive_adaptive_pool2d(const Tensor& x, PerAxis size, bool average) {
   const Dims4 xs(x);
   const Values xv = x.to_vector<double>();
   Values out;
   for (int64_t p = 0; p < xs.n * xs.c; ++p)
-    for (int64_t oh = 0; oh < size; ++oh)
-      for (int64_t ow = 0; ow < size; ++ow) {
-        const int64_t h0 = oh * xs.h / size, h1 = ((oh + 1) * xs.h + size - 1) / size;
-        const int64_t w0 = ow * xs.w / size, w1 = ((ow + 1) * xs.w + size - 1) / size;
-        double acc = 0;
+    for (int64_t oh = 0; oh < size.h; ++oh)
+      for (int64_t ow = 0; ow < size.w; ++ow) {
+        const int64_t h0 = oh * xs.h / size.h, h1 = ((oh + 1) * xs.h + size.h - 1) / size.h;
+        const int64_t w0 = ow * xs.w / size.w, w1 = ((ow + 1) * xs.w + size.w - 1) / size.w;
+        double acc = average ? 0 : -INFINITY;
         for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) acc += xv[static_cast<size_t>((p * xs.h + ih) * xs.w + iw)];
-        out.push_back(acc / static_cast<double>((h1 - h0) * (w1 - w0)));
+          for (int64_t iw = w0; iw < w1; ++iw) {
+            const double v = xv[static_cast<size_t>((p * xs.h + ih) * xs.w + iw)];
+            acc = average ? acc + v : std::max(acc, v);
+          }
+        out.push_back(average ? acc / static_cast<double>((h1 - h0) * (w1 - w0)) : acc);
       }
   return out;
 }
@@ -182,21 +209,33 @@ Values naive_log_softmax(const Tensor& x) {
   return out;
 }
 
-// A conv2d configuration: input [N, C, H, W], weight [K, C, kh, kw].
+// A conv2d configuration: input [N, C, H, W], weight [K, C / groups, kh, kw].
 struct ConvCase {
   Shape x, w;
-  int64_t stride, padding;
+  F::Conv2dParams params;
   bool bias;
 };
 
 const std::vector<ConvCase> kConvCases = {
-    {{2, 3, 7, 9}, {4, 3, 3, 2}, 2, 1, true},   // odd sizes, non-square kernel
-    {{1, 2, 5, 5}, {3, 2, 3, 3}, 1, 0, false},  // valid convolution
-    {{2, 2, 6, 5}, {2, 2, 3, 3}, 1, 1, true},   // same padding
-    {{3, 4, 4, 3}, {5, 4, 1, 1}, 1, 0, true},   // pointwise (no im2col)
-    {{1, 1, 6, 7}, {2, 1, 1, 1}, 2, 0, false},  // strided 1x1, as in a ResNet shortcut
-    {{2, 1, 5, 6}, {2, 1, 5, 5}, 3, 2, true},   // kernel as big as the input, wide stride
+    {{2, 3, 7, 9}, {4, 3, 3, 2}, {.stride = 2, .padding = 1}, true},   // odd sizes, non-square kernel
+    {{1, 2, 5, 5}, {3, 2, 3, 3}, {}, false},                           // valid convolution
+    {{2, 2, 6, 5}, {2, 2, 3, 3}, {.padding = 1}, true},                // same padding
+    {{3, 4, 4, 3}, {5, 4, 1, 1}, {}, true},                            // pointwise (no im2col)
+    {{1, 1, 6, 7}, {2, 1, 1, 1}, {.stride = 2}, false},                // strided 1x1, as in a ResNet shortcut
+    {{2, 1, 5, 6}, {2, 1, 5, 5}, {.stride = 3, .padding = 2}, true},   // kernel as big as the input, wide stride
+    {{2, 4, 7, 9}, {6, 2, 3, 2}, {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2}, true},
+    {{2, 3, 8, 7}, {3, 1, 3, 3}, {.padding = 2, .dilation = 2, .groups = 3}, false},      // depthwise, dilated
+    {{1, 4, 6, 5}, {8, 1, 3, 3}, {.stride = 2, .padding = 1, .groups = 4}, true},         // depthwise, 2 per channel
+    {{2, 4, 5, 6}, {6, 2, 1, 1}, {.groups = 2}, false},                                  // pointwise in groups
+    {{2, 4, 5, 6}, {6, 2, 1, 1}, {.stride = {1, 2}, .groups = 2}, true},                 // strided 1x1 in groups
+    {{1, 2, 9, 7}, {3, 2, 2, 3}, {.stride = {1, 2}, .padding = {0, 1}, .dilation = {3, 2}}, false},
 };
+
+std::string describe(const ConvCase& c) {
+  const F::Conv2dParams& p = c.params;
+  return detail::concat("x ", shape_str(c.x), " w ", shape_str(c.w), " stride ", p.stride, " padding ", p.padding,
+                        " dilation ", p.dilation, " groups ", p.groups);
+}
 
 }  // namespace
 
@@ -204,19 +243,19 @@ const std::vector<ConvCase> kConvCases = {
 
 TEST_CASE("conv2d forward matches a naive 7-loop convolution", "[nn]") {
   for (const ConvCase& c : kConvCases) {
-    INFO("x " << shape_str(c.x) << " w " << shape_str(c.w) << " stride " << c.stride << " padding " << c.padding);
+    INFO(describe(c));
     Tensor x = uniform(c.x, -1, 1, DType::f32), w = uniform(c.w, -1, 1, DType::f32);
     Tensor b = c.bias ? uniform({c.w[0]}, -1, 1, DType::f32) : Tensor();
-    Tensor out = F::conv2d(x, w, b, {.stride = c.stride, .padding = c.padding});
+    Tensor out = F::conv2d(x, w, b, c.params);
     CHECK(out.size(1) == c.w[0]);
-    check_close(out, naive_conv2d(x, w, b, c.stride, c.padding));
+    check_close(out, naive_conv2d(x, w, b, c.params));
   }
 }
 
-TEST_CASE("conv2d gradcheck over strides, paddings and bias", "[nn][gradcheck]") {
+TEST_CASE("conv2d gradcheck over strides, paddings, dilations, groups and bias", "[nn][gradcheck]") {
   for (const ConvCase& c : kConvCases) {
-    INFO("x " << shape_str(c.x) << " w " << shape_str(c.w) << " stride " << c.stride << " padding " << c.padding);
-    const F::Conv2dParams params{.stride = c.stride, .padding = c.padding};
+    INFO(describe(c));
+    const F::Conv2dParams params = c.params;
     if (c.bias) {
       check_gradient([params](const Inputs& in) { return F::conv2d(in[0], in[1], in[2], params); },
                      {input(c.x), input(c.w), input({c.w[0]})});
@@ -234,7 +273,8 @@ TEST_CASE("conv2d takes a non-contiguous input and a weight that needs no gradie
   Tensor w = uniform({2, 3, 3, 3});
   check_gradient([w](const Inputs& in) { return F::conv2d(in[0], w, Tensor(), {.stride = 2, .padding = 1}); }, {x});
   Tensor x_copy = x.detach().contiguous();
-  check_close(F::conv2d(x, w, Tensor(), {.stride = 2, .padding = 1}), naive_conv2d(x_copy, w, Tensor(), 2, 1), 1e-9);
+  check_close(F::conv2d(x, w, Tensor(), {.stride = 2, .padding = 1}),
+              naive_conv2d(x_copy, w, Tensor(), {.stride = 2, .padding = 1}), 1e-9);
   // A first layer: the images need no gradient, the weight and bias do.
   Tensor images = uniform({3, 1, 6, 6});
   check_gradient([images](const Inputs& in) { return F::conv2d(images, in[0], in[1], {.padding = 2}); },
@@ -264,18 +304,28 @@ TEST_CASE("conv2d's weight gradient does not depend on how images are split over
 TEST_CASE("max_pool2d and avg_pool2d forward match naive loops", "[nn]") {
   struct PoolCase {
     Shape x;
-    int64_t kernel, stride, padding;
+    F::Pool2dParams params;
   };
-  for (const PoolCase& c : std::vector<PoolCase>{{{2, 3, 7, 9}, 2, 2, 0},
-                                                 {{1, 2, 7, 7}, 3, 2, 1},
-                                                 {{2, 1, 5, 6}, 3, 1, 1},
-                                                 {{1, 1, 4, 4}, 4, 0, 2}}) {
-    INFO("x " << shape_str(c.x) << " kernel " << c.kernel << " stride " << c.stride << " padding " << c.padding);
+  for (const PoolCase& c : std::vector<PoolCase>{
+           {{2, 3, 7, 9}, {.kernel = 2, .stride = 2}},
+           {{1, 2, 7, 7}, {.kernel = 3, .stride = 2, .padding = 1}},
+           {{2, 1, 5, 6}, {.kernel = 3, .stride = 1, .padding = 1}},
+           {{1, 1, 4, 4}, {.kernel = 4, .stride = 0, .padding = 2}},
+           {{2, 2, 7, 9}, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}}},
+           {{1, 2, 8, 7}, {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true}},  // past the padded edge
+           {{1, 1, 5, 7}, {.kernel = 2, .ceil_mode = true}},  // 2x2 windows, a partial one at each odd edge
+           {{1, 1, 5, 5}, {.kernel = 3, .stride = 3, .padding = 1, .ceil_mode = true}},  // last window dropped
+           {{1, 2, 6, 7}, {.kernel = {2, 3}, .stride = 2, .padding = {0, 1}, .ceil_mode = true}}}) {
+    INFO("x " << shape_str(c.x) << " kernel " << c.params.kernel << " stride " << c.params.stride << " padding "
+              << c.params.padding << (c.params.ceil_mode ? " ceil_mode" : ""));
     Tensor x = uniform(c.x, -1, 1, DType::f32);
-    const int64_t stride = c.stride == 0 ? c.kernel : c.stride;
-    const F::Pool2dParams params{c.kernel, c.stride, c.padding};
-    check_close(F::max_pool2d(x, params), naive_pool2d(x, c.kernel, stride, c.padding, false), 1e-6);
-    check_close(F::avg_pool2d(x, params), naive_pool2d(x, c.kernel, stride, c.padding, true), 1e-6);
+    check_close(F::max_pool2d(x, c.params), naive_pool2d(x, c.params, false), 1e-6);
+    for (bool include_pad : {true, false}) {
+      INFO("count_include_pad " << include_pad);
+      F::Pool2dParams params = c.params;
+      params.count_include_pad = include_pad;
+      check_close(F::avg_pool2d(x, params), naive_pool2d(x, params, true), 1e-6);
+    }
   }
 }
 
@@ -303,15 +353,51 @@ TEST_CASE("pooling gradcheck", "[nn][gradcheck]") {
                  {leaf(uniform({1, 5, 4, 2}).permute({0, 3, 1, 2}))});  // non-contiguous
 }
 
+TEST_CASE("pooling gradcheck with per-axis windows, ceil_mode and count_include_pad", "[nn][gradcheck]") {
+  const F::Pool2dParams rect{.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}};
+  const F::Pool2dParams ceil{.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true};
+  const F::Pool2dParams ceil_2x2{.kernel = 2, .ceil_mode = true};
+  for (const F::Pool2dParams& p : {rect, ceil, ceil_2x2}) {
+    INFO("kernel " << p.kernel << " stride " << p.stride << " padding " << p.padding << " ceil " << p.ceil_mode);
+    check_gradient([p](const Inputs& in) { return F::max_pool2d(in[0], p); }, {distinct({2, 2, 7, 9})});
+    for (bool include_pad : {true, false}) {
+      F::Pool2dParams avg = p;
+      avg.count_include_pad = include_pad;
+      check_gradient([avg](const Inputs& in) { return F::avg_pool2d(in[0], avg); }, {input({2, 2, 7, 9})});
+    }
+  }
+}
+
 TEST_CASE("adaptive_avg_pool2d averages (possibly overlapping) regions", "[nn]") {
   Tensor x = uniform({2, 3, 7, 5}, -1, 1, DType::f32);
   Tensor global = F::adaptive_avg_pool2d(x, 1);
   CHECK(global.sizes() == Shape{2, 3, 1, 1});
   check_close(global, mean(x, {2, 3}, true).to_vector<double>(), 1e-6);
-  check_close(F::adaptive_avg_pool2d(x, 3), naive_adaptive_avg_pool2d(x, 3), 1e-6);  // 7 and 5 are not multiples of 3
-  check_close(F::adaptive_avg_pool2d(x, 9), naive_adaptive_avg_pool2d(x, 9), 1e-6);  // larger than the input
+  for (const PerAxis size : {PerAxis(3), PerAxis(9), PerAxis(3, 4), PerAxis(8, 2)}) {  // not multiples, growing
+    INFO("output size " << size);
+    Tensor out = F::adaptive_avg_pool2d(x, size);
+    CHECK(out.sizes() == Shape{2, 3, size.h, size.w});
+    check_close(out, naive_adaptive_pool2d(x, size, true), 1e-6);
+  }
   check_gradient([](const Inputs& in) { return F::adaptive_avg_pool2d(in[0], 1); }, {input({2, 2, 3, 4})});
   check_gradient([](const Inputs& in) { return F::adaptive_avg_pool2d(in[0], 3); }, {input({1, 2, 7, 5})});
+  check_gradient([](const Inputs& in) { return F::adaptive_avg_pool2d(in[0], {2, 7}); }, {input({1, 2, 7, 5})});
+}
+
+TEST_CASE("adaptive_max_pool2d takes each region's maximum and routes the gradient to it", "[nn]") {
+  Tensor x = uniform({2, 3, 7, 5}, -1, 1, DType::f32);
+  for (const PerAxis size : {PerAxis(1), PerAxis(3, 4), PerAxis(8, 2), PerAxis(7, 5)}) {
+    INFO("output size " << size);
+    Tensor out = F::adaptive_max_pool2d(x, size);
+    CHECK(out.sizes() == Shape{2, 3, size.h, size.w});
+    check_close(out, naive_adaptive_pool2d(x, size, false), 0);
+  }
+  // Overlapping regions that share a maximum add their gradients there.
+  Tensor y = leaf(from_vector<double>({0, 1, 0, 2, 9, 3, 0, 4, 0}, {1, 1, 3, 3}));
+  sum(F::adaptive_max_pool2d(y, 2)).backward();  // regions [0, 2) x [0, 2), [0, 2) x [1, 3), ...
+  CHECK(y.grad().to_vector<double>() == Values{0, 0, 0, 0, 4, 0, 0, 0, 0});
+  check_gradient([](const Inputs& in) { return F::adaptive_max_pool2d(in[0], {3, 4}); }, {distinct({2, 2, 7, 5})});
+  check_gradient([](const Inputs& in) { return F::adaptive_max_pool2d(in[0], {5, 2}); }, {distinct({1, 2, 3, 7})});
 }
 
 // ---- batch_norm ----
@@ -519,14 +605,35 @@ TEST_CASE("nn ops name the op, the shapes and what clashed", "[nn][op_errors]") 
                       Contains("conv2d: tensors of different dtypes"));
   REQUIRE_THROWS_WITH(F::conv2d(x, zeros({6, 3, 5, 5}), Tensor(), {.stride = 0}),
                       Contains("conv2d: expected stride >= 1"));
+  REQUIRE_THROWS_WITH(F::conv2d(x, zeros({6, 3, 5, 5}), Tensor(), {.dilation = {1, 0}}),
+                      Contains("conv2d: expected stride >= 1, padding >= 0 and dilation >= 1, got stride 1, "
+                               "padding 0 and dilation (1, 0)"));
+  REQUIRE_THROWS_WITH(F::conv2d(zeros({1, 6, 5, 5}), zeros({4, 2, 3, 3}), Tensor(), {.groups = 4}),
+                      Contains("conv2d: in_channels 6 is not divisible by groups 4"));
+  REQUIRE_THROWS_WITH(F::conv2d(zeros({1, 4, 5, 5}), zeros({6, 1, 3, 3}), Tensor(), {.groups = 4}),
+                      Contains("conv2d: out_channels 6 is not divisible by groups 4"));
+  REQUIRE_THROWS_WITH(F::conv2d(zeros({1, 4, 5, 5}), zeros({4, 2, 3, 3}), Tensor(), {.groups = 4}),
+                      Contains("conv2d: input f32[1, 4, 5, 5] on cpu:0 has 4 channels but weight f32[4, 2, 3, 3] on "
+                               "cpu:0 with groups 4 expects 8 (2 per group)"));
+  REQUIRE_THROWS_WITH(F::conv2d(zeros({1, 3, 4, 4}), zeros({6, 3, 3, 3}), Tensor(), {.dilation = 2}),
+                      Contains("conv2d: kernel 3x3 with dilation 2 (spanning 5x5) is larger than input f32[1, 3, 4, 4] "
+                               "on cpu:0 with padding 0"));
 
   REQUIRE_THROWS_WITH(F::max_pool2d(zeros({2, 4, 4}), {.kernel = 2}),
                       Contains("max_pool2d: expected input of rank 4"));
   REQUIRE_THROWS_WITH(F::avg_pool2d(x, {.kernel = 2, .padding = 2}),
-                      Contains("avg_pool2d: padding 2 must be between 0 and half the kernel (2)"));
+                      Contains("avg_pool2d: padding 2 must be between 0 and half the kernel size 2"));
+  REQUIRE_THROWS_WITH(F::avg_pool2d(x, {.kernel = {3, 2}, .padding = {1, 2}}),
+                      Contains("avg_pool2d: padding (1, 2) must be between 0 and half the kernel size (3, 2)"));
+  REQUIRE_THROWS_WITH(F::max_pool2d(x, {.kernel = 2, .count_include_pad = false}),
+                      Contains("max_pool2d: count_include_pad applies to avg_pool2d only"));
   REQUIRE_THROWS_WITH(F::max_pool2d(zeros({1, 1, 2, 2}), {.kernel = 3}),
                       Contains("max_pool2d: kernel 3 with padding 0 is larger than input f32[1, 1, 2, 2]"));
   REQUIRE_THROWS_WITH(F::adaptive_avg_pool2d(x, 0), Contains("adaptive_avg_pool2d: expected output_size >= 1"));
+  REQUIRE_THROWS_WITH(F::adaptive_max_pool2d(x, {2, 0}),
+                      Contains("adaptive_max_pool2d: expected output_size >= 1, got (2, 0)"));
+  REQUIRE_THROWS_WITH(F::adaptive_max_pool2d(zeros({1, 1, 0, 3}), 1),
+                      Contains("adaptive_max_pool2d: input f32[1, 1, 0, 3] on cpu:0 has empty planes"));
 
   REQUIRE_THROWS_WITH(F::batch_norm(x, zeros({4}), zeros({3}), zeros({3}), ones({3}), true),
                       Contains("batch_norm: weight f32[4] on cpu:0 does not match the 3 channels of input "
@@ -601,6 +708,7 @@ TEST_CASE("nn ops record named backward nodes", "[nn]") {
   CHECK(F::max_pool2d(x, {.kernel = 2}).grad_fn()->name() == "MaxPool2dBackward");
   CHECK(F::avg_pool2d(x, {.kernel = 2}).grad_fn()->name() == "AvgPool2dBackward");
   CHECK(F::adaptive_avg_pool2d(x, 1).grad_fn()->name() == "AdaptiveAvgPool2dBackward");
+  CHECK(F::adaptive_max_pool2d(x, 1).grad_fn()->name() == "AdaptiveMaxPool2dBackward");
   CHECK(F::batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true).grad_fn()->name() == "BatchNormBackward");
   CHECK(F::softmax(x, 1).grad_fn()->name() == "SoftmaxBackward");
   CHECK(F::log_softmax(x, 1).grad_fn()->name() == "LogSoftmaxBackward");

@@ -39,6 +39,22 @@ TEST_CASE("conv2d kernels name the op and each operand they refuse", "[nn][kerne
   REQUIRE_THROWS_WITH(kernels::conv2d_backward_weight(zeros({2, 4, 3, 3}), x, g, zeros({4, 2, 3, 3})),
                       Contains("conv2d_backward_weight: shapes do not match: x f32[2, 3, 5, 5] on cpu:0, "
                                "grad_weight f32[4, 2, 3, 3]"));
+
+  // Groups and per-axis geometry: weight [K, C / groups, kh, kw], K divisible by groups.
+  const kernels::Conv2dGeometry grouped{.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2};
+  Tensor gx = zeros({1, 4, 6, 7}), gw = zeros({6, 2, 3, 2});
+  CHECK_NOTHROW(kernels::conv2d_forward(gx, gw, Tensor(), grouped, zeros({1, 6, 3, 5})));
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(gx, zeros({6, 4, 3, 2}), Tensor(), grouped, zeros({1, 6, 3, 5})),
+                      Contains("weight f32[6, 4, 3, 2] on cpu:0, out f32[1, 6, 3, 5] on cpu:0, stride (2, 1), "
+                               "padding (1, 0), dilation (1, 2), groups 2"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(zeros({1, 6, 6, 7}), zeros({5, 2, 3, 2}), Tensor(),
+                                              {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 3},
+                                              zeros({1, 5, 3, 5})),
+                      Contains("conv2d_forward: shapes do not match"));  // 5 filters in 3 groups
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(gx, gw, Tensor(), grouped, zeros({1, 6, 3, 6})),
+                      Contains("conv2d_forward: shapes do not match"));  // the dilation's output width is 5
+  REQUIRE_THROWS_WITH(kernels::conv2d_forward(gx, gw, Tensor(), {.dilation = 0, .groups = 2}, zeros({1, 6, 3, 5})),
+                      Contains("dilation 0, groups 2"));
 }
 
 TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
@@ -64,6 +80,56 @@ TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kern
                                "cpu:0 have different dtypes"));
   REQUIRE_THROWS_WITH(kernels::adaptive_avg_pool2d_forward(zeros({2, 4, 4}), out),
                       Contains("adaptive_avg_pool2d_forward: shapes do not match: x f32[2, 4, 4]"));
+
+  // ceil_mode: out's size must follow PyTorch's rounding up.
+  const kernels::Pool2dGeometry ceil{.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true};
+  CHECK_NOTHROW(kernels::avg_pool2d_forward(zeros({1, 1, 8, 7}), ceil, zeros({1, 1, 5, 4})));
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(zeros({1, 1, 8, 7}), ceil, zeros({1, 1, 4, 4})),
+                      Contains("avg_pool2d_forward: out f32[1, 1, 4, 4] on cpu:0 does not match x f32[1, 1, 8, 7] on "
+                               "cpu:0 with kernel 3, stride 2, padding 1, ceil_mode"));
+  REQUIRE_THROWS_WITH(kernels::max_pool2d_forward(x, {.kernel = {3, 2}, .stride = {1, 2}, .padding = {2, 0}}, out,
+                                                  indices),
+                      Contains("with kernel (3, 2), stride (1, 2), padding (2, 0)"));  // padding above half the kernel
+  // adaptive max: i64 indices of out's shape, and a plane to take maxima from.
+  CHECK_NOTHROW(kernels::adaptive_max_pool2d_forward(x, zeros({1, 2, 3, 1}), i64_zeros({1, 2, 3, 1})));
+  REQUIRE_THROWS_WITH(kernels::adaptive_max_pool2d_forward(x, zeros({1, 2, 3, 1}), i64_zeros({1, 2, 1, 3})),
+                      Contains("adaptive_max_pool2d_forward: indices i64[1, 2, 1, 3] on cpu:0 does not match out"));
+  // Refused (today as not contiguous, since Tensor::is_contiguous says so of an empty tensor; the
+  // kernel's own empty-plane check stands behind that).
+  REQUIRE_THROWS_WITH(kernels::adaptive_max_pool2d_forward(zeros({1, 2, 0, 4}), zeros({1, 2, 3, 1}),
+                                                           i64_zeros({1, 2, 3, 1})),
+                      Contains("adaptive_max_pool2d_forward: x f32[1, 2, 0, 4] on cpu:0"));
+}
+
+// PyTorch's pooling_output_shape: ceil_mode rounds up, unless the last window would start in the
+// right padding. Values from torch.nn.functional.max_pool2d(..., ceil_mode=True).shape.
+TEST_CASE("window_output_size follows PyTorch's floor and ceil modes and dilation", "[nn][kernels]") {
+  CHECK(kernels::window_output_size(8, 3, 2, 1) == 4);
+  CHECK(kernels::window_output_size(8, 3, 2, 1, 1, true) == 5);
+  CHECK(kernels::window_output_size(5, 3, 3, 1) == 2);
+  CHECK(kernels::window_output_size(5, 3, 3, 1, 1, true) == 2);  // a third window would start in the padding
+  CHECK(kernels::window_output_size(5, 2, 2, 0, 1, true) == 3);
+  CHECK(kernels::window_output_size(6, 2, 2, 0, 1, true) == 3);  // no remainder: no extra window
+  CHECK(kernels::window_output_size(2, 3, 1, 0, 1, true) == 0);  // does not fit in either mode
+  // Dilation 2 spreads a 3-tap kernel over 5 positions: torch.nn.functional.conv2d's output width.
+  CHECK(kernels::window_output_size(9, 3, 1, 0, 2) == 5);
+  CHECK(kernels::window_output_size(9, 3, 2, 2, 3) == 4);
+  CHECK(kernels::window_output_size(4, 3, 1, 0, 2) == 0);
+}
+
+// An average's divisor per axis, as PyTorch's avg_pool2d divides: the window within the padded
+// input (count_include_pad), or within the input.
+TEST_CASE("a pooling axis's divisor counts the padding, or not, and stops at the padded edge", "[nn][kernels]") {
+  // in 8, kernel 3, stride 2, padding 1, ceil mode: 5 windows starting at -1, 1, 3, 5, 7.
+  const auto with_pad = kernels::AxisWindows::sliding(8, 5, 3, 2, 1, true);
+  const auto without_pad = kernels::AxisWindows::sliding(8, 5, 3, 2, 1, false);
+  for (int64_t o = 0; o < 4; ++o) CHECK(with_pad.divisor(o) == 3);
+  CHECK(with_pad.divisor(4) == 2);  // [7, 10) reaches past the padded input's end, 9
+  CHECK(without_pad.divisor(0) == 2);  // [-1, 2) holds 2 input elements
+  CHECK(without_pad.divisor(2) == 3);
+  CHECK(without_pad.divisor(4) == 1);  // [7, 10) holds only element 7
+  const auto adaptive = kernels::AxisWindows::adaptive_to(7, 3);  // [0, 3), [2, 5), [4, 7)
+  CHECK(adaptive.divisor(1) == 3);
 }
 
 TEST_CASE("batch norm kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
@@ -142,10 +208,11 @@ TEST_CASE("a pooling axis's covering outputs include every window that holds an 
   for (int64_t in : {1, 5, 7, 12})
     for (int64_t kernel : {1, 2, 3, 5})
       for (int64_t stride : {1, 2, 3})
-        for (int64_t padding = 0; 2 * padding <= kernel; ++padding) {
-          const int64_t out = kernels::window_output_size(in, kernel, stride, padding);
-          if (out >= 1) axes.push_back(kernels::AxisWindows::sliding(in, out, kernel, stride, padding));
-        }
+        for (int64_t padding = 0; 2 * padding <= kernel; ++padding)
+          for (bool ceil_mode : {false, true}) {
+            const int64_t out = kernels::window_output_size(in, kernel, stride, padding, 1, ceil_mode);
+            if (out >= 1) axes.push_back(kernels::AxisWindows::sliding(in, out, kernel, stride, padding, true));
+          }
   for (int64_t in : {1, 4, 7, 13})
     for (int64_t out : {1, 2, 3, 6, 13, 20}) axes.push_back(kernels::AxisWindows::adaptive_to(in, out));
   for (const kernels::AxisWindows& a : axes) {

@@ -75,6 +75,20 @@ Range unary_domain(UnaryOp op) {
   return (op == UnaryOp::log || op == UnaryOp::sqrt) ? Range{0.05, 4} : Range{-4, 4};
 }
 
+// Where an arithmetic op's floating operands are drawn from: pow's base positive, no divisor
+// near zero, and for maximum and minimum integral values, so that ties occur.
+struct BinaryDomain {
+  Range a, b;
+  bool ties;
+};
+
+BinaryDomain floating_domain(BinaryOp op) {
+  bool ties = op == BinaryOp::maximum || op == BinaryOp::minimum;
+  Range ra = op == BinaryOp::pow ? Range{0.2, 3} : Range{-4, 4};
+  Range rb = op == BinaryOp::pow ? Range{-2, 2} : (divides(op) ? Range{0.5, 3} : Range{-4, 4});
+  return {ra, rb, ties};
+}
+
 std::string label(const char* op, DType dtype, size_t case_index) {
   return std::string(op) + " " + dtype_name(dtype) + " case " + std::to_string(case_index);
 }
@@ -161,12 +175,8 @@ TEST_CASE("CUDA binary ops match the CPU, with broadcasting and strides", "[cuda
   };
   SECTION("arithmetic on floating dtypes") {
     for (BinaryOp op : kArithmeticOps) {
-      for (DType dtype : kFloating) {
-        bool ties = op == BinaryOp::maximum || op == BinaryOp::minimum;
-        Range ra = op == BinaryOp::pow ? Range{0.2, 3} : Range{-4, 4};
-        Range rb = op == BinaryOp::pow ? Range{-2, 2} : (divides(op) ? Range{0.5, 3} : Range{-4, 4});
-        run(op, dtype, ra, rb, ties, dtype);
-      }
+      const BinaryDomain d = floating_domain(op);
+      for (DType dtype : kFloating) run(op, dtype, d.a, d.b, d.ties, dtype);
     }
   }
   SECTION("arithmetic on integer dtypes (every op but pow)") {
@@ -188,14 +198,12 @@ TEST_CASE("CUDA binary ops match the CPU, with broadcasting and strides", "[cuda
 TEST_CASE("CUDA binary backward matches the CPU for both operands", "[cuda]") {
   uint64_t seed = 400;
   for (BinaryOp op : kArithmeticOps) {
+    const BinaryDomain d = floating_domain(op);
     for (DType dtype : kFloating) {
       for (size_t c = 0; c < kBinaryCases.size(); ++c) {
         const BinaryCase& bc = kBinaryCases[c];
-        bool ties = op == BinaryOp::maximum || op == BinaryOp::minimum;
-        Range ra = op == BinaryOp::pow ? Range{0.2, 3} : Range{-4, 4};
-        Range rb = op == BinaryOp::pow ? Range{-2, 2} : (divides(op) ? Range{0.5, 3} : Range{-4, 4});
-        auto a = test::random_pair(bc.a.sizes, bc.a.strides, bc.a.offset, dtype, ra.low, ra.high, ++seed, ties);
-        auto b = test::random_pair(bc.b.sizes, bc.b.strides, bc.b.offset, dtype, rb.low, rb.high, ++seed, ties);
+        auto a = test::random_pair(bc.a.sizes, bc.a.strides, bc.a.offset, dtype, d.a.low, d.a.high, ++seed, d.ties);
+        auto b = test::random_pair(bc.b.sizes, bc.b.strides, bc.b.offset, dtype, d.b.low, d.b.high, ++seed, d.ties);
         auto grad = test::random_pair(bc.out.sizes, dtype, -2, 2, ++seed);
         Tensor y_cpu = test::empty_tensor(bc.out.sizes, dtype, cpu());
         cpu_kernels().binary(op, a.cpu, b.cpu, y_cpu);

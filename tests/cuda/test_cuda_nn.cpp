@@ -1,6 +1,7 @@
 // The CUDA NN kernels against the CPU ones on the same random inputs: softmax, log-softmax and
-// cross-entropy, pooling, batch norm (cuDNN and duet's kernels) and conv2d (cuDNN and im2col
-// paths), forward and backward, f32 and f64, odd sizes. Outputs sit between sentinel guard
+// cross-entropy, pooling (per-axis windows, ceil_mode, count_include_pad, adaptive average and
+// max, NaN), batch norm (cuDNN and duet's kernels) and conv2d (cuDNN and im2col paths, with
+// groups, dilation and per-axis geometry), forward and backward, f32 and f64, odd sizes. Outputs sit between sentinel guard
 // bands. (The NN kernels take contiguous operands only, so there are no strided cases.)
 #include <catch2/catch.hpp>
 
@@ -198,33 +199,58 @@ TEST_CASE("CUDA cross-entropy reports a bad target with the CPU's error at the n
                           .item<float>()));
 }
 
+namespace {
+
+// Max pooling (sliding when `window` is set, else adaptive to out_sizes) on both devices: values
+// and indices bit for bit, and the backward from the CPU's indices.
+void check_max_pool(const test::TensorPair& x, const std::optional<kernels::Pool2dGeometry>& window,
+                    const Shape& out_sizes, const test::TensorPair& grad, const std::string& what) {
+  const DType dtype = x.cpu.dtype();
+  test::GuardedOutput out(out_sizes, dtype, kGpu), indices(out_sizes, DType::i64, kGpu);
+  Tensor out_cpu = cpu_empty(out_sizes, dtype), indices_cpu = cpu_empty(out_sizes, DType::i64);
+  if (window) {
+    kernels::max_pool2d_forward(x.cuda, *window, out.view(), indices.view());
+    cpu_nn().max_pool2d_forward(x.cpu, *window, out_cpu, indices_cpu);
+  } else {
+    kernels::adaptive_max_pool2d_forward(x.cuda, out.view(), indices.view());
+    cpu_nn().adaptive_max_pool2d_forward(x.cpu, out_cpu, indices_cpu);
+  }
+  test::require_identical(out.check_and_fetch(), out_cpu, what);
+  test::require_identical(indices.check_and_fetch(), indices_cpu, what + " indices");
+
+  const Shape& in_sizes = x.cpu.sizes();
+  test::GuardedOutput gx(in_sizes, dtype, kGpu);
+  kernels::max_pool2d_backward(grad.cuda, test::copy_to(indices_cpu, kGpu), gx.view());
+  Tensor gx_cpu = cpu_empty(in_sizes, dtype);
+  cpu_nn().max_pool2d_backward(grad.cpu, indices_cpu, gx_cpu);
+  compare(gx, gx_cpu, tol(dtype, 1e-6), what + " backward");
+}
+
+}  // namespace
+
 TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
   using Window = kernels::Pool2dGeometry;
   const std::vector<std::pair<Shape, Window>> sliding = {
-      {{2, 3, 11, 9}, {3, 2, 1}}, {{2, 3, 10, 10}, {2, 2, 0}}, {{1, 2, 7, 13}, {3, 1, 1}}, {{3, 1, 5, 5}, {5, 1, 2}}};
+      {{2, 3, 11, 9}, {3, 2, 1}},
+      {{2, 3, 10, 10}, {2, 2, 0}},
+      {{1, 2, 7, 13}, {3, 1, 1}},
+      {{3, 1, 5, 5}, {5, 1, 2}},
+      {{2, 3, 11, 9}, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}}},
+      {{2, 3, 7, 9}, {.kernel = {2, 3}, .stride = {1, 2}, .padding = 1, .count_include_pad = false}},
+      {{1, 2, 8, 7}, {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true}},  // past the padded edge
+      {{1, 2, 8, 7}, {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false}},
+      {{2, 2, 5, 7}, {.kernel = 2, .stride = 2, .ceil_mode = true}},  // 2x2 with a partial window at odd edges
+      {{1, 1, 5, 5}, {.kernel = 3, .stride = 3, .padding = 1, .ceil_mode = true, .count_include_pad = false}}};
   uint64_t seed = 5000;
   for (DType dtype : kFloating) {
     for (size_t c = 0; c < sliding.size(); ++c) {
       const auto& [in_sizes, w] = sliding[c];
-      const Shape out_sizes = {in_sizes[0], in_sizes[1],
-                               kernels::window_output_size(in_sizes[2], w.kernel, w.stride, w.padding),
-                               kernels::window_output_size(in_sizes[3], w.kernel, w.stride, w.padding)};
+      const PerAxis out_hw = kernels::pool2d_output_size(w, {in_sizes[2], in_sizes[3]});
+      const Shape out_sizes = {in_sizes[0], in_sizes[1], out_hw.h, out_hw.w};
       // Small integers make ties, so the first-maximum rule and the indices are tested.
       auto x = test::random_pair(in_sizes, dtype, -3, 3, ++seed, true);
       auto grad = test::random_pair(out_sizes, dtype, -2, 2, ++seed);
-
-      test::GuardedOutput out(out_sizes, dtype, kGpu), indices(out_sizes, DType::i64, kGpu);
-      kernels::max_pool2d_forward(x.cuda, w, out.view(), indices.view());
-      Tensor out_cpu = cpu_empty(out_sizes, dtype), indices_cpu = cpu_empty(out_sizes, DType::i64);
-      cpu_nn().max_pool2d_forward(x.cpu, w, out_cpu, indices_cpu);
-      test::require_identical(out.check_and_fetch(), out_cpu, label("max_pool2d", dtype, c));
-      test::require_identical(indices.check_and_fetch(), indices_cpu, label("max_pool2d indices", dtype, c));
-
-      test::GuardedOutput gx(in_sizes, dtype, kGpu);
-      kernels::max_pool2d_backward(grad.cuda, test::copy_to(indices_cpu, kGpu), gx.view());
-      Tensor gx_cpu = cpu_empty(in_sizes, dtype);
-      cpu_nn().max_pool2d_backward(grad.cpu, indices_cpu, gx_cpu);
-      compare(gx, gx_cpu, tol(dtype, 1e-6), label("max_pool2d backward", dtype, c));
+      check_max_pool(x, w, out_sizes, grad, label("max_pool2d", dtype, c));
 
       test::GuardedOutput avg(out_sizes, dtype, kGpu);
       kernels::avg_pool2d_forward(x.cuda, w, avg.view());
@@ -238,10 +264,10 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
       cpu_nn().avg_pool2d_backward(grad.cpu, w, agx_cpu);
       compare(agx, agx_cpu, tol(dtype, 1e-6), label("avg_pool2d backward", dtype, c));
     }
-    // Adaptive: shrinking, growing, to 1x1, to the same size.
+    // Adaptive: shrinking, growing, to 1x1, to the same size, non-square.
     const std::vector<std::pair<Shape, Shape>> adaptive = {
         {{2, 3, 11, 9}, {2, 3, 3, 4}}, {{1, 2, 5, 4}, {1, 2, 13, 10}}, {{2, 4, 7, 7}, {2, 4, 1, 1}},
-        {{1, 1, 6, 5}, {1, 1, 6, 5}}};
+        {{1, 1, 6, 5}, {1, 1, 6, 5}},  {{2, 3, 7, 5}, {2, 3, 8, 2}}};
     for (size_t c = 0; c < adaptive.size(); ++c) {
       const auto& [in_sizes, out_sizes] = adaptive[c];
       auto x = test::random_pair(in_sizes, dtype, -3, 3, ++seed);
@@ -256,7 +282,30 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
       Tensor gx_cpu = cpu_empty(in_sizes, dtype);
       cpu_nn().adaptive_avg_pool2d_backward(grad.cpu, gx_cpu);
       compare(gx, gx_cpu, tol(dtype, 1e-6), label("adaptive_avg_pool2d backward", dtype, c));
+
+      auto ties = test::random_pair(in_sizes, dtype, -3, 3, ++seed, true);
+      check_max_pool(ties, std::nullopt, out_sizes, grad, label("adaptive_max_pool2d", dtype, c));
     }
+  }
+}
+
+// A window holding NaN yields NaN at its last NaN, as PyTorch, on both devices.
+TEST_CASE("CUDA max pooling picks the CPU's NaN", "[cuda]") {
+  for (DType dtype : kFloating) {
+    Tensor host = cpu_empty({1, 2, 5, 6}, dtype);
+    for (int64_t i = 0; i < host.numel(); ++i) {
+      const double v = (i % 7 == 3 || i % 11 == 5) ? std::nan("") : static_cast<double>(i % 5);
+      if (dtype == DType::f32) host.data<float>()[i] = static_cast<float>(v);
+      else host.data<double>()[i] = v;
+    }
+    const test::TensorPair x{host, test::copy_to(host, kGpu)};
+    const kernels::Pool2dGeometry window{.kernel = {3, 2}, .stride = {2, 1}, .padding = 1, .ceil_mode = true};
+    const PerAxis hw = kernels::pool2d_output_size(window, {5, 6});
+    const Shape sliding_out = {1, 2, hw.h, hw.w}, adaptive_out = {1, 2, 2, 3};
+    check_max_pool(x, window, sliding_out, test::random_pair(sliding_out, dtype, -1, 1, 5900),
+                   label("max_pool2d with NaN", dtype));
+    check_max_pool(x, std::nullopt, adaptive_out, test::random_pair(adaptive_out, dtype, -1, 1, 5901),
+                   label("adaptive_max_pool2d with NaN", dtype));
   }
 }
 
@@ -368,14 +417,20 @@ TEST_CASE("CUDA batch norm matches the CPU, through cuDNN and through duet's ker
 TEST_CASE("CUDA conv2d matches the CPU through cuDNN and through im2col", "[cuda]") {
   struct Case {
     Shape x, weight;
-    int64_t stride, padding;
+    kernels::Conv2dGeometry geometry;
     bool bias;
-    kernels::Conv2dGeometry geometry() const { return {.stride = stride, .padding = padding}; }
   };
   const std::vector<Case> cases = {
-      {{2, 3, 11, 9}, {5, 3, 3, 2}, 2, 1, true}, {{3, 4, 8, 8}, {6, 4, 1, 1}, 1, 0, true},  // pointwise
-      {{1, 1, 28, 28}, {20, 1, 3, 3}, 1, 0, false}, {{2, 20, 13, 13}, {50, 20, 5, 5}, 1, 2, true},
-      {{5, 2, 7, 6}, {3, 2, 3, 3}, 3, 1, false}};
+      {{2, 3, 11, 9}, {5, 3, 3, 2}, {.stride = 2, .padding = 1}, true},
+      {{3, 4, 8, 8}, {6, 4, 1, 1}, {}, true},  // pointwise
+      {{1, 1, 28, 28}, {20, 1, 3, 3}, {}, false},
+      {{2, 20, 13, 13}, {50, 20, 5, 5}, {.padding = 2}, true},
+      {{5, 2, 7, 6}, {3, 2, 3, 3}, {.stride = 3, .padding = 1}, false},
+      {{2, 4, 11, 9}, {6, 2, 3, 2}, {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2}, true},
+      {{2, 8, 10, 10}, {8, 1, 3, 3}, {.padding = 2, .dilation = 2, .groups = 8}, true},  // depthwise, dilated
+      {{2, 6, 9, 9}, {12, 1, 3, 3}, {.stride = 2, .padding = 1, .groups = 6}, false},    // depthwise, 2 per channel
+      {{3, 4, 8, 8}, {6, 2, 1, 1}, {.groups = 2}, true},                                 // pointwise in groups
+      {{1, 3, 13, 11}, {6, 3, 3, 3}, {.stride = {1, 2}, .padding = {2, 1}, .dilation = {2, 3}}, false}};
   uint64_t seed = 7000;
   for (bool im2col : {false, true}) {
     if (im2col) setenv("DUET_CONV_IM2COL", "1", 1);
@@ -383,30 +438,30 @@ TEST_CASE("CUDA conv2d matches the CPU through cuDNN and through im2col", "[cuda
       for (size_t c = 0; c < cases.size(); ++c) {
         const Case& cs = cases[c];
         const std::string path = im2col ? " (im2col)" : " (cuDNN)";
-        const Shape out_sizes = {cs.x[0], cs.weight[0],
-                                 kernels::window_output_size(cs.x[2], cs.weight[2], cs.stride, cs.padding),
-                                 kernels::window_output_size(cs.x[3], cs.weight[3], cs.stride, cs.padding)};
+        const PerAxis out_hw =
+            kernels::conv2d_output_size(cs.geometry, {cs.x[2], cs.x[3]}, {cs.weight[2], cs.weight[3]});
+        const Shape out_sizes = {cs.x[0], cs.weight[0], out_hw.h, out_hw.w};
         auto x = test::random_pair(cs.x, dtype, -1, 1, ++seed);
         auto w = test::random_pair(cs.weight, dtype, -1, 1, ++seed);
         auto b = test::random_pair({cs.weight[0]}, dtype, -1, 1, ++seed);
         auto grad = test::random_pair(out_sizes, dtype, -1, 1, ++seed);
 
         test::GuardedOutput out(out_sizes, dtype, kGpu);
-        kernels::conv2d_forward(x.cuda, w.cuda, cs.bias ? b.cuda : Tensor(), cs.geometry(), out.view());
+        kernels::conv2d_forward(x.cuda, w.cuda, cs.bias ? b.cuda : Tensor(), cs.geometry, out.view());
         Tensor out_cpu = cpu_empty(out_sizes, dtype);
-        cpu_nn().conv2d_forward(x.cpu, w.cpu, cs.bias ? b.cpu : Tensor(), cs.geometry(), out_cpu);
+        cpu_nn().conv2d_forward(x.cpu, w.cpu, cs.bias ? b.cpu : Tensor(), cs.geometry, out_cpu);
         compare(out, out_cpu, tol(dtype, 1e-4), label("conv2d_forward" + path, dtype, c));
 
         test::GuardedOutput gx(cs.x, dtype, kGpu);
-        kernels::conv2d_backward_input(grad.cuda, w.cuda, cs.geometry(), gx.view());
+        kernels::conv2d_backward_input(grad.cuda, w.cuda, cs.geometry, gx.view());
         Tensor gx_cpu = cpu_empty(cs.x, dtype);
-        cpu_nn().conv2d_backward_input(grad.cpu, w.cpu, cs.geometry(), gx_cpu);
+        cpu_nn().conv2d_backward_input(grad.cpu, w.cpu, cs.geometry, gx_cpu);
         compare(gx, gx_cpu, tol(dtype, 1e-4), label("conv2d_backward_input" + path, dtype, c));
 
         test::GuardedOutput gw(cs.weight, dtype, kGpu);
-        kernels::conv2d_backward_weight(grad.cuda, x.cuda, cs.geometry(), gw.view());
+        kernels::conv2d_backward_weight(grad.cuda, x.cuda, cs.geometry, gw.view());
         Tensor gw_cpu = cpu_empty(cs.weight, dtype);
-        cpu_nn().conv2d_backward_weight(grad.cpu, x.cpu, cs.geometry(), gw_cpu);
+        cpu_nn().conv2d_backward_weight(grad.cpu, x.cpu, cs.geometry, gw_cpu);
         compare(gw, gw_cpu, tol(dtype, 1e-4), label("conv2d_backward_weight" + path, dtype, c));
       }
     }

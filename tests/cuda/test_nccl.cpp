@@ -11,79 +11,50 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <exception>
 #include <optional>
-#include <thread>
+#include <string>
 #include <vector>
 
+#include "comm_fixtures.h"
 #include "duet/autograd/factory.h"
-#include "duet/autograd/ops.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/parallel/comm/nccl_communicator.h"
 #include "duet/parallel/comm/ring.h"
+#include "strategy_fixtures.h"
 
 using namespace duet;
 using namespace duet::parallel;
 using Catch::Matchers::Contains;
-using Group = std::vector<std::shared_ptr<Communicator>>;
+using test::expected;
+using test::Group;
+using test::on_each_rank;
 
 namespace {
-
-std::vector<Device> cuda_devices(int n) {
-  std::vector<Device> devices;
-  for (int i = 0; i < n; ++i) devices.push_back(cuda_device(i));
-  return devices;
-}
 
 bool virtual_devices() { return std::getenv("DUET_CUDA_VIRTUAL_DEVICES") != nullptr; }
 
 // A group over cuda:0..n-1, or nothing once the clear error that replaces it has been checked.
 std::optional<Group> nccl_group(int n, NcclOptions options = {}) {
   if (!nccl_is_built()) {
-    CHECK_THROWS_WITH(make_nccl_group(cuda_devices(n), options), Contains("built without NCCL"));
+    CHECK_THROWS_WITH(make_nccl_group(test::gpus(n), options), Contains("built without NCCL"));
     return std::nullopt;
   }
   if (virtual_devices()) {
-    CHECK_THROWS_WITH(make_nccl_group(cuda_devices(n), options), Contains("use make_local_group"));
+    CHECK_THROWS_WITH(make_nccl_group(test::gpus(n), options), Contains("use make_local_group"));
     return std::nullopt;
   }
-  return make_nccl_group(cuda_devices(n), options);
+  return make_nccl_group(test::gpus(n), options);
 }
 
-// Runs fn(comm) on one thread per rank and returns each rank's result; rethrows a rank's error.
+// What `call` threw, or "" when it returned.
 template <class Fn>
-auto on_each_rank(const Group& group, Fn fn) {
-  using Result = decltype(fn(*group[0]));
-  std::vector<Result> results(group.size());
-  std::vector<std::exception_ptr> errors(group.size());
-  std::vector<std::thread> threads;
-  for (size_t r = 0; r < group.size(); ++r)
-    threads.emplace_back([&, r] {
-      try {
-        results[r] = fn(*group[r]);
-      } catch (...) {
-        errors[r] = std::current_exception();
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
-  return results;
-}
-
-// t[i] = (r + 1) * (i + 1) on rank r's device: summed over n ranks, n(n+1)/2 * (i + 1).
-template <class T>
-Tensor rank_tensor(const Communicator& comm, Shape sizes, int r) {
-  std::vector<T> values(static_cast<size_t>(numel(sizes)));
-  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>((r + 1) * static_cast<double>(i + 1));
-  return from_vector(values, sizes, {.dtype = dtype_of<T>(), .device = comm.device()});
-}
-
-template <class T>
-std::vector<T> expected(int64_t count, double factor) {
-  std::vector<T> out(static_cast<size_t>(count));
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(factor * static_cast<double>(i + 1));
-  return out;
+std::string error_of(Fn call) {
+  try {
+    call();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // Equal within 1e-6 relative. NCCL's avg of floating tensors pre-multiplies every input by a
@@ -108,15 +79,8 @@ void check_all_reduce(int n) {
   std::optional<Group> group = nccl_group(n);
   if (!group) return;
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
-    auto results = on_each_rank(*group, [&](Communicator& comm) {
-      std::vector<Tensor> outs;
-      for (const Shape& sizes : kShapes) {
-        outs.push_back(rank_tensor<T>(comm, sizes, comm.rank()));
-        comm.all_reduce(outs.back(), op);
-      }
-      return outs;
-    });
-    double factor = op == ReduceOp::sum ? n * (n + 1) / 2.0 : (n + 1) / 2.0;
+    auto results = test::all_reduce_each_shape<T>(*group, op, kShapes);
+    double factor = test::reduced_factor(op, n);
     for (int r = 0; r < n; ++r)
       for (size_t s = 0; s < kShapes.size(); ++s) {
         CAPTURE(n, r, name(op), shape_str(kShapes[s]), dtype_name(dtype_of<T>()));
@@ -144,17 +108,8 @@ TEST_CASE("NCCL broadcast and reduce from every root", "[cuda][multigpu]") {
     if (!group) return;
     for (int root = 0; root < n; ++root)
       for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
-        auto results = on_each_rank(*group, [&](Communicator& comm) {
-          std::vector<Tensor> outs;
-          for (const Shape& sizes : kShapes) {
-            outs.push_back(rank_tensor<double>(comm, sizes, comm.rank()));
-            comm.broadcast(outs.back(), root);
-            outs.push_back(rank_tensor<float>(comm, sizes, comm.rank()));
-            comm.reduce(outs.back(), root, op);
-          }
-          return outs;
-        });
-        double reduced = op == ReduceOp::sum ? n * (n + 1) / 2.0 : (n + 1) / 2.0;
+        auto results = test::broadcast_and_reduce_each_shape(*group, root, op, kShapes);
+        double reduced = test::reduced_factor(op, n);
         for (int r = 0; r < n; ++r)
           for (size_t s = 0; s < kShapes.size(); ++s) {
             CAPTURE(n, root, r, name(op), shape_str(kShapes[s]));
@@ -172,13 +127,8 @@ TEST_CASE("NCCL all_gather returns every rank's tensor in rank order", "[cuda][m
   for (int n = 2; n <= max_ranks(); ++n) {
     std::optional<Group> group = nccl_group(n);
     if (!group) return;
-    auto results = on_each_rank(*group, [&](Communicator& comm) {
-      std::vector<std::vector<Tensor>> outs;
-      for (const Shape& sizes : kShapes) outs.push_back(comm.all_gather(rank_tensor<float>(comm, sizes, comm.rank())));
-      outs.push_back(comm.all_gather(rank_tensor<int64_t>(comm, {5}, comm.rank())));
-      comm.barrier();
-      return outs;
-    });
+    auto results = test::all_gather_each_shape<float>(*group, kShapes);
+    auto integers = test::all_gather_each_shape<int64_t>(*group, {{5}});
     for (int r = 0; r < n; ++r) {
       for (size_t s = 0; s < kShapes.size(); ++s) {
         REQUIRE(results[r][s].size() == static_cast<size_t>(n));
@@ -190,7 +140,7 @@ TEST_CASE("NCCL all_gather returns every rank's tensor in rank order", "[cuda][m
           CHECK(part.to_vector<float>() == expected<float>(numel(kShapes[s]), q + 1));
         }
       }
-      for (int q = 0; q < n; ++q) CHECK(results[r].back()[q].to_vector<int64_t>() == expected<int64_t>(5, q + 1));
+      for (int q = 0; q < n; ++q) CHECK(integers[r][0][q].to_vector<int64_t>() == expected<int64_t>(5, q + 1));
     }
   }
 }
@@ -201,20 +151,10 @@ TEST_CASE("NCCL async all-reduces complete in order and their results reach the 
   std::optional<Group> group = nccl_group(n);
   if (!group) return;
   auto results = on_each_rank(*group, [&](Communicator& comm) {
-    std::vector<Tensor> tensors;
-    std::vector<std::shared_ptr<Work>> works;
-    for (int k = 0; k < 6; ++k) {
-      tensors.push_back(rank_tensor<float>(comm, {100 + k}, comm.rank()));
-      works.push_back(comm.all_reduce_async(tensors.back(), k % 2 ? ReduceOp::avg : ReduceOp::sum));
-    }
-    // Compute queued on the rank's compute stream while the collectives run on the other one.
-    Tensor x = ones({256, 256}, {.device = comm.device()});
-    Tensor y = matmul(x, x);
-    for (auto& w : works) w->wait();
-    works.front()->wait();  // waiting again is fine
+    // The matmul is queued on the rank's compute stream while the collectives run on the other one.
+    std::vector<Tensor> tensors = test::all_reduces_in_flight(comm, 256);
     // A kernel queued after wait() reads the reduced values (the compute stream waited for them).
     tensors.front().mul_(2.0);
-    tensors.push_back(y);
     return tensors;
   });
   for (int r = 0; r < n; ++r) {
@@ -232,15 +172,7 @@ TEST_CASE("NCCL communicators count bytes with the ring model", "[cuda][multigpu
   std::optional<Group> group = nccl_group(n);
   if (!group) return;
   const int64_t count = 1001, bytes = count * 4;
-  auto stats = on_each_rank(*group, [&](Communicator& comm) {
-    comm.all_reduce(zeros({count}, {.device = comm.device()}));
-    CommStats all_reduce = comm.stats();
-    comm.reset_stats();
-    comm.broadcast(zeros({count}, {.device = comm.device()}), n - 1);
-    comm.all_gather(zeros({count}, {.device = comm.device()}));
-    comm.barrier();
-    return std::vector<CommStats>{all_reduce, comm.stats()};
-  });
+  auto stats = on_each_rank(*group, [&](Communicator& comm) { return test::collective_stats(comm, count); });
   for (int r = 0; r < n; ++r) {
     CAPTURE(n, r);
     CHECK(stats[r][0].calls == 1);
@@ -258,18 +190,16 @@ TEST_CASE("an NCCL rank's abort fails the other ranks' collectives", "[cuda][mul
   on_each_rank(*group, [&](Communicator& comm) {
     // A first collective that both ranks join: NCCL connects the ranks lazily, in the host call of
     // the first collective, where a rank that never joins would block it with no timeout. (Rank 0's
-    // is in the try: rank 1 may abort while rank 0 still waits for it.)
+    // is inside error_of: rank 1 may abort while rank 0 still waits for it.)
     if (comm.rank() == 1) {
       comm.all_reduce(ones({16}, {.device = comm.device()}));
       comm.abort("its forward threw");
       return 0;
     }
-    try {
+    error = error_of([&] {
       comm.all_reduce(ones({16}, {.device = comm.device()}));
       comm.all_reduce(ones({16}, {.device = comm.device()}));
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
+    });
     return 0;
   });
   CHECK_THAT(error, Contains("rank 1: its forward threw"));
@@ -281,13 +211,7 @@ TEST_CASE("an NCCL collective that a rank never joins times out", "[cuda][multig
   std::string error;
   on_each_rank(*group, [&](Communicator& comm) {
     comm.all_reduce(ones({16}, {.device = comm.device()}));  // connects the ranks, as above
-    if (comm.rank() == 0) {
-      try {
-        comm.all_reduce(ones({16}, {.device = comm.device()}));
-      } catch (const std::exception& e) {
-        error = e.what();
-      }
-    }
+    if (comm.rank() == 0) error = error_of([&] { comm.all_reduce(ones({16}, {.device = comm.device()})); });
     return 0;
   });
   CHECK_THAT(error, Contains("timed out after 300 ms"));
@@ -298,8 +222,8 @@ TEST_CASE("make_nccl_group refuses two virtual devices on one GPU", "[cuda][virt
   REQUIRE(virtual_devices());  // run through ctest, which sets DUET_CUDA_VIRTUAL_DEVICES=4
   REQUIRE(cuda::device_count() >= 2);
   const char* expected_error = nccl_is_built() ? "both run on physical GPU 0" : "built without NCCL";
-  CHECK_THROWS_WITH(make_nccl_group(cuda_devices(2)), Contains(expected_error));
-  if (nccl_is_built()) CHECK_THROWS_WITH(make_nccl_group(cuda_devices(2)), Contains("use make_local_group"));
+  CHECK_THROWS_WITH(make_nccl_group(test::gpus(2)), Contains(expected_error));
+  if (nccl_is_built()) CHECK_THROWS_WITH(make_nccl_group(test::gpus(2)), Contains("use make_local_group"));
 }
 
 TEST_CASE("make_nccl_group rejects CPU devices and repeated devices", "[cuda]") {
