@@ -141,8 +141,16 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
     autograd::record(std::make_shared<CrossEntropyBackward>(log_probs, target_data, weight_data, terms), {logits},
                      {losses});
   }
-  // The weighted mean: the rows' weights summed, ignored rows left out (the count when unweighted).
-  if (options.reduction == Reduction::mean) return sum(losses) / total_weight;
+  if (options.reduction == Reduction::mean) {
+    // The training hot path, unweighted with nothing ignored, keeps the plain mean's one
+    // reduction where the divisor is already on the host. On a GPU reading it would wait, so the
+    // weighted mean's division (ignored rows left out, the count when unweighted) runs there.
+    if (!options.weight.defined() && total_weight.device().is_cpu()) {
+      const double total = total_weight.dtype() == DType::f32 ? total_weight.item<float>() : total_weight.item<double>();
+      if (total == static_cast<double>(losses.numel())) return mean(losses);
+    }
+    return sum(losses) / total_weight;
+  }
   return detail::reduce_loss(losses, options.reduction);
 }
 
