@@ -26,6 +26,7 @@ std::atomic<CrossDeviceCopy>& cross_device_copy() {
 
 }  // namespace
 
+// One switch per enum, with no default, so -Wswitch warns of an op added without a name here.
 const char* name(UnaryOp op) {
   switch (op) {
     case UnaryOp::neg: return "neg";

@@ -159,6 +159,7 @@ struct Le { template <class T> DUET_HD uint8_t operator()(T a, T b) const { retu
 struct Gt { template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a > b; } };
 struct Ge { template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a >= b; } };
 
+// One switch per op family (as dispatch_dtype, core/dtype.h): each case reads as op -> functor.
 // Calls fn.template operator()<Functor>() for the functor of `op` (host side).
 template <class Fn>
 decltype(auto) dispatch_unary(UnaryOp op, Fn&& fn) {

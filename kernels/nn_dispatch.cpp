@@ -262,6 +262,7 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& 
       ->batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x, grad_weight, grad_bias);
 }
 
+// softmax and log_softmax take the same operands and checks, spelled out per op so each reads alone.
 void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
   const char* op = "softmax_forward";
   check_floating(op, {{"x", x}, {"out", out}});

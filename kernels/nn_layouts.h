@@ -88,6 +88,11 @@ struct AxisWindows {
   }
 };
 
+// An element of a pooling operand: its plane (n * C + c), row and column.
+struct PlanePosition {
+  int64_t plane, row, col;
+};
+
 // x [N, C, H, W] pooled to out [N, C, Ho, Wo]: N * C independent planes, rows and columns.
 struct PoolLayout {
   int64_t planes;  // N * C
@@ -104,6 +109,15 @@ struct PoolLayout {
   }
   DUET_HD int64_t in_plane() const { return rows.in * cols.in; }
   DUET_HD int64_t out_plane() const { return rows.out * cols.out; }
+  // Where flat index o of out [N * C, rows.out, cols.out], or i of x [N * C, rows.in, cols.in], lies.
+  DUET_HD PlanePosition output_at(int64_t o) const {
+    return {o / out_plane(), (o % out_plane()) / cols.out, o % cols.out};
+  }
+  DUET_HD PlanePosition input_at(int64_t i) const {
+    return {i / in_plane(), (i % in_plane()) / cols.in, i % cols.in};
+  }
+  // An average's divisor for output (oh, ow): the product of its axes' divisors.
+  DUET_HD int64_t divisor(int64_t oh, int64_t ow) const { return rows.divisor(oh) * cols.divisor(ow); }
 };
 
 // ---- batch norm ----
@@ -148,6 +162,7 @@ struct ConvLayout {
   DUET_HD int64_t patch_size() const { return group_channels() * kernel_h * kernel_w; }  // one filter's weights
   DUET_HD int64_t col_rows() const { return channels * kernel_h * kernel_w; }            // groups * patch_size()
   DUET_HD int64_t out_pixels() const { return out_h * out_w; }                           // columns
+  DUET_HD int64_t col_size() const { return col_rows() * out_pixels(); }                 // one column matrix
   DUET_HD int64_t image_size() const { return channels * height * width; }
   // Where group gi's GEMM operands start: its filters' rows of the weight, its channels' rows of a
   // column matrix, its filters' planes of one image's output. All 0 for group 0.

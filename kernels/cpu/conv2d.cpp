@@ -25,7 +25,7 @@ namespace {
 template <class T>
 const T* columns_of(const ConvLayout& g, const T* image, std::vector<T>& buffer) {
   if (g.is_pointwise()) return image;
-  buffer.resize(static_cast<size_t>(g.col_rows() * g.out_pixels()));
+  buffer.resize(static_cast<size_t>(g.col_size()));
   im2col(g, image, buffer.data());
   return buffer.data();
 }
@@ -66,7 +66,7 @@ void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const Co
   T* gxd = grad_x.data<T>();
   parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> col;
-    if (!g.is_pointwise()) col.resize(static_cast<size_t>(g.col_rows() * pixels));
+    if (!g.is_pointwise()) col.resize(static_cast<size_t>(g.col_size()));
     for (int64_t n = begin; n < end; ++n) {
       const T* gn = gd + n * filters * pixels;
       T* gxn = gxd + n * g.image_size();
@@ -117,6 +117,8 @@ void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvLa
 
 }  // namespace
 
+// The entry points share a shape (empty result, layout, dtype) but each gives ConvLayout::of its
+// own operands in x, weight, out's roles; a helper would hide which is which.
 void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& geometry,
                     const Tensor& out) {
   if (out.numel() == 0) return;

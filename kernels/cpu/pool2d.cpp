@@ -25,6 +25,16 @@ void for_each_plane(const PoolLayout& g, PlaneFn&& plane) {
   });
 }
 
+// Calls window(oh, ow, r, c) for every output (oh, ow) of a plane, in row-major order, with the
+// rows r and columns c of the input window it reads.
+template <class WindowFn>
+void for_each_window(const PoolLayout& g, WindowFn&& window) {
+  for (int64_t oh = 0; oh < g.rows.out; ++oh) {
+    const Window r = g.rows.at(oh);
+    for (int64_t ow = 0; ow < g.cols.out; ++ow) window(oh, ow, r, g.cols.at(ow));
+  }
+}
+
 // The maximum of one window and its position in the plane: the first maximum in row-major
 // order, or the last NaN (NaN propagates; PyTorch's `val > max || isnan(val)` keeps the last).
 // The common path is branch-free selects: on real data whether an element is a new maximum is a
@@ -59,14 +69,11 @@ void max_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& out, 
   int64_t* id = indices.data<int64_t>();
   for_each_plane(g, [&](int64_t p) {
     const T* plane = xd + p * g.in_plane();
-    for (int64_t oh = 0; oh < g.rows.out; ++oh) {
-      const Window r = g.rows.at(oh);
-      for (int64_t ow = 0; ow < g.cols.out; ++ow) {
-        const auto [value, position] = window_max(plane, g.cols.in, r, g.cols.at(ow));
-        od[p * g.out_plane() + oh * g.cols.out + ow] = value;
-        id[p * g.out_plane() + oh * g.cols.out + ow] = position;
-      }
-    }
+    for_each_window(g, [&](int64_t oh, int64_t ow, Window r, Window c) {
+      const auto [value, position] = window_max(plane, g.cols.in, r, c);
+      od[p * g.out_plane() + oh * g.cols.out + ow] = value;
+      id[p * g.out_plane() + oh * g.cols.out + ow] = position;
+    });
   });
 }
 
@@ -140,20 +147,16 @@ void average_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& o
   const int64_t width = g.cols.in;
   for_each_plane(g, [&](int64_t p) {
     const T* in = xd + p * g.in_plane();
-    for (int64_t oh = 0; oh < g.rows.out; ++oh) {
-      const Window r = g.rows.at(oh);
-      for (int64_t ow = 0; ow < g.cols.out; ++ow) {
-        const Window c = g.cols.at(ow);
-        T sum = 0;
-        for (int64_t ih = r.begin; ih < r.end; ++ih)
-          for (int64_t iw = c.begin; iw < c.end; ++iw) sum += in[ih * width + iw];
-        od[p * g.out_plane() + oh * g.cols.out + ow] =
-            sum / static_cast<T>(g.rows.divisor(oh) * g.cols.divisor(ow));
-      }
-    }
+    for_each_window(g, [&](int64_t oh, int64_t ow, Window r, Window c) {
+      T sum = 0;
+      for (int64_t ih = r.begin; ih < r.end; ++ih)
+        for (int64_t iw = c.begin; iw < c.end; ++iw) sum += in[ih * width + iw];
+      od[p * g.out_plane() + oh * g.cols.out + ow] = sum / static_cast<T>(g.divisor(oh, ow));
+    });
   });
 }
 
+// Opens as average_forward_typed does (pointers, the 2x2 case, the plane loop): it is its adjoint.
 template <class T>
 void average_backward_typed(const Tensor& grad_out, const PoolLayout& g, const Tensor& grad_x) {
   const T* gd = grad_out.data<T>();
@@ -163,16 +166,11 @@ void average_backward_typed(const Tensor& grad_out, const PoolLayout& g, const T
   for_each_plane(g, [&](int64_t p) {
     T* gx = gxd + p * g.in_plane();
     std::fill(gx, gx + g.in_plane(), T(0));
-    for (int64_t oh = 0; oh < g.rows.out; ++oh) {
-      const Window r = g.rows.at(oh);
-      for (int64_t ow = 0; ow < g.cols.out; ++ow) {
-        const Window c = g.cols.at(ow);
-        const T share = gd[p * g.out_plane() + oh * g.cols.out + ow] /
-                        static_cast<T>(g.rows.divisor(oh) * g.cols.divisor(ow));
-        for (int64_t ih = r.begin; ih < r.end; ++ih)
-          for (int64_t iw = c.begin; iw < c.end; ++iw) gx[ih * width + iw] += share;
-      }
-    }
+    for_each_window(g, [&](int64_t oh, int64_t ow, Window r, Window c) {
+      const T share = gd[p * g.out_plane() + oh * g.cols.out + ow] / static_cast<T>(g.divisor(oh, ow));
+      for (int64_t ih = r.begin; ih < r.end; ++ih)
+        for (int64_t iw = c.begin; iw < c.end; ++iw) gx[ih * width + iw] += share;
+    });
   });
 }
 

@@ -44,6 +44,8 @@ namespace duet::cuda::detail {
 
 }  // namespace duet::cuda::detail
 
+// One macro per library, not one generic macro: forwarding `expr` would expand it before #expr, so
+// errors would quote cublasCreate_v2(...) where the code says cublasCreate(...).
 #define DUET_CUDA_CHECK(expr)                                                     \
   do {                                                                            \
     cudaError_t duet_cuda_status_ = (expr);                                       \

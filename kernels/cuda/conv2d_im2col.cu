@@ -24,6 +24,9 @@ namespace {
 // (256 MiB of f32), or one image's if that is larger.
 constexpr int64_t kColumnBudget = int64_t(1) << 26;
 
+// Kernels are functors for launch_indexed (no device lambdas without --extended-lambda), so they
+// open as pool2d.cu's do; the three directions below open alike too, around Chunks::for_each.
+
 // col[b] for images b of a chunk starting at x: one thread per column entry.
 template <class T>
 struct Im2col {
@@ -31,7 +34,7 @@ struct Im2col {
   T* col;
   ConvLayout g;
   __device__ void operator()(int64_t i) const {
-    const int64_t pixels = g.out_pixels(), per_image = g.col_rows() * pixels;
+    const int64_t pixels = g.out_pixels(), per_image = g.col_size();
     const int64_t b = i / per_image, r = (i % per_image) / pixels, p = i % pixels;
     const int64_t c = r / (g.kernel_h * g.kernel_w), ki = (r / g.kernel_w) % g.kernel_h, kj = r % g.kernel_w;
     const int64_t ih = (p / g.out_w) * g.stride.h - g.padding.h + ki * g.dilation.h;
@@ -48,10 +51,10 @@ struct Col2im {
   T* grad_x;
   ConvLayout g;
   __device__ void operator()(int64_t i) const {
-    const int64_t image = g.channels * g.height * g.width, pixels = g.out_pixels();
+    const int64_t image = g.image_size(), pixels = g.out_pixels();
     const int64_t b = i / image, c = (i % image) / (g.height * g.width);
     const int64_t ih = (i / g.width) % g.height, iw = i % g.width;
-    const T* col_b = col + b * g.col_rows() * pixels;
+    const T* col_b = col + b * g.col_size();
     T sum = 0;
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
       const int64_t oh_scaled = ih + g.padding.h - ki * g.dilation.h;  // oh * stride.h
@@ -82,11 +85,14 @@ struct Chunks {
   Tensor scratch;
 
   Chunks(const ConvLayout& g, DType dtype, Device device) {
-    const int64_t per_image = g.col_rows() * g.out_pixels();
-    size = std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(per_image, 1), 1, g.batch);
-    if (!g.is_pointwise()) scratch = empty_contiguous({size * per_image}, dtype, device);
+    size = std::clamp<int64_t>(kColumnBudget / std::max<int64_t>(g.col_size(), 1), 1, g.batch);
+    if (!g.is_pointwise()) scratch = empty_contiguous({size * g.col_size()}, dtype, device);
   }
-  int64_t count(const ConvLayout& g, int64_t first) const { return std::min(size, g.batch - first); }
+  // Calls chunk(first, n) for the images [first, first + n) of each chunk, in image order.
+  template <class ChunkFn>
+  void for_each(const ConvLayout& g, ChunkFn&& chunk) const {
+    for (int64_t first = 0; first < g.batch; first += size) chunk(first, std::min(size, g.batch - first));
+  }
 };
 
 // The column matrices of images [first, first + n) of x: the images themselves when pointwise.
@@ -96,7 +102,7 @@ const T* columns(const ConvLayout& g, const Chunks& chunks, const T* x, int64_t 
   const T* images = x + first * g.image_size();
   if (g.is_pointwise()) return images;
   T* col = chunks.scratch.data<T>();
-  launch_indexed(n * g.col_rows() * g.out_pixels(), Im2col<T>{images, col, g}, stream);
+  launch_indexed(n * g.col_size(), Im2col<T>{images, col, g}, stream);
   return col;
 }
 
@@ -104,9 +110,8 @@ template <class T>
 void forward_typed(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out, Device device,
                    cudaStream_t stream) {
   const Chunks chunks(g, x.dtype(), device);
-  const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_rows() * pixels;
-  for (int64_t first = 0; first < g.batch; first += chunks.size) {
-    const int64_t n = chunks.count(g, first);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_size();
+  chunks.for_each(g, [&](int64_t first, int64_t n) {
     const T* col = columns(g, chunks, x.data<T>(), first, n, stream);
     T* out_chunk = out.data<T>() + first * g.filters * pixels;
     // out_b[gi] [K/g, HW] = W[gi] [K/g, P] @ col_b[gi] [P, HW], as out_b[gi]^T = col_b[gi]^T W[gi]^T,
@@ -116,16 +121,15 @@ void forward_typed(const ConvLayout& g, const Tensor& x, const Tensor& weight, c
                               pixels, image_cols, weight.data<T>() + g.group_weight(gi), patch, 0, T(0),
                               out_chunk + g.group_out(gi), pixels, g.filters * pixels, n);
     }
-  }
+  });
 }
 
 template <class T>
 void backward_input_typed(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight, const Tensor& grad_x,
                           Device device, cudaStream_t stream) {
   const Chunks chunks(g, grad_x.dtype(), device);
-  const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_rows() * pixels;
-  for (int64_t first = 0; first < g.batch; first += chunks.size) {
-    const int64_t n = chunks.count(g, first);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_size();
+  chunks.for_each(g, [&](int64_t first, int64_t n) {
     T* grad_x_chunk = grad_x.data<T>() + first * g.image_size();
     const T* grad_out_chunk = grad_out.data<T>() + first * g.filters * pixels;
     // Pointwise: the column gradient is the image gradient, written in place.
@@ -139,16 +143,15 @@ void backward_input_typed(const ConvLayout& g, const Tensor& grad_out, const Ten
     }
     if (!g.is_pointwise())
       launch_indexed(n * g.image_size(), Col2im<T>{dcol, grad_x_chunk, g}, stream);
-  }
+  });
 }
 
 template <class T>
 void backward_weight_typed(const ConvLayout& g, const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
                            Device device, cudaStream_t stream) {
   const Chunks chunks(g, x.dtype(), device);
-  const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_rows() * pixels;
-  for (int64_t first = 0; first < g.batch; first += chunks.size) {
-    const int64_t n = chunks.count(g, first);
+  const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_size();
+  chunks.for_each(g, [&](int64_t first, int64_t n) {
     const T* col = columns(g, chunks, x.data<T>(), first, n, stream);
     for (int64_t b = 0; b < n; ++b) {
       // grad_W[gi] [K/g, P] (+)= grad_out_b[gi] [K/g, HW] @ col_b[gi]^T [HW, P], as
@@ -158,7 +161,7 @@ void backward_weight_typed(const ConvLayout& g, const Tensor& grad_out, const Te
                               pixels, g.group_col(1), grad_out.data<T>() + (first + b) * g.filters * pixels, pixels,
                               g.group_out(1), beta, grad_weight.data<T>(), patch, g.group_weight(1), g.groups);
     }
-  }
+  });
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 namespace duet::cuda {
 namespace {
 
+// Shaped as blas.cpp's handle table (created once per device, locked per call); each holds its own
+// library's handle type and setup calls, so the two stay apart.
 struct Handles {
   std::array<std::once_flag, kMaxDevicesPerType> created;
   std::array<cudnnHandle_t, kMaxDevicesPerType> handle{};

@@ -24,6 +24,9 @@ namespace {
 using kernels::PoolLayout;
 using kernels::Window;
 
+// Each kernel is a functor for launch_indexed (the build has no device lambdas, --extended-lambda),
+// so each opens alike: its operands, its layout, operator()(index); the index math is PoolLayout's.
+
 // The first maximum in row-major window order, or the last NaN (NaN propagates).
 template <class T>
 struct MaxForward {
@@ -32,7 +35,7 @@ struct MaxForward {
   int64_t* indices;
   PoolLayout g;
   __device__ void operator()(int64_t o) const {
-    const int64_t p = o / g.out_plane(), oh = (o % g.out_plane()) / g.cols.out, ow = o % g.cols.out;
+    const auto [p, oh, ow] = g.output_at(o);
     const T* plane = x + p * g.in_plane();
     const Window r = g.rows.at(oh), c = g.cols.at(ow);
     T best = kNegInfinity<T>;
@@ -72,13 +75,13 @@ struct AverageForward {
   T* out;
   PoolLayout g;
   __device__ void operator()(int64_t o) const {
-    const int64_t p = o / g.out_plane(), oh = (o % g.out_plane()) / g.cols.out, ow = o % g.cols.out;
+    const auto [p, oh, ow] = g.output_at(o);
     const T* plane = x + p * g.in_plane();
     const Window r = g.rows.at(oh), c = g.cols.at(ow);
     T sum = 0;
     for (int64_t ih = r.begin; ih < r.end; ++ih)
       for (int64_t iw = c.begin; iw < c.end; ++iw) sum += plane[ih * g.cols.in + iw];
-    out[o] = sum / static_cast<T>(g.rows.divisor(oh) * g.cols.divisor(ow));
+    out[o] = sum / static_cast<T>(g.divisor(oh, ow));
   }
 };
 
@@ -90,7 +93,7 @@ struct AverageBackward {
   T* grad_x;
   PoolLayout g;
   __device__ void operator()(int64_t i) const {
-    const int64_t p = i / g.in_plane(), ih = (i % g.in_plane()) / g.cols.in, iw = i % g.cols.in;
+    const auto [p, ih, iw] = g.input_at(i);
     const T* go = grad_out + p * g.out_plane();
     const Window oh_range = g.rows.outputs_covering(ih), ow_range = g.cols.outputs_covering(iw);
     T sum = 0;
@@ -100,7 +103,7 @@ struct AverageBackward {
       for (int64_t ow = ow_range.begin; ow < ow_range.end; ++ow) {
         const Window c = g.cols.at(ow);
         if (iw < c.begin || iw >= c.end) continue;
-        sum += go[oh * g.cols.out + ow] / static_cast<T>(g.rows.divisor(oh) * g.cols.divisor(ow));
+        sum += go[oh * g.cols.out + ow] / static_cast<T>(g.divisor(oh, ow));
       }
     }
     grad_x[i] = sum;

@@ -130,6 +130,24 @@ TEST_CASE("a pooling axis's divisor counts the padding, or not, and stops at the
   CHECK(without_pad.divisor(4) == 1);  // [7, 10) holds only element 7
   const auto adaptive = kernels::AxisWindows::adaptive_to(7, 3);  // [0, 3), [2, 5), [4, 7)
   CHECK(adaptive.divisor(1) == 3);
+  // A window's divisor is its rows' times its columns'.
+  const kernels::PoolLayout layout{2, with_pad, adaptive};
+  CHECK(layout.divisor(4, 1) == 2 * 3);
+}
+
+// The CUDA pooling kernels take one flat index per thread and find its plane, row and column.
+TEST_CASE("a pooling layout finds the plane, row and column of a flat index", "[nn][kernels]") {
+  // x [2, 3, 5, 7] pooled to out [2, 3, 4, 6]: 6 planes.
+  const kernels::PoolLayout g{6, kernels::AxisWindows::adaptive_to(5, 4), kernels::AxisWindows::adaptive_to(7, 6)};
+  const int64_t o = (4 * 4 + 3) * 6 + 5, i = (2 * 5 + 1) * 7 + 6;
+  CHECK(g.output_at(o).plane == 4);
+  CHECK(g.output_at(o).row == 3);
+  CHECK(g.output_at(o).col == 5);
+  CHECK(g.input_at(i).plane == 2);
+  CHECK(g.input_at(i).row == 1);
+  CHECK(g.input_at(i).col == 6);
+  CHECK(g.output_at(0).plane == 0);
+  CHECK(g.input_at(6 * 5 * 7 - 1).plane == 5);
 }
 
 TEST_CASE("batch norm kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
