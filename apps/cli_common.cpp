@@ -83,13 +83,21 @@ void add_optimizer_flags(CLI::App& cmd, OptimizerArgs& args) {
   cmd.add_option("--optimizer", args.name, "sgd or adam")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
   cmd.add_option("--momentum", args.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd.add_option("--weight-decay", args.weight_decay, "L2 penalty")->check(kNonNegative)->capture_default_str();
+  cmd.add_flag("--amsgrad", args.amsgrad, "Adam with AMSGrad: divide by the running maximum of the second moment");
+}
+
+std::string optimizer_args_problem(const OptimizerArgs& args) {
+  if (args.amsgrad && args.name != "adam") return "--amsgrad is an Adam option: give --optimizer adam";
+  return "";
 }
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const OptimizerArgs& args, std::vector<Tensor> params) {
   if (args.name == "adam") {
-    return std::make_unique<optim::Adam>(std::move(params),
-                                         optim::AdamOptions{.lr = args.lr, .weight_decay = args.weight_decay});
+    return std::make_unique<optim::Adam>(
+        std::move(params), optim::AdamOptions{.lr = args.lr, .weight_decay = args.weight_decay, .amsgrad = args.amsgrad});
   }
+  const std::string problem = optimizer_args_problem(args);
+  DUET_CHECK(problem.empty(), problem);
   return std::make_unique<optim::SGD>(
       std::move(params), optim::SGDOptions{.lr = args.lr, .momentum = args.momentum, .weight_decay = args.weight_decay});
 }

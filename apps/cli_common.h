@@ -44,8 +44,11 @@ struct OptimizerArgs {
   double lr = 0.9;
   double momentum = 0;
   double weight_decay = 0;
+  bool amsgrad = false;  // adam only
 };
 void add_optimizer_flags(CLI::App& cmd, OptimizerArgs& args);
+// What is wrong with flags that do not go together (--amsgrad without --optimizer adam), or "".
+std::string optimizer_args_problem(const OptimizerArgs& args);
 std::unique_ptr<optim::Optimizer> make_optimizer(const OptimizerArgs& args, std::vector<Tensor> params);
 
 }  // namespace duet::apps

@@ -217,6 +217,8 @@ int run_compare(CompareArgs args) {
   std::vector<int> counts;
   try {
     device = Device::parse(args.device);
+    const std::string problem = optimizer_args_problem(args.optimizer);
+    DUET_CHECK(problem.empty(), problem);
     if (args.comm == "mpi") {
       DUET_CHECK(started_by_mpirun(), "--comm mpi: this process was not started by mpirun; run `mpirun -np N duet "
                  "compare --comm mpi --strategies single,ddp ...`");

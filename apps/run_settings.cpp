@@ -35,6 +35,13 @@ T parse(const std::string& text) {
   return value;
 }
 
+std::string boolean(bool value) { return value ? "true" : "false"; }
+
+bool parse_boolean(const std::string& text) {
+  if (text != "true" && text != "false") throw std::invalid_argument(text);
+  return text == "true";
+}
+
 std::string join(const std::vector<int>& values) {
   std::string text;
   for (int v : values) text += (text.empty() ? "" : ",") + std::to_string(v);
@@ -65,6 +72,9 @@ const std::vector<Setting>& settings() {
       {"weight_decay", "--weight-decay", Kind::tunable,
        [](const TrainArgs& a) { return number(a.optimizer.weight_decay); },
        [](TrainArgs& a, const std::string& v) { a.optimizer.weight_decay = parse<double>(v); }},
+      // identity: the checkpoint's optimizer state has max_exp_avg_sq exactly when it is on.
+      {"amsgrad", "--amsgrad", Kind::identity, [](const TrainArgs& a) { return boolean(a.optimizer.amsgrad); },
+       [](TrainArgs& a, const std::string& v) { a.optimizer.amsgrad = parse_boolean(v); }},
       {"batch_size", "--batch-size", Kind::tunable, [](const TrainArgs& a) { return std::to_string(a.batch_size); },
        [](TrainArgs& a, const std::string& v) { a.batch_size = parse<int64_t>(v); }},
       {"epochs", "--epochs", Kind::tunable, [](const TrainArgs& a) { return std::to_string(a.epochs); },

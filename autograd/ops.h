@@ -67,6 +67,23 @@ Tensor mean(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = fals
 // Max values; on ties the gradient is split evenly among the maxima (like torch.amax).
 Tensor max(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // i64, not differentiable
+// Min values; on ties the gradient is split evenly among the minima (torch.amin; torch.min(x)
+// without a dim does the same). NaN is the minimum wherever it appears, as in PyTorch.
+Tensor amin(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
+Tensor min(const Tensor& x);
+// torch.min(x, dim): the minimum along dim and the index of its first occurrence; the gradient
+// goes to that index only.
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;  // i64
+};
+ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);  // i64, not differentiable
+// Variance and standard deviation over dims (all when empty), as torch.var and torch.std in 1.13:
+// sum((x - mean)^2) / max(0, n - 1) when unbiased (the default), / n otherwise. std's gradient
+// is 0 where std is 0.
+Tensor var(const Tensor& x, std::vector<int64_t> dims = {}, bool unbiased = true, bool keepdim = false);
+Tensor std(const Tensor& x, std::vector<int64_t> dims = {}, bool unbiased = true, bool keepdim = false);
 Tensor logsumexp(const Tensor& x, std::vector<int64_t> dims, bool keepdim = false);
 
 // ---- linear algebra ----

@@ -68,6 +68,7 @@ const char* name(ReduceOp op) {
     case ReduceOp::max: return "max";
     case ReduceOp::min: return "min";
     case ReduceOp::argmax: return "argmax";
+    case ReduceOp::argmin: return "argmin";
     case ReduceOp::logsumexp: return "logsumexp";
   }
   return "unknown reduce op";

@@ -18,7 +18,7 @@ enum class UnaryOp : uint8_t { neg, exp, log, sqrt, abs, relu, sigmoid, tanh };
 // div on integer dtypes truncates as C++ does (the op layer's duet::div divides them as f32,
 // as torch.div does); floor_divide rounds toward -inf.
 enum class BinaryOp : uint8_t { add, sub, mul, div, floor_divide, pow, maximum, minimum, eq, ne, lt, le, gt, ge };
-enum class ReduceOp : uint8_t { sum, mean, max, min, argmax, logsumexp };
+enum class ReduceOp : uint8_t { sum, mean, max, min, argmax, argmin, logsumexp };
 
 const char* name(UnaryOp op);
 const char* name(BinaryOp op);
@@ -40,12 +40,14 @@ void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Ten
                      const Tensor& out, const Tensor& grad_a, const Tensor& grad_b);
 
 // Reduces `in` over `dims` (normalised, ascending, unique). `out` has in's rank with size 1
-// in every reduced dim (keepdim layout) and the dtype reduce_output_dtype() names. argmax takes
-// exactly one dim; an empty `dims` reduces over every dim.
+// in every reduced dim (keepdim layout) and the dtype reduce_output_dtype() names. argmax and
+// argmin take exactly one dim and give the first extremum (NaN counts as one, as in PyTorch); an
+// empty `dims` reduces over every dim.
 void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out);
-// The dtype reduce writes: i64 for argmax and for a sum of integers (as torch.sum), else `in`'s.
+constexpr bool is_arg_reduction(ReduceOp op) { return op == ReduceOp::argmax || op == ReduceOp::argmin; }
+// The dtype reduce writes: i64 for argmax, argmin and a sum of integers (as torch.sum), else `in`'s.
 constexpr DType reduce_output_dtype(ReduceOp op, DType in) {
-  return op == ReduceOp::argmax || (op == ReduceOp::sum && !is_floating(in)) ? DType::i64 : in;
+  return is_arg_reduction(op) || (op == ReduceOp::sum && !is_floating(in)) ? DType::i64 : in;
 }
 
 // out[b] = a[b] @ b[b] for rank-2 ([m,k] @ [k,n] -> [m,n]) or rank-3 ([B,m,k] @ [B,k,n])

@@ -118,12 +118,25 @@ void check_rows(const char* op, const Operand& a, const Operand& b, int64_t dim)
              " out of range for ", a.str());
 }
 
-// scores [N, C], target [N] and one value per row [N].
-void check_classes(const char* op, const Operand& scores, const Operand& target, const Operand& per_row) {
+// scores [N, C, d1, ...] (rank >= 2), and target and one value per row both scores' shape without
+// dim 1; weight [C] when defined.
+void check_classes(const char* op, const Operand& scores, const Operand& target, const Operand& per_row,
+                   const Operand& weight) {
   check_index(op, target);
   const Tensor &s = scores.tensor, &t = target.tensor, &r = per_row.tensor;
-  DUET_CHECK(s.dim() == 2 && t.dim() == 1 && r.dim() == 1 && t.size(0) == s.size(0) && r.size(0) == s.size(0), op,
-             ": shapes do not match: ", scores.str(), ", ", target.str(), ", ", per_row.str());
+  Shape rows;
+  for (int64_t d = 0; d < s.dim(); ++d) {
+    if (d != 1) rows.push_back(s.size(d));
+  }
+  DUET_CHECK(s.dim() >= 2 && t.sizes() == rows && r.sizes() == rows, op, ": shapes do not match: ", scores.str(),
+             ", ", target.str(), ", ", per_row.str());
+  DUET_CHECK(!weight.tensor.defined() || (weight.tensor.dim() == 1 && weight.tensor.size(0) == s.size(1)), op, ": ",
+             weight.str(), " does not match the ", s.size(1), " classes of ", scores.str());
+}
+
+void check_terms(const char* op, const CrossEntropyTerms& terms) {
+  DUET_CHECK(terms.label_smoothing >= 0 && terms.label_smoothing <= 1, op, ": label_smoothing must be in [0, 1], got ",
+             terms.label_smoothing);
 }
 
 }  // namespace
@@ -280,22 +293,29 @@ void log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim
   NnCall(grad_x.device(), op)->log_softmax_backward(grad_out, out, dim, grad_x);
 }
 
-void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
-                           const Tensor& log_probs) {
+void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                           const CrossEntropyTerms& terms, const Tensor& losses, const Tensor& log_probs,
+                           const Tensor& total_weight) {
   const char* op = "cross_entropy_forward";
-  check_floating(op, {{"logits", logits}, {"losses", losses}, {"log_probs", log_probs}});
-  check_classes(op, {"logits", logits}, {"target", target}, {"losses", losses});
+  check_floating(op, {{"logits", logits}, optional("weight", weight), {"losses", losses}, {"log_probs", log_probs},
+                      {"total_weight", total_weight}});
+  check_classes(op, {"logits", logits}, {"target", target}, {"losses", losses}, optional("weight", weight));
   check_same_shape(op, {"log_probs", log_probs}, {"logits", logits});
-  NnCall(losses.device(), op)->cross_entropy_forward(logits, target, losses, log_probs);
+  check_terms(op, terms);
+  DUET_CHECK(total_weight.dim() == 0, op, ": expected total_weight of shape [], got ", total_weight.describe());
+  NnCall(losses.device(), op)->cross_entropy_forward(logits, target, weight, terms, losses, log_probs, total_weight);
 }
 
 void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
-                            const Tensor& grad_logits) {
+                            const Tensor& weight, const CrossEntropyTerms& terms, const Tensor& grad_logits) {
   const char* op = "cross_entropy_backward";
-  check_floating(op, {{"grad_losses", grad_losses}, {"log_probs", log_probs}, {"grad_logits", grad_logits}});
-  check_classes(op, {"log_probs", log_probs}, {"target", target}, {"grad_losses", grad_losses});
+  check_floating(op, {{"grad_losses", grad_losses}, {"log_probs", log_probs}, optional("weight", weight),
+                      {"grad_logits", grad_logits}});
+  check_classes(op, {"log_probs", log_probs}, {"target", target}, {"grad_losses", grad_losses},
+                optional("weight", weight));
   check_same_shape(op, {"grad_logits", grad_logits}, {"log_probs", log_probs});
-  NnCall(grad_logits.device(), op)->cross_entropy_backward(grad_losses, log_probs, target, grad_logits);
+  check_terms(op, terms);
+  NnCall(grad_logits.device(), op)->cross_entropy_backward(grad_losses, log_probs, target, weight, terms, grad_logits);
 }
 
 }  // namespace duet::kernels

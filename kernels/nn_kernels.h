@@ -135,13 +135,27 @@ void log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim
                           const Tensor& grad_x);
 
 // ---- cross-entropy (fused log-softmax + negative log-likelihood) ----
-// logits [N, C], target i64 [N] -> losses [N] (losses[i] = -log_softmax(logits[i])[target[i]])
-// and log_probs [N, C], kept for the backward pass. Throws naming the first target outside
-// [0, C) and its index (the kernel checks, since only it reads the target's memory).
-void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
-                           const Tensor& log_probs);
-// grad_logits [N, C] = grad_losses[i] * (softmax(logits[i]) - one_hot(target[i])).
+// What PyTorch's cross_entropy takes besides its tensors. With lp = log_softmax over the C
+// classes, w = weight (every class 1 when undefined) and s = label_smoothing, a row whose target t
+// is not ignore_index loses
+//   (1 - s) * w[t] * -lp[t] + (s / C) * sum_c w[c] * -lp[c]
+// (PyTorch 1.13's formula, smoothing weighted too); an ignored row loses 0 and adds nothing to
+// the mean's divisor.
+struct CrossEntropyTerms {
+  int64_t ignore_index = -100;
+  double label_smoothing = 0;
+};
+// logits [N, C] or [N, C, d1, ...], target i64 [N] or [N, d1, ...] (logits without dim 1), weight
+// [C] or undefined. Writes losses (target's shape), log_probs (logits' shape, kept for the
+// backward pass) and total_weight [] (0-d): the sum of w[t] over the rows not ignored, the
+// divisor of PyTorch's weighted mean. Throws naming the first target that is neither in [0, C)
+// nor ignore_index, and its flat index (the kernel checks, since only it reads the target's
+// memory).
+void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                           const CrossEntropyTerms& terms, const Tensor& losses, const Tensor& log_probs,
+                           const Tensor& total_weight);
+// grad_logits (log_probs' shape) = grad_losses[row] * d loss[row] / d logits; zero in ignored rows.
 void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
-                            const Tensor& grad_logits);
+                            const Tensor& weight, const CrossEntropyTerms& terms, const Tensor& grad_logits);
 
 }  // namespace duet::kernels

@@ -54,14 +54,21 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 }
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const AdamUpdateArgs& args) {
+                 const Tensor& max_exp_avg_sq, const AdamUpdateArgs& args) {
   DUET_CHECK(param.defined() && grad.defined() && exp_avg.defined() && exp_avg_sq.defined(),
              "adam_update: param, grad, exp_avg and exp_avg_sq must all be defined");
-  check_operands("adam_update",
-                 {{"param", param}, {"grad", grad}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
+  if (args.amsgrad) {
+    DUET_CHECK(max_exp_avg_sq.defined(), "adam_update: amsgrad needs max_exp_avg_sq");
+    check_operands("adam_update", {{"param", param}, {"grad", grad}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq},
+                                   {"max_exp_avg_sq", max_exp_avg_sq}});
+  } else {
+    check_operands("adam_update",
+                   {{"param", param}, {"grad", grad}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
+  }
   if (param.numel() == 0) return;
   profiler::Scope profile(__func__);
-  backend_for(param.device(), __func__).adam_update(param, grad, exp_avg, exp_avg_sq, args);
+  backend_for(param.device(), __func__)
+      .adam_update(param, grad, exp_avg, exp_avg_sq, args.amsgrad ? max_exp_avg_sq : Tensor(), args);
 }
 
 }  // namespace duet::kernels

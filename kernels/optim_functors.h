@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "duet/core/macros.h"
+#include "duet/kernels/functors.h"
 #include "duet/kernels/optim_kernels.h"
 
 namespace duet::kernels::functors {
@@ -52,14 +53,34 @@ struct AdamMath {
         decoupled_decay(a.weight_decay != 0 && a.decoupled_weight_decay) {}
 
   DUET_HD void operator()(T& p, T g, T& m, T& v) const {
+    T m1, v1;
+    const T decayed = moments(p, g, m, v, m1, v1);
+    p = step(decayed, m1, v1);
+  }
+
+  // amsgrad: the denominator takes the running maximum of v, as torch.maximum(max_v, v) keeps it.
+  DUET_HD void operator()(T& p, T g, T& m, T& v, T& max_v) const {
+    T m1, v1;
+    const T decayed = moments(p, g, m, v, m1, v1);
+    const T max1 = Maximum{}(max_v, v1);
+    max_v = max1;
+    p = step(decayed, m1, max1);
+  }
+
+ private:
+  // Updates m and v (also returned as m1 and v1) and returns the parameter after AdamW's decay.
+  DUET_HD T moments(T p, T& g, T& m, T& v, T& m1, T& v1) const {
     g = coupled_decay ? g + p * weight_decay : g;
-    T decayed = decoupled_decay ? p * decoupled_factor : p;
-    T m1 = m * beta1 + g * beta1_complement;
-    T v1 = v * beta2 + (g * g) * beta2_complement;
+    const T decayed = decoupled_decay ? p * decoupled_factor : p;
+    m1 = m * beta1 + g * beta1_complement;
+    v1 = v * beta2 + (g * g) * beta2_complement;
     m = m1;
     v = v1;
-    T denom = std::sqrt(v1) / sqrt_bias2 + eps;
-    p = decayed + (m1 / denom) * neg_step;
+    return decayed;
+  }
+  DUET_HD T step(T decayed, T m1, T second_moment) const {
+    const T denom = std::sqrt(second_moment) / sqrt_bias2 + eps;
+    return decayed + (m1 / denom) * neg_step;
   }
 };
 

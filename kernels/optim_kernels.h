@@ -38,15 +38,18 @@ struct AdamUpdateArgs {
   double eps = 1e-8;
   double weight_decay = 0;
   bool decoupled_weight_decay = false;  // AdamW
+  bool amsgrad = false;  // normalise by the running maximum of v (max_exp_avg_sq), not v
   double bias_correction1 = 1;  // 1 - beta1^t for the step t being taken
   double bias_correction2 = 1;  // 1 - beta2^t
 };
 
-// PyTorch's Adam and AdamW, per element:
+// PyTorch's Adam and AdamW (1.13), per element:
 //   Adam:  g = grad + weight_decay * param;   AdamW: param *= 1 - lr * weight_decay
 //   m = beta1 * m + (1 - beta1) * g;   v = beta2 * v + (1 - beta2) * g * g
+//   amsgrad: max_v = maximum(max_v, v) (NaN propagates, as torch.maximum), and max_v stands for v below
 //   param -= lr / bias_correction1 * m / (sqrt(v) / sqrt(bias_correction2) + eps)
+// max_exp_avg_sq is an operand only with amsgrad (undefined otherwise, and then ignored).
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const AdamUpdateArgs& args);
+                 const Tensor& max_exp_avg_sq, const AdamUpdateArgs& args);
 
 }  // namespace duet::kernels

@@ -58,7 +58,20 @@ Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
 enum class Reduction { mean, sum, none };
-// Fused log-softmax + negative log-likelihood. logits [N, C], target i64 [N] in [0, C).
+// torch.nn.functional.cross_entropy's options, with its defaults.
+struct CrossEntropyOptions {
+  Tensor weight;                // [C]: each class's weight (not trained: no gradient); undefined: all 1
+  int64_t ignore_index = -100;  // rows with this target lose 0 and leave the mean's divisor
+  Reduction reduction = Reduction::mean;
+  double label_smoothing = 0;   // in [0, 1]: the target becomes (1 - s) * one_hot + s / C
+};
+// Fused log-softmax + negative log-likelihood over the classes, dim 1 of logits [N, C] or
+// [N, C, d1, ...] (or dim 0 of one sample's [C]); target i64 of logits' shape without dim 1, each
+// a class in [0, C) or ignore_index. Per row (PyTorch 1.13's formula, smoothing weighted too):
+//   loss = (1 - s) * w[t] * -log_softmax[t] + (s / C) * sum_c w[c] * -log_softmax[c]
+// Reduction::none returns the target-shaped losses; mean divides their sum by the sum of w[t] over
+// the rows not ignored (PyTorch's weighted mean; NaN when every row is ignored), as PyTorch does.
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options);
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction = Reduction::mean);
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::mean);
 

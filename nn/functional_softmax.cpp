@@ -5,6 +5,7 @@
 #include "duet/autograd/factory.h"
 #include "duet/autograd/function.h"
 #include "duet/autograd/op_helpers.h"
+#include "duet/autograd/ops.h"
 #include "duet/kernels/nn_kernels.h"
 #include "duet/nn/functional.h"
 #include "duet/nn/functional_detail.h"
@@ -54,39 +55,63 @@ Tensor softmax_op(SoftmaxKind kind, const char* op, const Tensor& x, int64_t dim
   return out;
 }
 
-// Keeps the log-probabilities: the gradient is softmax - one_hot, and softmax = exp(log_probs).
+// Keeps the log-probabilities: the gradient is built from softmax = exp(log_probs).
 class CrossEntropyBackward final : public Node {
  public:
-  CrossEntropyBackward(const Tensor& log_probs, const Tensor& target) : log_probs_(log_probs), target_(target) {}
+  CrossEntropyBackward(const Tensor& log_probs, const Tensor& target, const Tensor& weight,
+                       const kernels::CrossEntropyTerms& terms)
+      : log_probs_(log_probs), target_(target), terms_(terms) {
+    if (weight.defined()) weight_ = SavedTensor(weight);
+  }
 
   TensorList apply(TensorList&& grads) override {
     if (!grads.at(0).defined()) return {Tensor()};
     const Tensor grad = detail::dense(grads[0]);
     const Tensor log_probs = log_probs_.unpack(*this);
+    const Tensor weight = weight_.defined() ? weight_.unpack(*this) : Tensor();
     Tensor grad_logits = empty_like(log_probs);
-    kernels::cross_entropy_backward(grad, log_probs, target_.unpack(*this), grad_logits);
+    kernels::cross_entropy_backward(grad, log_probs, target_.unpack(*this), weight, terms_, grad_logits);
     return {grad_logits};
   }
   std::string name() const override { return "CrossEntropyBackward"; }
   void release_saved() override {
     log_probs_.reset();
     target_.reset();
+    weight_.reset();
   }
 
  private:
-  SavedTensor log_probs_, target_;
+  SavedTensor log_probs_, target_, weight_;
+  kernels::CrossEntropyTerms terms_;
 };
 
-void check_cross_entropy(const Tensor& logits, const Tensor& target) {
+// logits [N, C, d1, ...] with target [N, d1, ...], or one sample's [C] with a 0-d target.
+void check_cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options) {
   const char* op = "cross_entropy";
   autograd::check_floating(op, logits);
   autograd::check_same_device(op, logits, target);
-  DUET_CHECK(logits.dim() == 2, op, ": expected logits of shape [N, C], got ", logits.describe());
+  DUET_CHECK(logits.dim() >= 1, op, ": expected logits of shape [N, C], [N, C, d1, ...] or [C], got ",
+             logits.describe());
   DUET_CHECK(target.dtype() == DType::i64, op, ": expected target of dtype i64 (class indices), got ",
              target.describe());
-  DUET_CHECK(target.dim() == 1 && target.size(0) == logits.size(0), op, ": target ", target.describe(),
-             " does not match logits ", logits.describe(), ": expected shape [", logits.size(0), "]");
-  DUET_CHECK(logits.size(1) >= 1, op, ": logits ", logits.describe(), " have no classes");
+  const int64_t class_dim = logits.dim() == 1 ? 0 : 1;
+  Shape expected = logits.sizes();
+  expected.erase(expected.begin() + class_dim);
+  DUET_CHECK(target.sizes() == expected, op, ": target ", target.describe(), " does not match logits ",
+             logits.describe(), ": expected shape ", shape_str(expected));
+  DUET_CHECK(logits.size(class_dim) >= 1, op, ": logits ", logits.describe(), " have no classes");
+  if (const Tensor& w = options.weight; w.defined()) {
+    autograd::check_compatible(op, logits, w);
+    DUET_CHECK(w.dim() == 1 && w.size(0) == logits.size(class_dim), op, ": weight ", w.describe(),
+               " does not match the ", logits.size(class_dim), " classes of logits ", logits.describe(),
+               " (expected shape [", logits.size(class_dim), "])");
+    // PyTorch computes no gradient for the weights either (it fails in backward); duet says so here.
+    DUET_CHECK(!w.requires_grad(), op, ": weight ", w.describe(),
+               " requires grad, but cross_entropy gives the class weights no gradient (as PyTorch); pass "
+               "weight.detach()");
+  }
+  DUET_CHECK(options.label_smoothing >= 0 && options.label_smoothing <= 1, op,
+             ": label_smoothing must be in [0, 1], got ", options.label_smoothing);
 }
 
 }  // namespace
@@ -97,17 +122,42 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   return softmax_op(SoftmaxKind::log_softmax, "log_softmax", x, dim);
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction) {
-  check_cross_entropy(logits, target);
-  Tensor losses = empty({logits.size(0)}, autograd::options_of(logits));
-  Tensor log_probs = empty_like(logits);
-  const Tensor target_data = detail::dense(target);
-  // The kernel checks every target is in [0, C), naming the first bad one and its index.
-  kernels::cross_entropy_forward(detail::dense(logits), target_data, losses, log_probs);
-  if (autograd::needs_grad({logits})) {
-    autograd::record(std::make_shared<CrossEntropyBackward>(log_probs, target_data), {logits}, {losses});
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options) {
+  check_cross_entropy(logits, target, options);
+  if (logits.dim() == 1) {  // one sample: a batch of one, and its 0-d loss
+    Tensor loss = cross_entropy(logits.unsqueeze(0), target.unsqueeze(0), options);
+    return options.reduction == Reduction::none ? loss.squeeze(0) : loss;
   }
-  return detail::reduce_loss(losses, reduction);
+  const kernels::CrossEntropyTerms terms{.ignore_index = options.ignore_index,
+                                         .label_smoothing = options.label_smoothing};
+  Tensor losses = empty(target.sizes(), autograd::options_of(logits));
+  Tensor log_probs = empty_like(logits);
+  Tensor total_weight = empty({}, autograd::options_of(logits));
+  const Tensor target_data = detail::dense(target), weight_data = detail::dense(options.weight);
+  // The kernel checks every target is a class or ignore_index, naming the first bad one.
+  kernels::cross_entropy_forward(detail::dense(logits), target_data, weight_data, terms, losses, log_probs,
+                                 total_weight);
+  if (autograd::needs_grad({logits})) {
+    autograd::record(std::make_shared<CrossEntropyBackward>(log_probs, target_data, weight_data, terms), {logits},
+                     {losses});
+  }
+  if (options.reduction == Reduction::mean) {
+    // The training hot path, unweighted with nothing ignored, keeps the plain mean's one
+    // reduction where the divisor is already on the host. On a GPU reading it would wait, so the
+    // weighted mean's division (ignored rows left out, the count when unweighted) runs there.
+    if (!options.weight.defined() && total_weight.device().is_cpu()) {
+      const double total = total_weight.dtype() == DType::f32 ? total_weight.item<float>() : total_weight.item<double>();
+      if (total == static_cast<double>(losses.numel())) return mean(losses);
+    }
+    return sum(losses) / total_weight;
+  }
+  return detail::reduce_loss(losses, options.reduction);
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduction) {
+  CrossEntropyOptions options;
+  options.reduction = reduction;
+  return cross_entropy(logits, target, options);
 }
 
 }  // namespace duet::nn::functional

@@ -83,8 +83,27 @@ std::string adaptive_pool_name(const char* kind, PerAxis size) {
 }
 
 // ---- BatchNorm2d ----
+double BatchNormOptions::count_batch(const Tensor& num_batches_tracked) const {
+  NoGradGuard no_grad;
+  num_batches_tracked.add_(ones_like(num_batches_tracked));
+  if (momentum) return *momentum;
+  // The cumulative moving average: the n-th batch's statistics weigh 1 / n.
+  return 1.0 / static_cast<double>(num_batches_tracked.item<int64_t>());
+}
+
+std::string BatchNormOptions::str() const {
+  return detail::concat("momentum=", momentum ? detail::concat(*momentum) : "None", ", eps=", eps);
+}
+
+void BatchNormOptions::check(const char* layer) const {
+  DUET_CHECK(!momentum || (*momentum >= 0 && *momentum <= 1), layer,
+             ": momentum must be in [0, 1] or None (the cumulative average), got ", *momentum);
+  DUET_CHECK(eps > 0, layer, ": eps must be > 0, got ", eps);
+}
+
 BatchNorm2dImpl::BatchNorm2dImpl(int64_t channels, BatchNormOptions options) : channels_(channels), options_(options) {
   DUET_CHECK(channels > 0, "BatchNorm2d: channels must be positive, got ", channels);
+  options.check("BatchNorm2d");
   weight_ = register_parameter("weight", ones({channels}));
   bias_ = register_parameter("bias", zeros({channels}));
   mean_ = register_buffer("running_mean", zeros({channels}));
@@ -93,17 +112,12 @@ BatchNorm2dImpl::BatchNorm2dImpl(int64_t channels, BatchNormOptions options) : c
 }
 
 Tensor BatchNorm2dImpl::forward(const Tensor& x) {
-  if (is_training()) {
-    NoGradGuard no_grad;
-    buffer(batches_).add_(ones_like(buffer(batches_)));
-  }
+  const double momentum = is_training() ? options_.count_batch(buffer(batches_)) : 0;  // unread when not training
   return functional::batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_), is_training(),
-                                options_.momentum, options_.eps);
+                                momentum, options_.eps);
 }
 
-std::string BatchNorm2dImpl::name() const {
-  return detail::concat("BatchNorm2d(", channels_, ", momentum=", options_.momentum, ", eps=", options_.eps, ")");
-}
+std::string BatchNorm2dImpl::name() const { return detail::concat("BatchNorm2d(", channels_, ", ", options_.str(), ")"); }
 
 // ---- Dropout ----
 DropoutImpl::DropoutImpl(double p) : p_(p) {

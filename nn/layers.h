@@ -8,6 +8,7 @@
 
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "duet/autograd/ops.h"
@@ -136,8 +137,19 @@ DUET_MODULE(AdaptiveMaxPool2d);
 
 // ---- BatchNorm2d ----
 struct BatchNormOptions {
-  double momentum = 0.1;
+  // The running statistics' update factor; std::nullopt (PyTorch's momentum=None): the cumulative
+  // average, factor 1 / num_batches_tracked. That reads the count from its device, so on a GPU it
+  // waits for the device once per training forward, and cannot be recorded in a CUDA graph.
+  std::optional<double> momentum = 0.1;
   double eps = 1e-5;
+
+  // Counts one training batch in num_batches_tracked and returns the factor its statistics get:
+  // momentum, or 1 / num_batches_tracked for the cumulative average (PyTorch's rule).
+  double count_batch(const Tensor& num_batches_tracked) const;
+  // "momentum=0.1, eps=1e-05", or "momentum=None, ...", for the layers' names.
+  std::string str() const;
+  // Throws naming `layer` for a momentum outside [0, 1] or an eps <= 0.
+  void check(const char* layer) const;
 };
 
 class BatchNorm2dImpl final : public Cloneable<BatchNorm2dImpl> {

@@ -24,7 +24,8 @@ void Adam::step() {
                                .beta2 = options_.beta2,
                                .eps = options_.eps,
                                .weight_decay = options_.weight_decay,
-                               .decoupled_weight_decay = options_.decoupled_weight_decay};
+                               .decoupled_weight_decay = options_.decoupled_weight_decay,
+                               .amsgrad = options_.amsgrad};
   for (size_t i = 0; i < params().size(); ++i) {
     const Tensor& p = params()[i];
     Tensor g = p.grad();
@@ -34,10 +35,11 @@ void Adam::step() {
     args.bias_correction2 = 1 - std::pow(options_.beta2, t);
     const Tensor& m = buffer(i, "exp_avg");
     const Tensor& v = buffer(i, "exp_avg_sq");
-    kernels::adam_update(p, g.contiguous(), m, v, args);
-    p.bump_version();
-    m.bump_version();
-    v.bump_version();
+    const Tensor max_v = options_.amsgrad ? buffer(i, "max_exp_avg_sq") : Tensor();
+    kernels::adam_update(p, g.contiguous(), m, v, max_v, args);
+    for (const Tensor* t : {&p, &m, &v, &max_v}) {
+      if (t->defined()) t->bump_version();
+    }
   }
 }
 

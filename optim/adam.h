@@ -1,5 +1,7 @@
 // Adam (Kingma & Ba, 2015) and AdamW (Loshchilov & Hutter, 2019): the same update, with the
-// weight decay added to the gradient (Adam) or applied to the weights directly (AdamW).
+// weight decay added to the gradient (Adam) or applied to the weights directly (AdamW), either with
+// AMSGrad. The state per parameter, saved in checkpoints (Optimizer::state): exp_avg, exp_avg_sq,
+// max_exp_avg_sq with amsgrad, and the parameter's own step count.
 #pragma once
 
 #include "duet/optim/optimizer.h"
@@ -13,6 +15,9 @@ struct AdamOptions {
   double eps = 1e-8;
   double weight_decay = 0;
   bool decoupled_weight_decay = false;  // true: AdamW
+  // AMSGrad (Reddi et al., 2018), as torch.optim's amsgrad=True in 1.13: keeps max_exp_avg_sq, the
+  // running maximum of exp_avg_sq, and divides by its bias-corrected square root instead.
+  bool amsgrad = false;
 };
 
 class Adam : public Optimizer {

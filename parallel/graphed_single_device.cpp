@@ -16,9 +16,11 @@ void check_labels(const Tensor& labels, int64_t classes) {
   DUET_CHECK(labels.dtype() == DType::i64, "GraphedSingleDevice: labels must be i64, got ", labels.describe());
   const Tensor host = labels.device().is_cpu() ? labels.contiguous() : labels.to(cpu()).contiguous();
   const int64_t* values = host.data<int64_t>();
+  const int64_t ignore_index = nn::functional::CrossEntropyOptions{}.ignore_index;  // the loss's default
   for (int64_t i = 0; i < host.numel(); ++i) {
-    DUET_CHECK(values[i] >= 0 && values[i] < classes, "cross_entropy: target[", i, "] = ", values[i],
-               " is out of range for ", classes, " classes (expected 0 <= target < ", classes, ")");
+    DUET_CHECK((values[i] >= 0 && values[i] < classes) || values[i] == ignore_index, "cross_entropy: target[", i,
+               "] = ", values[i], " is out of range for ", classes, " classes (expected 0 <= target < ", classes,
+               ", or ignore_index ", ignore_index, ")");
   }
 }
 

@@ -126,6 +126,7 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
 SyncBatchNorm2dImpl::SyncBatchNorm2dImpl(int64_t channels, nn::BatchNormOptions options)
     : channels_(channels), options_(options) {
   DUET_CHECK(channels > 0, "SyncBatchNorm2d: channels must be positive, got ", channels);
+  options.check("SyncBatchNorm2d");
   register_tensors(ones({channels}), zeros({channels}), zeros({channels}), ones({channels}),
                    zeros({1}, {.dtype = DType::i64}));
 }
@@ -148,22 +149,19 @@ void SyncBatchNorm2dImpl::register_tensors(const Tensor& weight, const Tensor& b
 }
 
 Tensor SyncBatchNorm2dImpl::forward(const Tensor& x) {
-  if (is_training()) {
-    NoGradGuard no_grad;
-    buffer(batches_).add_(ones_like(buffer(batches_)));
-  }
+  // BatchNorm2d's count and factor (momentum, or the cumulative average's 1 / batches).
+  const double momentum = is_training() ? options_.count_batch(buffer(batches_)) : 0;  // unread when not training
   if (is_training() && comm_ && comm_->world_size() > 1) {
-    return sync_batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_), options_.momentum,
+    return sync_batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_), momentum,
                            options_.eps, comm_);
   }
   // What BatchNorm2d does: eval mode, or nothing to synchronise with.
   return nn::functional::batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_),
-                                    is_training(), options_.momentum, options_.eps);
+                                    is_training(), momentum, options_.eps);
 }
 
 std::string SyncBatchNorm2dImpl::name() const {
-  return duet::detail::concat("SyncBatchNorm2d(", channels_, ", momentum=", options_.momentum, ", eps=", options_.eps,
-                            ")");
+  return duet::detail::concat("SyncBatchNorm2d(", channels_, ", ", options_.str(), ")");
 }
 
 std::shared_ptr<nn::Module> convert_sync_batchnorm(std::shared_ptr<nn::Module> module) {

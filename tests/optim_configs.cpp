@@ -23,11 +23,13 @@ std::vector<kernels::AdamUpdateArgs> adam_configs() {
   std::vector<kernels::AdamUpdateArgs> configs;
   for (double weight_decay : {0.0, 0.05})
     for (bool decoupled : {false, true})
-      for (auto [beta1, beta2] : {std::pair{0.9, 0.999}, std::pair{0.0, 0.5}}) {
-        if (weight_decay == 0 && decoupled) continue;
-        configs.push_back({.lr = 0.01, .beta1 = beta1, .beta2 = beta2, .eps = 1e-8, .weight_decay = weight_decay,
-                           .decoupled_weight_decay = decoupled, .bias_correction1 = 1, .bias_correction2 = 1});
-      }
+      for (auto [beta1, beta2] : {std::pair{0.9, 0.999}, std::pair{0.0, 0.5}})
+        for (bool amsgrad : {false, true}) {
+          if (weight_decay == 0 && decoupled) continue;
+          configs.push_back({.lr = 0.01, .beta1 = beta1, .beta2 = beta2, .eps = 1e-8, .weight_decay = weight_decay,
+                             .decoupled_weight_decay = decoupled, .amsgrad = amsgrad, .bias_correction1 = 1,
+                             .bias_correction2 = 1});
+        }
   return configs;
 }
 
@@ -44,7 +46,8 @@ std::string describe(const kernels::SgdUpdateArgs& args) {
 
 std::string describe(const kernels::AdamUpdateArgs& args) {
   return "betas " + std::to_string(args.beta1) + "/" + std::to_string(args.beta2) + " weight_decay " +
-         std::to_string(args.weight_decay) + (args.decoupled_weight_decay ? " (AdamW)" : "");
+         std::to_string(args.weight_decay) + (args.decoupled_weight_decay ? " (AdamW)" : "") +
+         (args.amsgrad ? " amsgrad" : "");
 }
 
 }  // namespace duet::test

@@ -48,10 +48,11 @@ std::shared_ptr<nn::Module> fresh(const std::string& model, Device device) {
   return m;
 }
 
-std::shared_ptr<nn::Module> batch_norm_model(Device device) {
+std::shared_ptr<nn::Module> batch_norm_model(Device device, nn::BatchNormOptions options) {
   manual_seed(3);
-  std::shared_ptr<nn::Module> m = nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3), nn::ReLU(),
-                                                 nn::Conv2d(nn::Conv2dOptions(3, 4, 3)), nn::BatchNorm2d(4),
+  std::shared_ptr<nn::Module> m = nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3, options),
+                                                 nn::ReLU(), nn::Conv2d(nn::Conv2dOptions(3, 4, 3)),
+                                                 nn::BatchNorm2d(4, options),
                                                  nn::Flatten(), nn::Linear(4 * 4 * 4, 10))
                                       .ptr();
   m->to(device);

@@ -37,8 +37,9 @@ Params trained(parallel::Strategy& strategy, const std::vector<data::Batch>& bat
 // so elements near zero do not blow it up.
 double max_relative_diff(const Params& a, const Params& b);
 
-// conv, BatchNorm, ReLU, conv, BatchNorm, linear on 1x8x8 images (seed 3), on `device`.
-std::shared_ptr<nn::Module> batch_norm_model(Device device = cpu(0));
+// conv, BatchNorm, ReLU, conv, BatchNorm, linear on 1x8x8 images (seed 3), on `device`, the
+// BatchNorm layers with `options`.
+std::shared_ptr<nn::Module> batch_norm_model(Device device = cpu(0), nn::BatchNormOptions options = {});
 // Five batches of 1x8x8 images with unequal shards over 2 and 3 devices (7 rows: 4 + 3 and
 // 3 + 3 + 1; 11: 6 + 5 and 4 + 4 + 3), but never an empty one: SyncBatchNorm needs an example
 // on every rank.

@@ -28,6 +28,12 @@ void adam_range(const functors::AdamMath<T> math, T* __restrict p, const T* __re
   for (int64_t i = begin; i < end; ++i) math(p[i], g[i], m[i], v[i]);
 }
 
+template <class T>
+void amsgrad_range(const functors::AdamMath<T> math, T* __restrict p, const T* __restrict g, T* __restrict m,
+                   T* __restrict v, T* __restrict max_v, int64_t begin, int64_t end) {
+  for (int64_t i = begin; i < end; ++i) math(p[i], g[i], m[i], v[i], max_v[i]);
+}
+
 }  // namespace
 
 void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdUpdateArgs& args) {
@@ -44,15 +50,18 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 }
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const AdamUpdateArgs& args) {
+                 const Tensor& max_exp_avg_sq, const AdamUpdateArgs& args) {
   dispatch_floating(param.dtype(), "adam_update", [&]<class T>() {
     const functors::AdamMath<T> math(args);
     T* p = param.data<T>();
     const T* g = grad.data<T>();
     T* m = exp_avg.data<T>();
     T* v = exp_avg_sq.data<T>();
-    parallel_for(param.numel(), kElementwiseGrain,
-                 [&](int64_t begin, int64_t end) { adam_range(math, p, g, m, v, begin, end); });
+    T* max_v = max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr;
+    parallel_for(param.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
+      if (max_v) amsgrad_range(math, p, g, m, v, max_v, begin, end);
+      else adam_range(math, p, g, m, v, begin, end);
+    });
   });
 }
 

@@ -1,4 +1,4 @@
-// Reductions (sum, mean, max, min, argmax, logsumexp) over chosen dims, keepdim layout.
+// Reductions (sum, mean, max, min, argmax, argmin, logsumexp) over chosen dims, keepdim layout.
 //
 // The kept dims and the reduced dims are coalesced separately (strided_loop.h's coalesce). Each
 // output reduces its elements with straight loops over the innermost reduced run. Many
@@ -74,19 +74,19 @@ struct ExtremumAcc {
   T result(int64_t) const { return best; }
 };
 
-// The first index of the maximum (NaN counts as the maximum).
-template <class T>
-struct ArgmaxAcc {
+// The first index of the maximum (kMax) or minimum; NaN counts as either.
+template <class T, bool kMax>
+struct ArgExtremumAcc {
   T best{};
   int64_t index = -1;
-  static bool better(T v, T best) { return !is_nan(best) && (v > best || is_nan(v)); }
+  static bool better(T v, T best) { return !is_nan(best) && ((kMax ? v > best : v < best) || is_nan(v)); }
   void add(T v, int64_t i) {
     if (index < 0 || better(v, best)) {
       best = v;
       index = i;
     }
   }
-  void merge(const ArgmaxAcc& o) {  // o covers later indices: ties keep ours
+  void merge(const ArgExtremumAcc& o) {  // o covers later indices: ties keep ours
     if (o.index >= 0) add(o.best, o.index);
   }
   int64_t result(int64_t) const { return index; }
@@ -266,8 +266,8 @@ ReducePlan make_plan(ReduceOp op, const Tensor& in, const std::vector<int64_t>& 
       kept_strides[1].push_back(in.strides()[d] * in_elem);
     }
   }
-  if (op == ReduceOp::argmax) {
-    DUET_CHECK(reduced_sizes.size() <= 1, "argmax: expected exactly one dim, got ", shape_str(dims),
+  if (is_arg_reduction(op)) {
+    DUET_CHECK(reduced_sizes.size() <= 1, op_name, ": expected exactly one dim, got ", shape_str(dims),
                " for ", in.describe());
   }
   const DType out_dtype = reduce_output_dtype(op, in.dtype());
@@ -278,7 +278,7 @@ ReducePlan make_plan(ReduceOp op, const Tensor& in, const std::vector<int64_t>& 
   plan.count = numel(reduced_sizes);
   plan.kept = coalesce(kept_sizes, kept_strides);
   plan.reduced = coalesce(reduced_sizes, reduced_strides);
-  const bool needs_elements = op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax;
+  const bool needs_elements = op == ReduceOp::max || op == ReduceOp::min || is_arg_reduction(op);
   DUET_CHECK(plan.count > 0 || plan.outputs == 0 || !needs_elements, op_name,
              ": cannot reduce over an empty dim of ", in.describe());
   return plan;
@@ -295,7 +295,8 @@ void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, con
       case ReduceOp::sum: return run_reduce<T, SumAcc<T>>(plan, in, out);
       case ReduceOp::max: return run_reduce<T, ExtremumAcc<T, true>>(plan, in, out);
       case ReduceOp::min: return run_reduce<T, ExtremumAcc<T, false>>(plan, in, out);
-      case ReduceOp::argmax: return run_reduce<T, ArgmaxAcc<T>>(plan, in, out);
+      case ReduceOp::argmax: return run_reduce<T, ArgExtremumAcc<T, true>>(plan, in, out);
+      case ReduceOp::argmin: return run_reduce<T, ArgExtremumAcc<T, false>>(plan, in, out);
       case ReduceOp::mean:
       case ReduceOp::logsumexp:
         if constexpr (std::is_floating_point_v<T>) {

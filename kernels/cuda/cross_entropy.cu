@@ -1,12 +1,15 @@
-// Fused cross-entropy on CUDA: a log-softmax per row (softmax_rows.cuh) and the picked negative
-// log-probability; the backward pass is elementwise.
+// Fused cross-entropy on CUDA: a log-softmax per row (softmax_rows.cuh) and the row's loss
+// (kernels/cross_entropy_math.h, the CPU's math); the backward pass is elementwise, or one block
+// per row where class weights and label smoothing both need the weights' sum. Rows are those of
+// RowLayout of dim 1, so [N, C, d1, ...] logits are rows of C scores `inner` elements apart.
 //
 // The targets are checked on the device without waiting for the answer (bad_label.h): one block
-// finds the first target outside [0, classes) and writes it into page-locked host memory, which
-// the host reads once it has waited for the device anyway. The forward pass checks; the backward
-// pass gets the same targets (autograd saves them) and only guards. Neither kernel reads outside
-// a row for a bad target: its loss is NaN and its gradient row zero. The check needs no wait, so
-// a CUDA graph records it like any other kernel.
+// finds the first target that is neither a class in [0, classes) nor ignore_index and writes it
+// into page-locked host memory, which the host reads once it has waited for the device anyway;
+// the same block sums the rows' weights into total_weight. The forward pass checks; the backward
+// pass gets the same targets (autograd saves them) and only guards. Neither kernel reads outside a
+// row for a bad target: its loss is NaN and its gradient row zero. The check needs no wait, so a
+// CUDA graph records it like any other kernel.
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -17,6 +20,7 @@
 #include "duet/kernels/cuda/elementwise.cuh"
 #include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/softmax_rows.cuh"
+#include "duet/kernels/cross_entropy_math.h"
 
 namespace duet::cuda {
 namespace {
@@ -27,6 +31,7 @@ struct BadLabel {
   int64_t index;
   int64_t value;
   int64_t classes;
+  int64_t ignore_index;
   int32_t found;
 };
 
@@ -55,32 +60,40 @@ struct MinOf {
   __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? a : b; }
 };
 
-// Records the first target outside [0, classes) unless an earlier call's bad target waits to be
-// reported (calls on one stream run in order, so the earliest is kept).
-__global__ void find_bad_target_kernel(const int64_t* target, int64_t n, int64_t classes, BadLabel* record) {
+// Records the first bad target unless an earlier call's bad target waits to be reported (calls
+// on one stream run in order, so the earliest is kept), and writes the sum of the rows' weights.
+template <class T>
+__global__ void scan_targets_kernel(const int64_t* target, int64_t n, kernels::CrossEntropyMath<T> math,
+                                    BadLabel* record, T* total_weight) {
   int64_t first = n;
+  double total = 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-    if ((target[i] < 0 || target[i] >= classes) && i < first) first = i;
+    const int64_t t = target[i];
+    if (!math.bad(t)) total += static_cast<double>(math.row_weight(t));
+    else if (i < first) first = i;
   }
   first = block_reduce(first, MinOf{});
-  if (threadIdx.x == 0 && first < n && !record->found) {
+  total = block_reduce(total, SumOf<double>{});
+  if (threadIdx.x != 0) return;
+  *total_weight = static_cast<T>(total);
+  if (first < n && !record->found) {
     record->index = first;
     record->value = target[first];
-    record->classes = classes;
+    record->classes = math.classes;
+    record->ignore_index = math.ignore_index;
     __threadfence_system();  // the fields before the flag, as the host sees them
     record->found = 1;
   }
 }
 
-void check_targets(const Tensor& target, int64_t classes, cudaStream_t stream) {
-  const int64_t n = target.numel();
-  if (n == 0) return;
+template <class T>
+void scan_targets(const Tensor& target, const kernels::CrossEntropyMath<T>& math, const Tensor& total_weight,
+                  cudaStream_t stream) {
   BadLabel* record = records_for_kernels() + target.device().index;
-  find_bad_target_kernel<<<1, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), n, classes, record);
+  scan_targets_kernel<<<1, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), target.numel(), math, record,
+                                                           total_weight.data<T>());
   DUET_CUDA_CHECK_LAUNCH();
 }
-
-__device__ bool in_range(int64_t target, int64_t classes) { return target >= 0 && target < classes; }
 
 template <class T>
 struct ForwardRow {
@@ -88,29 +101,72 @@ struct ForwardRow {
   const int64_t* target;
   T* log_probs;
   T* losses;
-  int64_t classes;
+  kernels::RowLayout layout;
+  kernels::CrossEntropyMath<T> math;
   __device__ void operator()(int64_t row) const {
-    const T* xr = x + row * classes;
-    T* lp = log_probs + row * classes;
-    const RowStats<T> stats = row_stats(xr, classes, 1);
-    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) lp[j] = log_softmax_value(xr[j], stats);
-    const int64_t t = target[row];
-    if (threadIdx.x == 0) losses[row] = in_range(t, classes) ? -log_softmax_value(xr[t], stats) : T(NAN);
+    const int64_t classes = layout.size, stride = layout.inner, offset = layout.offset(row);
+    const T* xr = x + offset;
+    T* lp = log_probs + offset;
+    const RowStats<T> stats = row_stats(xr, classes, stride);
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) lp[j * stride] = log_softmax_value(xr[j * stride], stats);
+    const int64_t t = target[row];  // the same in every thread: the branches below are the block's
+    if (math.ignored(t)) {
+      if (threadIdx.x == 0) losses[row] = T(0);
+      return;
+    }
+    double smooth = 0;  // sum_c w[c] * -lp[c], only when smoothing
+    if (math.smoothing) {
+      for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) {
+        smooth -= static_cast<double>(math.class_weight(j)) * static_cast<double>(lp[j * stride]);
+      }
+      smooth = block_reduce(smooth, SumOf<double>{});
+    }
+    if (threadIdx.x == 0) {
+      losses[row] = math.bad(t) ? T(NAN) : math.loss(t, -log_softmax_value(xr[t * stride], stats), T(smooth));
+    }
   }
 };
 
-// grad_logits[i, j] = g[i] * exp(lp[i, j]), minus g[i] at j = target[i]; zero for a bad target.
+// The gradient of logit j of one row; zero in an ignored row or one with a bad target.
 template <class T>
-struct Backward {
+struct BackwardMath {
   const T* g;
   const T* log_probs;
   const int64_t* target;
   T* grad;
-  int64_t classes;
+  kernels::RowLayout layout;
+  kernels::CrossEntropyMath<T> math;
+  __device__ void write(int64_t row, int64_t j, T weight_sum) const {
+    const int64_t t = target[row], i = layout.offset(row) + j * layout.inner;
+    if (math.ignored(t) || math.bad(t)) {
+      grad[i] = T(0);
+      return;
+    }
+    grad[i] = math.grad(g[row], std::exp(log_probs[i]), j, t, math.row_grad(t, weight_sum));
+  }
+};
+
+// One thread per element; the weights' sum, where needed, is C.
+template <class T>
+struct Backward {
+  BackwardMath<T> b;
   __device__ void operator()(int64_t i) const {
-    const int64_t row = i / classes, j = i % classes, t = target[row];
-    const T v = g[row] * std::exp(log_probs[i]);
-    grad[i] = !in_range(t, classes) ? T(0) : j == t ? v - g[row] : v;
+    const kernels::RowLayout& l = b.layout;
+    const int64_t row = (i / (l.size * l.inner)) * l.inner + i % l.inner, j = (i / l.inner) % l.size;
+    b.write(row, j, b.math.unweighted_sum());
+  }
+};
+
+// One block per row, which first sums the class weights (weights and smoothing both set).
+template <class T>
+struct BackwardRow {
+  BackwardMath<T> b;
+  __device__ void operator()(int64_t row) const {
+    const int64_t classes = b.layout.size;
+    double sum = 0;
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) sum += static_cast<double>(b.math.class_weight(j));
+    const T weight_sum = static_cast<T>(block_reduce(sum, SumOf<double>{}));
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) b.write(row, j, weight_sum);
   }
 };
 
@@ -122,35 +178,40 @@ void raise_bad_label(Device device) {
   BadLabel& record = all[device.index];
   if (std::atomic_ref<int32_t>(record.found).load() == 0) return;
   const int64_t index = record.index, value = record.value, classes = record.classes;
+  const int64_t ignore_index = record.ignore_index;
   std::atomic_ref<int32_t>(record.found).store(0);
   DUET_FAIL("cross_entropy_forward: target[", index, "] = ", value, " is out of range for ", classes,
-            " classes (expected 0 <= target < ", classes, ")");
+            " classes (expected 0 <= target < ", classes, ", or ignore_index ", ignore_index, ")");
 }
 
-void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
-                                  const Tensor& log_probs, cudaStream_t stream) {
+void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                                  const kernels::CrossEntropyTerms& terms, const Tensor& losses,
+                                  const Tensor& log_probs, const Tensor& total_weight, cudaStream_t stream) {
   const char* op = "cross_entropy_forward";
-  const int64_t classes = logits.size(1);
-  check_targets(target, classes, stream);
-  if (logits.numel() == 0) return;
+  const kernels::RowLayout layout = kernels::RowLayout::of(logits, 1);
   dispatch_floating(logits.dtype(), op, [&]<class T>() {
-    launch_per_row(logits.size(0), classes,
+    const kernels::CrossEntropyMath<T> math(kernels::data_or_null<T>(weight), layout.size, terms);
+    scan_targets(target, math, total_weight, stream);
+    if (logits.numel() == 0) return;
+    launch_per_row(layout.rows(), layout.size,
                    ForwardRow<T>{logits.data<T>(), target.data<int64_t>(), log_probs.data<T>(), losses.data<T>(),
-                                 classes},
+                                 layout, math},
                    stream);
   });
 }
 
 void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
+                                   const Tensor& weight, const kernels::CrossEntropyTerms& terms,
                                    const Tensor& grad_logits, cudaStream_t stream) {
   const char* op = "cross_entropy_backward";
-  const int64_t classes = log_probs.size(1);
   if (log_probs.numel() == 0) return;
+  const kernels::RowLayout layout = kernels::RowLayout::of(log_probs, 1);
   dispatch_floating(log_probs.dtype(), op, [&]<class T>() {
-    launch_indexed(log_probs.numel(),
-                   Backward<T>{grad_losses.data<T>(), log_probs.data<T>(), target.data<int64_t>(),
-                               grad_logits.data<T>(), classes},
-                   stream);
+    const kernels::CrossEntropyMath<T> math(kernels::data_or_null<T>(weight), layout.size, terms);
+    const BackwardMath<T> b{grad_losses.data<T>(), log_probs.data<T>(), target.data<int64_t>(), grad_logits.data<T>(),
+                            layout, math};
+    if (weight.defined() && math.smoothing) launch_per_row(layout.rows(), layout.size, BackwardRow<T>{b}, stream);
+    else launch_indexed(log_probs.numel(), Backward<T>{b}, stream);
   });
 }
 

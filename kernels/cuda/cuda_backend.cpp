@@ -104,9 +104,9 @@ void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_
 }
 
 void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                 const kernels::AdamUpdateArgs& args) {
-  OnDevice on("adam_update", param, {&grad, &exp_avg, &exp_avg_sq});
-  launch_adam_update(param, grad, exp_avg, exp_avg_sq, args, on.stream());
+                 const Tensor& max_exp_avg_sq, const kernels::AdamUpdateArgs& args) {
+  OnDevice on("adam_update", param, {&grad, &exp_avg, &exp_avg_sq, &max_exp_avg_sq});
+  launch_adam_update(param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, args, on.stream());
 }
 
 // ---- nn_kernels.h ----
@@ -191,15 +191,17 @@ void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, co
   launch_softmax_backward(kLog, grad_out, out, dim, grad_x, on.stream());
 }
 
-void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
-                           const Tensor& log_probs) {
-  OnDevice on("cross_entropy_forward", losses, {&logits, &target, &log_probs});
-  launch_cross_entropy_forward(logits, target, losses, log_probs, on.stream());
+void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                           const kernels::CrossEntropyTerms& terms, const Tensor& losses, const Tensor& log_probs,
+                           const Tensor& total_weight) {
+  OnDevice on("cross_entropy_forward", losses, {&logits, &target, &weight, &log_probs, &total_weight});
+  launch_cross_entropy_forward(logits, target, weight, terms, losses, log_probs, total_weight, on.stream());
 }
 void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
+                            const Tensor& weight, const kernels::CrossEntropyTerms& terms,
                             const Tensor& grad_logits) {
-  OnDevice on("cross_entropy_backward", grad_logits, {&grad_losses, &log_probs, &target});
-  launch_cross_entropy_backward(grad_losses, log_probs, target, grad_logits, on.stream());
+  OnDevice on("cross_entropy_backward", grad_logits, {&grad_losses, &log_probs, &target, &weight});
+  launch_cross_entropy_backward(grad_losses, log_probs, target, weight, terms, grad_logits, on.stream());
 }
 
 constexpr kernels::Backend kCudaBackend{

@@ -52,10 +52,10 @@ void launch_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mea
                    cudaStream_t stream);
 
 // optim_update.cu: the contract of kernels/optim_kernels.h (f32 and f64, contiguous); the
-// momentum buffer is undefined without momentum.
+// momentum buffer is undefined without momentum, max_exp_avg_sq without amsgrad.
 void launch_sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
                        const kernels::SgdUpdateArgs& args, cudaStream_t stream);
 void launch_adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                        const kernels::AdamUpdateArgs& args, cudaStream_t stream);
+                        const Tensor& max_exp_avg_sq, const kernels::AdamUpdateArgs& args, cudaStream_t stream);
 
 }  // namespace duet::cuda

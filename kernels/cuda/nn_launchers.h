@@ -22,9 +22,11 @@ void launch_softmax_backward(bool log_softmax, const Tensor& grad_out, const Ten
 // cross_entropy.cu. The forward checks the targets on the device without waiting: a bad target
 // throws the CPU's error when the host next waits for the device (bad_label.h). Neither reads
 // outside a row for a bad target (its loss is NaN, its gradient row zero).
-void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& losses,
-                                  const Tensor& log_probs, cudaStream_t stream);
+void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& weight,
+                                  const kernels::CrossEntropyTerms& terms, const Tensor& losses,
+                                  const Tensor& log_probs, const Tensor& total_weight, cudaStream_t stream);
 void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
+                                   const Tensor& weight, const kernels::CrossEntropyTerms& terms,
                                    const Tensor& grad_logits, cudaStream_t stream);
 
 // pool2d.cu

@@ -28,7 +28,11 @@ struct AdamElement {
   const T* g;
   T* m;
   T* v;
-  __device__ void operator()(int64_t i) const { math(p[i], g[i], m[i], v[i]); }
+  T* max_v;  // null without amsgrad
+  __device__ void operator()(int64_t i) const {
+    if (max_v) math(p[i], g[i], m[i], v[i], max_v[i]);
+    else math(p[i], g[i], m[i], v[i]);
+  }
 };
 
 }  // namespace
@@ -43,11 +47,12 @@ void launch_sgd_update(const Tensor& param, const Tensor& grad, const Tensor& mo
 }
 
 void launch_adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                        const kernels::AdamUpdateArgs& args, cudaStream_t stream) {
+                        const Tensor& max_exp_avg_sq, const kernels::AdamUpdateArgs& args, cudaStream_t stream) {
   dispatch_floating(param.dtype(), "adam_update", [&]<class T>() {
+    T* max_v = max_exp_avg_sq.defined() ? max_exp_avg_sq.data<T>() : nullptr;
     launch_indexed(param.numel(),
                    AdamElement<T>{kernels::functors::AdamMath<T>(args), param.data<T>(), grad.data<T>(),
-                                  exp_avg.data<T>(), exp_avg_sq.data<T>()},
+                                  exp_avg.data<T>(), exp_avg_sq.data<T>(), max_v},
                    stream);
   });
 }

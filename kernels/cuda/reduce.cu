@@ -1,4 +1,4 @@
-// Reductions (sum, mean, max, min, argmax, logsumexp) over chosen dims, keepdim layout, on CUDA.
+// Reductions (sum, mean, max, min, argmax, argmin, logsumexp) over chosen dims, keepdim layout, on CUDA.
 //
 // One block reduces one output, or one of `parts` equal slices of it when there are too few
 // outputs to fill the GPU; the slices' accumulators then go to a scratch buffer and a second
@@ -6,7 +6,7 @@
 // elements and block_reduce combines the threads in a fixed tree. No atomics, so the result
 // depends only on the shapes. Sums of f32 accumulate in double and integer sums in i64, as on
 // the CPU (kernels/cpu/reduce.cpp), whose accumulator semantics these mirror (NaN wins max,
-// min and argmax; argmax returns the first maximum).
+// min, argmax and argmin; argmax and argmin return the first extremum).
 //
 // Strided input and output: the kept dims and the reduced dims each get an OffsetCalculator
 // (offset_calculator.h), so any layout is read in place.
@@ -79,21 +79,21 @@ struct ExtremumAcc {
   __device__ T result(int64_t) const { return best; }
 };
 
-// The first index of the maximum, NaN counting as the maximum. merge() may see its operands in
-// any index order (the tree pairs threads, not ranges), so ties go to the smaller index.
-template <class T>
-struct ArgmaxAcc {
+// The first index of the maximum (kMax) or minimum, NaN counting as either. merge() may see its
+// operands in any index order (the tree pairs threads, not ranges), so ties go to the smaller index.
+template <class T, bool kMax>
+struct ArgExtremumAcc {
   T best{};
   int64_t index = -1;
-  __device__ void add(T v, int64_t i) { merge(ArgmaxAcc{v, i}); }
-  __device__ void merge(const ArgmaxAcc& o) {
+  __device__ void add(T v, int64_t i) { merge(ArgExtremumAcc{v, i}); }
+  __device__ void merge(const ArgExtremumAcc& o) {
     if (o.index < 0) return;
     if (index < 0 || takes_over(o)) *this = o;
   }
-  __device__ bool takes_over(const ArgmaxAcc& o) const {
+  __device__ bool takes_over(const ArgExtremumAcc& o) const {
     const bool mine_nan = is_nan(best), theirs_nan = is_nan(o.best);
     if (mine_nan || theirs_nan) return theirs_nan && (!mine_nan || o.index < index);
-    return o.best > best || (o.best == best && o.index < index);
+    return (kMax ? o.best > best : o.best < best) || (o.best == best && o.index < index);
   }
   __device__ int64_t result(int64_t) const { return index; }
 };
@@ -216,8 +216,8 @@ ReduceIndexing make_indexing(ReduceOp op, const Tensor& in, const std::vector<in
       kept_in_strides.push_back(in.stride(d));
     }
   }
-  if (op == ReduceOp::argmax) {
-    DUET_CHECK(reduced_sizes.size() <= 1, "argmax: expected exactly one dim, got ", shape_str(dims), " for ",
+  if (kernels::is_arg_reduction(op)) {
+    DUET_CHECK(reduced_sizes.size() <= 1, op_name, ": expected exactly one dim, got ", shape_str(dims), " for ",
                in.describe());
   }
   const DType out_dtype = kernels::reduce_output_dtype(op, in.dtype());
@@ -227,7 +227,7 @@ ReduceIndexing make_indexing(ReduceOp op, const Tensor& in, const std::vector<in
   ReduceIndexing ix{};
   ix.outputs = numel(kept_sizes);
   ix.count = numel(reduced_sizes);
-  const bool needs_elements = op == ReduceOp::max || op == ReduceOp::min || op == ReduceOp::argmax;
+  const bool needs_elements = op == ReduceOp::max || op == ReduceOp::min || kernels::is_arg_reduction(op);
   DUET_CHECK(ix.count > 0 || ix.outputs == 0 || !needs_elements, op_name, ": cannot reduce over an empty dim of ",
              in.describe());
   // Views with the kept and the reduced geometry, only to describe them to the offset
@@ -254,7 +254,8 @@ void launch_reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& di
       case ReduceOp::sum: return run_reduce<T, SumOutput<T>, SumAcc<T>>(in, out, ix, stream);
       case ReduceOp::max: return run_reduce<T, T, ExtremumAcc<T, true>>(in, out, ix, stream);
       case ReduceOp::min: return run_reduce<T, T, ExtremumAcc<T, false>>(in, out, ix, stream);
-      case ReduceOp::argmax: return run_reduce<T, int64_t, ArgmaxAcc<T>>(in, out, ix, stream);
+      case ReduceOp::argmax: return run_reduce<T, int64_t, ArgExtremumAcc<T, true>>(in, out, ix, stream);
+      case ReduceOp::argmin: return run_reduce<T, int64_t, ArgExtremumAcc<T, false>>(in, out, ix, stream);
       case ReduceOp::mean:
       case ReduceOp::logsumexp:
         if constexpr (std::is_floating_point_v<T>) {

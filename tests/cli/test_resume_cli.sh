@@ -46,7 +46,7 @@ check_resume() {
 
 if [ ${#launcher[@]} -eq 0 ]; then
   check_resume single --model mlp --momentum 0.9
-  check_resume dp --model mlp --optimizer adam --strategy dp --devices 2
+  check_resume dp --model mlp --optimizer adam --amsgrad --strategy dp --devices 2
   check_resume ddp --model mlp --momentum 0.9 --strategy ddp --devices 2
 else
   check_resume mpi-ddp --model mlp --momentum 0.9 --strategy ddp --comm mpi

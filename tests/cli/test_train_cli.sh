@@ -9,6 +9,7 @@ expect_bad "expected a positive integer, got '0'" --batch-size 0
 expect_bad "expected a number >= 0, got '-1'" --lr -1
 expect_bad "dataset-fashion-mnist" --data-dir "$work/nowhere"
 expect_bad "not expected" --no-such-flag
+expect_bad "--amsgrad is an Adam option: give --optimizer adam" --amsgrad
 expect_bad "--comm mpi needs --strategy ddp" --comm mpi
 expect_bad "start more processes with mpirun" --strategy ddp --comm mpi --devices 2
 expect_bad "--device-ids lists a device twice" --strategy dp --device-ids 1,1

@@ -181,6 +181,20 @@ TEST_CASE("DDP with SyncBatchNorm equals single-device training with BatchNorm",
   }
 }
 
+TEST_CASE("SyncBatchNorm with momentum None keeps single-device BatchNorm's cumulative average", "[ddp][syncbn]") {
+  const nn::BatchNormOptions cumulative{.momentum = std::nullopt};
+  const std::vector<data::Batch> batches = batches_8x8();
+  std::shared_ptr<nn::Module> single_model = batch_norm_model(cpu(0), cumulative);
+  SingleDevice single(single_model, sgd(single_model->parameters()), cpu(0));
+  const Params expected = trained(single, batches);
+  DDPOptions options = tiny_buckets();
+  options.sync_batchnorm = true;
+  DistributedDataParallel ddp(batch_norm_model(cpu(0), cumulative), sgd, cpus(2), options);
+  CHECK_THAT(ddp.model().str(), Contains("SyncBatchNorm2d(3, momentum=None"));
+  CHECK(max_relative_diff(trained(ddp, batches), expected) < 1e-5);
+  CHECK(max_relative_diff(values(ddp.model().named_buffers()), values(single_model->named_buffers())) < 1e-5);
+}
+
 TEST_CASE("DDP with SyncBatchNorm in f64 equals single-device training to 1e-10 on a residual model", "[ddp][syncbn]") {
   // In f32 a residual BatchNorm network's step is ill-conditioned at small batches: single-device
   // training's own step moves by 1e-2 relative between f32 and f64 (docs/parallel-strategies.md),

@@ -2,6 +2,9 @@
 // broadcast and non-contiguous inputs; and gradcheck itself catching a wrong gradient.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "duet/autograd/function.h"
 #include "duet/duet.h"
 
@@ -128,6 +131,63 @@ TEST_CASE("gradcheck: reductions", "[gradcheck]") {
               {{input({3, 4})}, {strided(2, 5)}});
     check_all([keepdim](const Inputs& x) { return logsumexp(x[0], {0, 1}, keepdim); }, {{input({2, 3})}});
   }
+}
+
+TEST_CASE("gradcheck: amin, min along a dim, var and std", "[gradcheck][reduce]") {
+  for (bool keepdim : {false, true}) {
+    check_all([keepdim](const Inputs& x) { return amin(x[0], {}, keepdim); }, {{input({2, 3})}});
+    check_all([keepdim](const Inputs& x) { return amin(x[0], {1}, keepdim); }, {{input({3, 4})}, {transposed(3, 4)}});
+    check_all([keepdim](const Inputs& x) { return amin(x[0], {0, 2}, keepdim); }, {{input({2, 3, 4})}});
+    check_all([keepdim](const Inputs& x) { return min(x[0], 1, keepdim).values; }, {{input({3, 4})}, {strided(3, 4)}});
+    check_all([keepdim](const Inputs& x) { return min(x[0], -1, keepdim).values; }, {{input({2, 3, 4})}, {input({})}});
+    for (bool unbiased : {true, false}) {
+      for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{}, {1}, {0, 2}}) {
+        check_all([=](const Inputs& x) { return var(x[0], dims, unbiased, keepdim); }, {{input({2, 3, 4})}});
+        check_all([=](const Inputs& x) { return duet::std(x[0], dims, unbiased, keepdim); }, {{input({2, 3, 4})}});
+      }
+      check_all([=](const Inputs& x) { return var(x[0], {0}, unbiased, keepdim); }, {{transposed(3, 4)}});
+    }
+  }
+  check_all([](const Inputs& x) { return min(x[0]); }, {{input({4})}});
+}
+
+TEST_CASE("amin splits the gradient evenly among ties, min along a dim gives it to the index it returns",
+          "[gradcheck][reduce]") {
+  Tensor x = leaf(from_vector<double>({1, 0, 0, 2, 3, 2}, {2, 3}));
+  sum(amin(x, {1})).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0.5, 0.5, 0, 0.5});
+  Tensor y = leaf(from_vector<double>({1, 0, 0, 2, 3, 2}, {2, 3}));
+  ValuesIndices m = min(y, 1);
+  CHECK(m.values.to_vector<double>() == std::vector<double>{0, 2});
+  CHECK(m.indices.to_vector<int64_t>() == std::vector<int64_t>{1, 0});  // the first minimum
+  CHECK_FALSE(m.indices.requires_grad());
+  sum(m.values).backward();
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 1, 0, 0});
+  Tensor z = leaf(from_vector<double>({4, 4, 4, 4}));
+  min(z).backward();
+  CHECK(z.grad().to_vector<double>() == std::vector<double>{0.25, 0.25, 0.25, 0.25});
+  // NaN is the minimum, as in PyTorch, and argmin points at the first one.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor w = from_vector<double>({3, nan, 1, nan}, {1, 4});
+  CHECK(std::isnan(amin(w).item<double>()));
+  CHECK(argmin(w, 1).to_vector<int64_t>() == std::vector<int64_t>{1});
+  CHECK(std::isnan(min(w, 1).values.item<double>()));
+  // Integers: amin keeps the dtype; var refuses them, as torch.var.
+  CHECK(amin(from_vector<int64_t>({5, -2, 7})).item<int64_t>() == -2);
+  CHECK_THROWS_WITH(var(from_vector<int64_t>({5, -2, 7})), Catch::Contains("var") && Catch::Contains("i64"));
+  CHECK_THROWS_WITH(min(x, 2), Catch::Contains("min: dim 2 out of range"));
+  CHECK_THROWS_WITH(argmin(zeros({0, 3}), 0), Catch::Contains("argmin: cannot reduce over an empty dim"));
+}
+
+TEST_CASE("std's gradient is 0 where std is 0, var of one element with the correction is NaN", "[gradcheck][reduce]") {
+  Tensor x = leaf(full({2, 3}, 1.5, {.dtype = DType::f64}));
+  Tensor s = duet::std(x, {1});
+  CHECK(s.to_vector<double>() == std::vector<double>{0, 0});
+  sum(s).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>(6, 0.0));
+  CHECK(std::isnan(var(from_vector<double>({2.5})).item<double>()));
+  CHECK(var(from_vector<double>({2.5}), {}, /*unbiased=*/false).item<double>() == 0);
+  CHECK(var(from_vector<double>({1, 2, 3, 4})).item<double>() == Approx(5.0 / 3));
 }
 
 TEST_CASE("max splits the gradient evenly among ties", "[gradcheck][reduce]") {

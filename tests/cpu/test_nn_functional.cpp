@@ -510,6 +510,30 @@ TEST_CASE("cross_entropy and mse_loss gradcheck", "[nn][gradcheck]") {
   }
 }
 
+TEST_CASE("cross_entropy with ignore_index, weight, label_smoothing and [N, C, d] logits: gradcheck",
+          "[nn][gradcheck]") {
+  const Tensor weight = from_vector<double>({0.5, 2.0, 1.25, 0.75, 1.5});
+  const Tensor target = from_vector<int64_t>({2, -100, 3, 0});
+  const Tensor spatial_target = from_vector<int64_t>({0, 4, 1, 1, 3, 2}, {2, 3});
+  for (F::Reduction r : {F::Reduction::mean, F::Reduction::sum, F::Reduction::none}) {
+    for (double smoothing : {0.0, 0.25}) {
+      for (bool weighted : {false, true}) {
+        INFO("reduction " << static_cast<int>(r) << ", label_smoothing " << smoothing << ", weighted " << weighted);
+        F::CrossEntropyOptions options;
+        options.reduction = r;
+        options.label_smoothing = smoothing;
+        if (weighted) options.weight = weight;
+        check_gradient([&](const Inputs& in) { return F::cross_entropy(in[0], target, options); },
+                       {input({4, 5}, -2, 2)});
+        // [N, C, d] logits, with a class as ignore_index
+        options.ignore_index = 1;
+        check_gradient([&](const Inputs& in) { return F::cross_entropy(in[0], spatial_target, options); },
+                       {input({2, 5, 3}, -2, 2)});
+      }
+    }
+  }
+}
+
 TEST_CASE("mse_loss is the mean squared difference", "[nn]") {
   Tensor a = from_vector<float>({1, 2, 3, 4}, {2, 2}), b = from_vector<float>({0, 2, 5, 1}, {2, 2});
   check_close(F::mse_loss(a, b), {(1.0 + 0 + 4 + 9) / 4}, 1e-6);
@@ -641,7 +665,32 @@ TEST_CASE("cross_entropy names a bad target's value and index", "[nn][op_errors]
                       Contains("cross_entropy: target i64[3] on cpu:0 does not match logits f32[4, 10] on cpu:0: "
                                "expected shape [4]"));
   REQUIRE_THROWS_WITH(F::cross_entropy(zeros({4}), from_vector<int64_t>({1, 2, 3, 0})),
-                      Contains("cross_entropy: expected logits of shape [N, C], got f32[4]"));
+                      Contains("cross_entropy: target i64[4] on cpu:0 does not match logits f32[4] on cpu:0: "
+                               "expected shape []"));
+  REQUIRE_THROWS_WITH(F::cross_entropy(zeros({}), zeros({}, {.dtype = DType::i64})),
+                      Contains("cross_entropy: expected logits of shape [N, C], [N, C, d1, ...] or [C], got f32[]"));
+  REQUIRE_THROWS_WITH(F::cross_entropy(zeros({4, 3, 2}), zeros({4, 3}, {.dtype = DType::i64})),
+                      Contains("expected shape [4, 2]"));
+  F::CrossEntropyOptions options;
+  options.weight = ones({4});
+  REQUIRE_THROWS_WITH(F::cross_entropy(logits, from_vector<int64_t>({1, 2, 3, 0}), options),
+                      Contains("cross_entropy: weight f32[4] on cpu:0 does not match the 10 classes of logits "
+                               "f32[4, 10] on cpu:0 (expected shape [10])"));
+  options.weight = ones({10}, {.dtype = DType::f64});
+  REQUIRE_THROWS_WITH(F::cross_entropy(logits, from_vector<int64_t>({1, 2, 3, 0}), options), Contains("dtype"));
+  options.weight = ones({10});
+  options.weight.requires_grad_();
+  REQUIRE_THROWS_WITH(F::cross_entropy(logits, from_vector<int64_t>({1, 2, 3, 0}), options),
+                      Contains("cross_entropy gives the class weights no gradient (as PyTorch); pass weight.detach()"));
+  options.weight = Tensor();
+  options.label_smoothing = -0.1;
+  REQUIRE_THROWS_WITH(F::cross_entropy(logits, from_vector<int64_t>({1, 2, 3, 0}), options),
+                      Contains("cross_entropy: label_smoothing must be in [0, 1], got -0.1"));
+  // A target equal to ignore_index is no error, wherever ignore_index lies.
+  options.label_smoothing = 0;
+  options.ignore_index = -1;
+  CHECK(F::cross_entropy(logits, from_vector<int64_t>({1, -1, 0, 3}), options).item<float>() ==
+        Approx(std::log(10.0)));
 }
 
 TEST_CASE("NN kernels on a device without a kernel table say so", "[nn]") {

@@ -186,17 +186,37 @@ TEST_CASE("softmax and cross-entropy kernels name the op and each operand they r
                       Contains("log_softmax_backward: grad_x f32[3, 2] on cpu:0 does not match out f32[2, 3]"));
   REQUIRE_THROWS_WITH(kernels::softmax_forward(i64_zeros({2, 3}), 1, i64_zeros({2, 3})),
                       Contains("softmax_forward: expected a floating dtype (f32 or f64), got x i64[2, 3]"));
-  Tensor logits = zeros({4, 3}), losses = zeros({4}), log_probs = zeros({4, 3});
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({3}), losses, log_probs),
+  Tensor logits = zeros({4, 3}), losses = zeros({4}), log_probs = zeros({4, 3}), total = zeros({});
+  const kernels::CrossEntropyTerms terms;
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({3}), Tensor(), terms, losses, log_probs, total),
                       Contains("cross_entropy_forward: shapes do not match: logits f32[4, 3] on cpu:0, target i64[3] "
                                "on cpu:0, losses f32[4] on cpu:0"));
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), losses, zeros({4, 2})),
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), terms, losses, zeros({4, 2}),
+                                                     total),
                       Contains("cross_entropy_forward: log_probs f32[4, 2] on cpu:0 does not match logits"));
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_backward(zeros({4}), log_probs, zeros({4}), zeros({4, 3})),
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), zeros({2}), terms, losses, log_probs,
+                                                     total),
+                      Contains("cross_entropy_forward: weight f32[2] on cpu:0 does not match the 3 classes of logits"));
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), terms, losses, log_probs,
+                                                     zeros({1})),
+                      Contains("cross_entropy_forward: expected total_weight of shape [], got f32[1]"));
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), {.label_smoothing = 1.5},
+                                                     losses, log_probs, total),
+                      Contains("cross_entropy_forward: label_smoothing must be in [0, 1], got 1.5"));
+  // [N, C, d] logits take [N, d] targets and losses.
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(zeros({4, 3, 2}), i64_zeros({4, 3}), Tensor(), terms,
+                                                     zeros({4, 3}), zeros({4, 3, 2}), total),
+                      Contains("cross_entropy_forward: shapes do not match: logits f32[4, 3, 2]"));
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_backward(zeros({4}), log_probs, zeros({4}), Tensor(), terms, zeros({4, 3})),
                       Contains("cross_entropy_backward: expected target to be a contiguous i64 tensor"));
   // The targets' values are the kernel's to check: only it reads their memory.
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, from_vector<int64_t>({0, 1, 3, 2}), losses, log_probs),
-                      Contains("cross_entropy_forward: target[2] = 3 is out of range for 3 classes"));
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, from_vector<int64_t>({0, 1, 3, 2}), Tensor(), terms,
+                                                     losses, log_probs, total),
+                      Contains("cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= "
+                               "target < 3, or ignore_index -100)"));
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, from_vector<int64_t>({0, 1, -100, -1}), Tensor(), terms,
+                                                     losses, log_probs, total),
+                      Contains("target[3] = -1 is out of range"));
 }
 
 // The CUDA average-pooling backward gathers each input's gradient from the outputs that

@@ -2,10 +2,12 @@
 // from p = [1, -2, 3]. The expected values were printed by torch.optim with the same settings.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <functional>
 
 #include "duet/duet.h"
 #include "duet/optim/adam.h"
+#include "duet/optim/checkpoint.h"
 #include "duet/optim/schedule.h"
 #include "duet/optim/sgd.h"
 
@@ -77,6 +79,43 @@ TEST_CASE("optimizer state round-trips and is checked on load", "[optim]") {
   saved["0.momentum_buffer"] = zeros({3});
   CHECK_THROWS_WITH(restored.load_state(saved), Contains("shape [3]") && Contains("[2]"));
   CHECK_THROWS_WITH(restored.load_state({{"7.momentum_buffer", zeros({2})}}), Contains("unexpected entry '7.momentum_buffer'"));
+}
+
+TEST_CASE("Adam with amsgrad keeps max_exp_avg_sq in its state and resumes from a checkpoint exactly",
+          "[optim][checkpoint]") {
+  const std::string path = (std::filesystem::temp_directory_path() / "duet-test-amsgrad-ckpt.safetensors").string();
+  const Tensor x = from_vector<float>({1, -2, 0.5f, 3, 1, -1}, {2, 3});
+  auto train = [&](nn::Linear& model, optim::Optimizer& opt, int steps) {
+    for (int step = 0; step < steps; ++step) {
+      opt.zero_grad();
+      // Gradients that shrink: the running maximum of v then matters.
+      sum(model->forward(x) * model->forward(x)).backward();
+      opt.step();
+    }
+  };
+  const optim::AdamOptions options{.lr = 0.05, .weight_decay = 0.01, .amsgrad = true};
+  Generator generator(3);
+  nn::Linear straight(3, 2), first(3, 2), resumed(3, 2);
+  first->load_state_dict([&] {
+    auto sd = straight->state_dict();
+    return std::map<std::string, Tensor>(sd.begin(), sd.end());
+  }());
+  optim::AdamW straight_opt(straight->parameters(), options), first_opt(first->parameters(), options);
+  train(straight, straight_opt, 6);
+  train(first, first_opt, 3);
+  std::map<std::string, Tensor> state;
+  for (auto& [name, t] : first_opt.state()) state[name] = t;
+  REQUIRE(state.count("0.max_exp_avg_sq"));
+  REQUIRE(state.count("1.max_exp_avg_sq"));
+  save_checkpoint(path, *first, first_opt, generator, {.epochs_done = 1});
+
+  optim::AdamW resumed_opt(resumed->parameters(), options);
+  load_checkpoint(path, *resumed, resumed_opt, generator);
+  train(resumed, resumed_opt, 3);
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(resumed->parameters()[i].to_vector<float>() == straight->parameters()[i].to_vector<float>());
+  }
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("bad optimizer settings are refused", "[optim][errors]") {

@@ -69,8 +69,9 @@ void sgd_reference(const Tensor& p, Tensor g, Tensor& buf, const kernels::SgdUpd
   p.add_(g, -a.lr);
 }
 
-// optim::Adam::step before fusion, for one parameter.
-void adam_reference(const Tensor& p, Tensor g, const Tensor& m, const Tensor& v, const kernels::AdamUpdateArgs& a) {
+// optim::Adam::step before fusion, for one parameter; with amsgrad, torch.optim's in 1.13.
+void adam_reference(const Tensor& p, Tensor g, const Tensor& m, const Tensor& v, const Tensor& max_v,
+                    const kernels::AdamUpdateArgs& a) {
   if (a.weight_decay != 0) {
     if (a.decoupled_weight_decay) p.mul_(1 - a.lr * a.weight_decay);
     else g = g + p * a.weight_decay;
@@ -79,7 +80,8 @@ void adam_reference(const Tensor& p, Tensor g, const Tensor& m, const Tensor& v,
   m.add_(g, 1 - a.beta1);
   v.mul_(a.beta2);
   v.add_(g * g, 1 - a.beta2);
-  Tensor denom = sqrt(v) / std::sqrt(a.bias_correction2) + a.eps;
+  if (a.amsgrad) max_v.copy_(maximum(max_v, v));
+  Tensor denom = sqrt(a.amsgrad ? max_v : v) / std::sqrt(a.bias_correction2) + a.eps;
   p.add_(m / denom, -a.lr / a.bias_correction1);
 }
 
@@ -109,15 +111,18 @@ TEST_CASE("fused Adam and AdamW equal the unfused ops bit for bit, f64 and f32",
     Tensor p_fused = randn({n}, {.dtype = dtype}, &gen), p_ref = p_fused.clone();
     Tensor m_fused = zeros({n}, {.dtype = dtype}), v_fused = zeros({n}, {.dtype = dtype});
     Tensor m_ref = zeros({n}, {.dtype = dtype}), v_ref = zeros({n}, {.dtype = dtype});
+    Tensor max_fused = zeros({n}, {.dtype = dtype}), max_ref = zeros({n}, {.dtype = dtype});
     for (int step = 1; step <= kSteps; ++step) {
-      Tensor g = randn({n}, {.dtype = dtype}, &gen);
+      // Large gradients first, small ones later: amsgrad's maximum then differs from v.
+      Tensor g = randn({n}, {.dtype = dtype}, &gen) * (step <= 2 ? 3.0 : 0.1);
       const kernels::AdamUpdateArgs args = bias_corrected(config, step);
-      kernels::adam_update(p_fused, g, m_fused, v_fused, args);
-      adam_reference(p_ref, g, m_ref, v_ref, args);
+      kernels::adam_update(p_fused, g, m_fused, v_fused, config.amsgrad ? max_fused : Tensor(), args);
+      adam_reference(p_ref, g, m_ref, v_ref, max_ref, args);
       std::string what = label("adam", dtype, n, step, describe(config));
       require_bitwise_equal(p_fused, p_ref, what + " param");
       require_bitwise_equal(m_fused, m_ref, what + " exp_avg");
       require_bitwise_equal(v_fused, v_ref, what + " exp_avg_sq");
+      require_bitwise_equal(max_fused, max_ref, what + " max_exp_avg_sq");
     }
   });
 }
@@ -131,7 +136,7 @@ TEST_CASE("fused updates on a 2-D parameter and an empty one", "[optim][kernels]
   require_bitwise_equal(p, expected, "sgd on f32[33, 17]");
 
   Tensor empty_p = zeros({0, 4});
-  kernels::adam_update(empty_p, zeros({0, 4}), zeros({0, 4}), zeros({0, 4}), {.lr = 0.1});
+  kernels::adam_update(empty_p, zeros({0, 4}), zeros({0, 4}), zeros({0, 4}), Tensor(), {.lr = 0.1});
   CHECK(empty_p.numel() == 0);
 }
 
@@ -140,16 +145,23 @@ TEST_CASE("fused updates name the op and the operands they refuse", "[optim][ker
   const kernels::AdamUpdateArgs adam{.lr = 0.1};
   const kernels::SgdUpdateArgs sgd{.lr = 0.1, .momentum = 0.9};
 
-  REQUIRE_THROWS_WITH(kernels::adam_update(p, zeros({2, 3}, {.device = cpu(1)}), m, v, adam),
+  REQUIRE_THROWS_WITH(kernels::adam_update(p, zeros({2, 3}, {.device = cpu(1)}), m, v, Tensor(), adam),
                       Contains("adam_update: grad f32[2, 3] on cpu:1 and param f32[2, 3] on cpu:0 are on different devices"));
-  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, zeros({2, 3}, {.dtype = DType::f64}), v, adam),
+  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, zeros({2, 3}, {.dtype = DType::f64}), v, Tensor(), adam),
                       Contains("adam_update: exp_avg f64[2, 3] on cpu:0 does not match param f32[2, 3] on cpu:0"));
-  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, m, zeros({3, 2}), adam),
+  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, m, zeros({3, 2}), Tensor(), adam),
                       Contains("adam_update: exp_avg_sq f32[3, 2] on cpu:0 does not match param"));
-  REQUIRE_THROWS_WITH(kernels::adam_update(p, zeros({3, 2}).t(), m, v, adam),
+  REQUIRE_THROWS_WITH(kernels::adam_update(p, zeros({3, 2}).t(), m, v, Tensor(), adam),
                       Contains("adam_update: grad f32[2, 3] on cpu:0 is not contiguous"));
-  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, m, m, adam),
+  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, m, m, Tensor(), adam),
                       Contains("adam_update: exp_avg_sq and exp_avg share storage"));
+  const kernels::AdamUpdateArgs amsgrad{.lr = 0.1, .amsgrad = true};
+  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, m, v, Tensor(), amsgrad),
+                      Contains("adam_update: amsgrad needs max_exp_avg_sq"));
+  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, m, v, zeros({3}), amsgrad),
+                      Contains("adam_update: max_exp_avg_sq f32[3] on cpu:0 does not match param"));
+  REQUIRE_THROWS_WITH(kernels::adam_update(p, g, m, v, v, amsgrad),
+                      Contains("adam_update: max_exp_avg_sq and exp_avg_sq share storage"));
   Tensor ints = zeros({2, 3}, {.dtype = DType::i64});
   REQUIRE_THROWS_WITH(kernels::sgd_update(ints, ints, ints, sgd),
                       Contains("sgd_update: expected a floating dtype (f32 or f64), got param i64[2, 3] on cpu:0"));

@@ -87,27 +87,58 @@ TEST_CASE("CUDA softmax and log-softmax match the CPU, forward and backward", "[
   }
 }
 
-TEST_CASE("CUDA cross-entropy matches the CPU", "[cuda]") {
+// Every option of the fused kernel (nn_kernels.h, CrossEntropyTerms): ignored rows, class weights,
+// label smoothing and both, on [N, C] rows and on [N, C, d1, d2] (rows `inner` elements apart).
+TEST_CASE("CUDA cross-entropy matches the CPU, with every option", "[cuda]") {
+  struct Options {
+    bool weighted;
+    double smoothing;
+    int64_t ignore_index;  // set in every third row when >= 0, else the default -100 (never a target)
+  };
+  const std::vector<Options> options = {{false, 0, -100}, {false, 0, 2}, {true, 0, -100}, {false, 0.2, 1},
+                                        {true, 0.3, 0}};
   uint64_t seed = 4000;
   for (DType dtype : kFloating) {
-    for (const Shape& sizes : std::vector<Shape>{{13, 11}, {1, 1}, {300, 10}, {2, 1500}}) {
-      const int64_t n = sizes[0], classes = sizes[1];
-      auto logits = test::random_pair(sizes, dtype, -5, 5, ++seed);
-      auto target = random_targets(n, classes, ++seed);
-      test::GuardedOutput losses({n}, dtype, kGpu), log_probs(sizes, dtype, kGpu);
-      kernels::cross_entropy_forward(logits.cuda, target.cuda, losses.view(), log_probs.view());
-      Tensor losses_cpu = cpu_empty({n}, dtype), log_probs_cpu = cpu_empty(sizes, dtype);
-      cpu_nn().cross_entropy_forward(logits.cpu, target.cpu, losses_cpu, log_probs_cpu);
-      compare(losses, losses_cpu, tol(dtype, 1e-5), label("cross_entropy losses", dtype));
-      compare(log_probs, log_probs_cpu, tol(dtype, 1e-5), label("cross_entropy log_probs", dtype));
+    for (const Shape& sizes : std::vector<Shape>{{13, 11}, {1, 1}, {300, 10}, {2, 1500}, {3, 5, 4, 2}}) {
+      for (size_t c = 0; c < options.size(); ++c) {
+        const Options& o = options[c];
+        const int64_t classes = sizes[1];
+        Shape rows = sizes;
+        rows.erase(rows.begin() + 1);
+        const int64_t n = numel(rows);
+        auto logits = test::random_pair(sizes, dtype, -5, 5, ++seed);
+        auto target = test::random_pair(rows, DType::i64, 0, static_cast<double>(classes - 1), ++seed, true);
+        Tensor host_target = target.cpu;
+        if (o.ignore_index >= 0) {
+          for (int64_t i = 0; i < n; i += 3) host_target.data<int64_t>()[i] = o.ignore_index;
+        } else if (n > 1) {
+          host_target.data<int64_t>()[1] = -100;  // the default ignore_index ignores it
+        }
+        const Tensor target_gpu = test::copy_to(host_target, kGpu);
+        const test::TensorPair weight = test::random_pair({classes}, dtype, 0.1, 3, ++seed);
+        const Tensor weight_cpu = o.weighted ? weight.cpu : Tensor(), weight_gpu = o.weighted ? weight.cuda : Tensor();
+        const kernels::CrossEntropyTerms terms{.ignore_index = o.ignore_index, .label_smoothing = o.smoothing};
+        const std::string what = label("cross_entropy", dtype, c) + " " + shape_str(sizes);
 
-      auto grad = test::random_pair({n}, dtype, -2, 2, ++seed);
-      Tensor log_probs_gpu = test::copy_to(log_probs_cpu, kGpu);
-      test::GuardedOutput grad_logits(sizes, dtype, kGpu);
-      kernels::cross_entropy_backward(grad.cuda, log_probs_gpu, target.cuda, grad_logits.view());
-      Tensor grad_logits_cpu = cpu_empty(sizes, dtype);
-      cpu_nn().cross_entropy_backward(grad.cpu, log_probs_cpu, target.cpu, grad_logits_cpu);
-      compare(grad_logits, grad_logits_cpu, tol(dtype, 1e-5), label("cross_entropy backward", dtype));
+        test::GuardedOutput losses(rows, dtype, kGpu), log_probs(sizes, dtype, kGpu), total({}, dtype, kGpu);
+        kernels::cross_entropy_forward(logits.cuda, target_gpu, weight_gpu, terms, losses.view(), log_probs.view(),
+                                       total.view());
+        Tensor losses_cpu = cpu_empty(rows, dtype), log_probs_cpu = cpu_empty(sizes, dtype),
+               total_cpu = cpu_empty({}, dtype);
+        cpu_nn().cross_entropy_forward(logits.cpu, host_target, weight_cpu, terms, losses_cpu, log_probs_cpu,
+                                       total_cpu);
+        compare(losses, losses_cpu, tol(dtype, 1e-5), what + " losses");
+        compare(log_probs, log_probs_cpu, tol(dtype, 1e-5), what + " log_probs");
+        compare(total, total_cpu, tol(dtype, 1e-6), what + " total_weight");
+
+        auto grad = test::random_pair(rows, dtype, -2, 2, ++seed);
+        Tensor log_probs_gpu = test::copy_to(log_probs_cpu, kGpu);
+        test::GuardedOutput grad_logits(sizes, dtype, kGpu);
+        kernels::cross_entropy_backward(grad.cuda, log_probs_gpu, target_gpu, weight_gpu, terms, grad_logits.view());
+        Tensor grad_logits_cpu = cpu_empty(sizes, dtype);
+        cpu_nn().cross_entropy_backward(grad.cpu, log_probs_cpu, host_target, weight_cpu, terms, grad_logits_cpu);
+        compare(grad_logits, grad_logits_cpu, tol(dtype, 1e-5), what + " backward");
+      }
     }
   }
 }
@@ -121,14 +152,32 @@ TEST_CASE("CUDA cross-entropy reports a bad target with the CPU's error at the n
   host_bad.data<int64_t>()[3] = -1;
   const Tensor bad = test::copy_to(host_bad, kGpu);
   Tensor losses = test::empty_tensor({4}, DType::f32, kGpu), log_probs = test::empty_tensor({4, 3}, DType::f32, kGpu);
+  Tensor total = test::empty_tensor({}, DType::f32, kGpu);
   Tensor cpu_losses = cpu_empty({4}, DType::f32), cpu_log_probs = cpu_empty({4, 3}, DType::f32);
-  CHECK_THROWS_WITH(cpu_nn().cross_entropy_forward(logits.cpu, host_bad, cpu_losses, cpu_log_probs),
-                    "cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= target < 3)");
-  CHECK_NOTHROW(kernels::cross_entropy_forward(logits.cuda, bad, losses, log_probs));  // queued, not waited for
+  Tensor cpu_total = cpu_empty({}, DType::f32);
+  const kernels::CrossEntropyTerms terms;
+  CHECK_THROWS_WITH(cpu_nn().cross_entropy_forward(logits.cpu, host_bad, Tensor(), terms, cpu_losses, cpu_log_probs,
+                                                   cpu_total),
+                    "cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= target < 3, or "
+                    "ignore_index -100)");
+  // queued, not waited for
+  CHECK_NOTHROW(kernels::cross_entropy_forward(logits.cuda, bad, Tensor(), terms, losses, log_probs, total));
   // The first bad target, with the CPU's very message, once; then the device is clean again.
   CHECK_THROWS_WITH(cuda::synchronize(kGpu),
-                    "cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= target < 3)");
+                    "cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= target < 3, or "
+                    "ignore_index -100)");
   CHECK_NOTHROW(cuda::synchronize(kGpu));
+  // An ignored target is no bad label, whether ignore_index is a class or not.
+  const Tensor ignored = test::copy_to(from_vector<int64_t>({0, -100, 2, 1}), kGpu);
+  kernels::cross_entropy_forward(logits.cuda, ignored, Tensor(), terms, losses, log_probs, total);
+  CHECK_NOTHROW(cuda::synchronize(kGpu));
+  kernels::cross_entropy_forward(logits.cuda, test::copy_to(from_vector<int64_t>({0, 1, 2, 1}), kGpu), Tensor(),
+                                 {.ignore_index = 1}, losses, log_probs, total);
+  CHECK_NOTHROW(cuda::synchronize(kGpu));
+  CHECK(test::copy_to(total, cpu()).item<float>() == 2.0f);
+  // The first bad call's target again, for the rows below.
+  kernels::cross_entropy_forward(logits.cuda, bad, Tensor(), terms, losses, log_probs, total);
+  CHECK_THROWS(cuda::synchronize(kGpu));
 
   // The guarded rows: NaN loss, zero gradient; the good rows as on the CPU.
   const std::vector<float> loss_values = test::copy_to(losses, cpu()).to_vector<float>();
@@ -137,7 +186,7 @@ TEST_CASE("CUDA cross-entropy reports a bad target with the CPU's error at the n
   CHECK_FALSE(std::isnan(loss_values[0]));
   Tensor grad = test::copy_to(test::random_pair({4}, DType::f32, 1, 1, 4101).cpu, kGpu);
   Tensor grad_logits = test::empty_tensor({4, 3}, DType::f32, kGpu);
-  kernels::cross_entropy_backward(grad, log_probs, bad, grad_logits);
+  kernels::cross_entropy_backward(grad, log_probs, bad, Tensor(), terms, grad_logits);
   const std::vector<float> g = test::copy_to(grad_logits, cpu()).to_vector<float>();
   for (int j = 6; j < 12; ++j) CHECK(g[static_cast<size_t>(j)] == 0.0f);
 

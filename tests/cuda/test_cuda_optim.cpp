@@ -62,7 +62,8 @@ TEST_CASE("CUDA fused SGD equals the CPU kernel bit for bit, inside guard bands"
   }
 }
 
-TEST_CASE("CUDA fused Adam and AdamW equal the CPU kernel bit for bit, inside guard bands", "[cuda]") {
+TEST_CASE("CUDA fused Adam and AdamW, with and without amsgrad, equal the CPU kernel bit for bit, inside guard bands",
+          "[cuda]") {
   uint64_t seed = 950;
   for (DType dtype : {DType::f32, DType::f64}) {
     for (int64_t n : kSizes) {
@@ -70,16 +71,22 @@ TEST_CASE("CUDA fused Adam and AdamW equal the CPU kernel bit for bit, inside gu
         State param(test::random_pair({n}, dtype, -2, 2, ++seed), dtype);
         State exp_avg(test::random_pair({n}, dtype, -0.1, 0.1, ++seed), dtype);
         State exp_avg_sq(test::random_pair({n}, dtype, 0, 0.01, ++seed), dtype);
+        // amsgrad's running maximum, above some of exp_avg_sq and below the rest.
+        State max_exp_avg_sq(test::random_pair({n}, dtype, 0, 0.02, ++seed), dtype);
         for (int step = 1; step <= kSteps; ++step) {
           auto grad = test::random_pair({n}, dtype, -1, 1, ++seed);
           const kernels::AdamUpdateArgs args = test::bias_corrected(config, step);
-          kernels::adam_update(param.cuda.view(), grad.cuda, exp_avg.cuda.view(), exp_avg_sq.cuda.view(), args);
-          kernels::cpu_backend().adam_update(param.cpu, grad.cpu, exp_avg.cpu, exp_avg_sq.cpu, args);
+          const Tensor max_gpu = config.amsgrad ? max_exp_avg_sq.cuda.view() : Tensor();
+          const Tensor max_cpu = config.amsgrad ? max_exp_avg_sq.cpu : Tensor();
+          kernels::adam_update(param.cuda.view(), grad.cuda, exp_avg.cuda.view(), exp_avg_sq.cuda.view(), max_gpu,
+                               args);
+          kernels::cpu_backend().adam_update(param.cpu, grad.cpu, exp_avg.cpu, exp_avg_sq.cpu, max_cpu, args);
         }
         const std::string what = label("adam", dtype, n, test::describe(config));
         test::require_identical(param.cuda.check_and_fetch(), param.cpu, what + " param");
         test::require_identical(exp_avg.cuda.check_and_fetch(), exp_avg.cpu, what + " exp_avg");
         test::require_identical(exp_avg_sq.cuda.check_and_fetch(), exp_avg_sq.cpu, what + " exp_avg_sq");
+        test::require_identical(max_exp_avg_sq.cuda.check_and_fetch(), max_exp_avg_sq.cpu, what + " max_exp_avg_sq");
       }
     }
   }

@@ -65,14 +65,14 @@ const std::vector<ReduceCase> kReduceCases = {
 bool single_dim(const ReduceCase& c) { return c.dims.size() == 1 || (c.dims.empty() && c.in.sizes.size() <= 1); }
 
 void check_reduce(ReduceOp op, DType dtype, const ReduceCase& c, size_t index, uint64_t seed) {
-  const bool integral = !is_floating(dtype) || op == ReduceOp::argmax || op == ReduceOp::max || op == ReduceOp::min;
+  const bool integral =
+      !is_floating(dtype) || kernels::is_arg_reduction(op) || op == ReduceOp::max || op == ReduceOp::min;
   const double high = dtype == DType::u8 ? 9 : 4;
   const double low = dtype == DType::u8 ? 0 : -4;
   auto in = test::random_pair(c.in.sizes, c.in.strides, c.in.offset, dtype, low, high, seed, integral);
   const Shape out_sizes = keepdim_shape(c.in.sizes, c.dims);
-  // argmax writes i64, and so does a sum of integers (as torch.sum).
-  const bool to_i64 = op == ReduceOp::argmax || (op == ReduceOp::sum && !is_floating(dtype));
-  const DType out_dtype = to_i64 ? DType::i64 : dtype;
+  // argmax and argmin write i64, and so does a sum of integers (as torch.sum).
+  const DType out_dtype = kernels::reduce_output_dtype(op, dtype);
   const Shape out_strides = c.out_strides.empty() ? contiguous_strides(out_sizes) : c.out_strides;
   test::GuardedOutput out(out_sizes, out_strides, out_dtype, kGpu);
   kernels::reduce(op, in.cuda, c.dims, out.view());
@@ -87,13 +87,14 @@ void check_reduce(ReduceOp op, DType dtype, const ReduceCase& c, size_t index, u
 
 TEST_CASE("CUDA reductions match the CPU over any dims and layouts", "[cuda]") {
   uint64_t seed = 1000;
-  const std::vector<ReduceOp> every_dtype = {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::argmax};
+  const std::vector<ReduceOp> every_dtype = {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::argmax,
+                                             ReduceOp::argmin};
   const std::vector<ReduceOp> floating_only = {ReduceOp::mean, ReduceOp::logsumexp};
   for (size_t i = 0; i < kReduceCases.size(); ++i) {
     const ReduceCase& c = kReduceCases[i];
     for (DType dtype : {DType::f32, DType::f64, DType::i64, DType::u8}) {
       for (ReduceOp op : every_dtype) {
-        if (op == ReduceOp::argmax && !single_dim(c)) continue;
+        if (kernels::is_arg_reduction(op) && !single_dim(c)) continue;
         check_reduce(op, dtype, c, i, ++seed);
       }
       if (!is_floating(dtype)) continue;
@@ -108,6 +109,8 @@ TEST_CASE("CUDA reductions reject what the CPU rejects", "[cuda]") {
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmax, in, {0, 1}, test::empty_tensor({1, 1}, DType::i64, kGpu)),
                   Error);
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmax, in, {0}, test::empty_tensor({1, 5}, DType::f32, kGpu)), Error);
+  CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmin, in, {0, 1}, test::empty_tensor({1, 1}, DType::i64, kGpu)),
+                  Error);
   Tensor ints = test::empty_tensor({4, 5}, DType::i64, kGpu);
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::mean, ints, {0}, test::empty_tensor({1, 5}, DType::i64, kGpu)), Error);
   Tensor bytes = test::empty_tensor({4, 5}, DType::u8, kGpu);
@@ -132,8 +135,9 @@ TEST_CASE("CUDA reductions propagate NaN and infinities as the CPU does", "[cuda
       x[42] = x[47] = static_cast<T>(nan);
     });
     const Tensor in = test::copy_to(host, kGpu);
-    for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::argmax, ReduceOp::logsumexp}) {
-      const DType out_dtype = op == ReduceOp::argmax ? DType::i64 : dtype;
+    for (ReduceOp op :
+         {ReduceOp::sum, ReduceOp::max, ReduceOp::min, ReduceOp::argmax, ReduceOp::argmin, ReduceOp::logsumexp}) {
+      const DType out_dtype = kernels::reduce_output_dtype(op, dtype);
       test::GuardedOutput out({5, 1}, out_dtype, kGpu);
       kernels::reduce(op, in, {1}, out.view());
       Tensor expected = test::empty_tensor({5, 1}, out_dtype, cpu());
