@@ -12,17 +12,14 @@ class TinyNet : public nn::Cloneable<TinyNet> {
  public:
   TinyNet() {
     features_ = register_module("features", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)),
-                                                           nn::ReLU(), nn::MaxPool2d(2)).ptr());
-    classifier_ = register_module("classifier", nn::Linear(8 * 14 * 14, 10).ptr());
+                                                           nn::ReLU(), nn::MaxPool2d(2)));
+    classifier_ = register_module("classifier", nn::Linear(8 * 14 * 14, 10));
   }
-  Tensor forward(const Tensor& x) override {
-    Tensor h = child<nn::Module>(features_).forward(x);
-    return child<nn::Module>(classifier_).forward(h.flatten(1));
-  }
-  std::string name() const override { return "TinyNet"; }
+  Tensor forward(const Tensor& x) override { return classifier_(features_(x).flatten(1)); }
 
  private:
-  size_t features_ = 0, classifier_ = 0;
+  nn::Child<nn::Sequential> features_;
+  nn::Child<nn::Linear> classifier_;
 };
 
 int main(int argc, char** argv) {
