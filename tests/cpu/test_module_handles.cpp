@@ -123,7 +123,7 @@ TEST_CASE("a replica's handles call the replica's children, so gradients reach t
   }
 }
 
-TEST_CASE("a handle follows replace_child; a typed one refuses a module of another class", "[nn][module][handles][errors]") {
+TEST_CASE("a handle follows replace_child, and a typed one refuses a module of another class", "[nn][module][handles][errors]") {
   manual_seed(5);
   Net net;
   auto relu = nn::ReLU().ptr();
