@@ -99,6 +99,7 @@ std::string class_name(const std::type_info& type) {
 
 }  // namespace internal
 
+// Copies every member, as the default would, and opens the copy window.
 Module::Module(const Module& other)
     : parameters_(other.parameters_),
       buffers_(other.buffers_),

@@ -2,10 +2,10 @@
 //
 // All of a module's state lives in three registries: named parameters, buffers and child
 // modules. A layer keeps the *slot* each registration returns and reads its tensors through
-// it (parameter(slot)); a child module is held through the typed handle register_module
-// returns (Child<T>), which reads the parent's registry too. Because nothing points into another
-// object, a plain copy of a module is consistent, and clone(), to(), state_dict() and
-// load_state_dict() are written once, here, for every layer.
+// it (parameter(slot)), and its children through the typed handles register_module returns
+// (Child<T>: the parent and a slot), which a copy of the parent re-parents. So a plain copy of a
+// module is consistent, and clone(), to(), state_dict() and load_state_dict() are written once,
+// here, for every layer.
 #pragma once
 
 #include <concepts>
@@ -35,12 +35,13 @@ namespace internal {
 //
 // A copy of a module copies its handles, and a handle copied while its parent is being copied
 // takes the copy as its parent: after clone() or replicate() a replica's handles call the
-// replica's children, wherever they sit in the derived class (a member, a vector of them). The
-// window is per thread: Module's copy constructor opens it (the derived class's members are
-// copied right after), and Cloneable::shallow_copy, the next use of any handle, or the end of
-// either module closes it. A plain C++ copy (`Net b = a;`) has no shallow_copy to close it: a
-// handle of `a` copied before any handle is used would name b's slot, which holds the same
-// child unless replace_child changed one of them.
+// replica's children, wherever they sit in the derived class (a member, a vector of them). So a
+// module holds handles of its own children only: one of a grandchild would stay with the
+// original. The window is per thread: Module's copy constructor opens it (the derived class's
+// members are copied right after), and Cloneable::shallow_copy, the next use of any handle, or
+// destroying either module closes it. A plain C++ copy (`Net b = a;`) has no shallow_copy to
+// close it: a handle of `a` copied before any handle is used would name b's slot, which holds
+// the same child unless replace_child changed one of them.
 class ChildRef {
  public:
   ChildRef() = default;
@@ -130,9 +131,9 @@ class Module {
   // the broadcast copies, so their gradients flow back to the master parameters.
   std::shared_ptr<Module> replicate(const std::vector<Tensor>& parameters, const std::vector<Tensor>& buffers) const;
   void zero_grad();  // drops every parameter's .grad
-  // Swaps the direct child registered as `name` for `child`, which the parent then calls in its
-  // place (parallel::convert_sync_batchnorm swaps BatchNorm2d layers this way). Throws if there
-  // is no such child.
+  // Swaps the direct child registered as `name` for `child`, which the parent's handle then calls
+  // in its place (parallel::convert_sync_batchnorm swaps BatchNorm2d layers this way). Throws if
+  // there is no such child.
   void replace_child(const std::string& name, std::shared_ptr<Module> child);
 
   NamedTensors state_dict() const;  // parameters, then buffers
@@ -150,8 +151,8 @@ class Module {
   // Shallow: clone() deepens it. It also opens the window in which the derived class's Child
   // handles, copied next, take this copy as their parent (internal::ChildRef).
   Module(const Module& other);
-  // Modules are copied whole (clone, replicate), never assigned over: an assignment would leave
-  // the target's handles on their old parent's slots with the source's registry.
+  // Modules are copied whole (clone, replicate), never assigned over: an assignment would copy
+  // the source's handles into the target, still naming the source's children.
   Module& operator=(const Module&) = delete;
 
   size_t register_parameter(std::string name, Tensor value);  // marks it requires_grad
