@@ -1,11 +1,17 @@
 # `cmake --install` puts libduet, its headers (as duet/LAYER/*.h) and duetConfig.cmake in place,
-# so outside projects use find_package(duet) and link duet::duet.
+# so outside projects use find_package(duet) and link duet::duet, and the `duet` command line in
+# bin/.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# Installed binaries find libduet beside them ($ORIGIN/../lib) and the libraries they were linked
+# with outside the system's directories (CUDA's, say) without LD_LIBRARY_PATH.
+set_target_properties(duet duet_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}"
+                                               INSTALL_RPATH_USE_LINK_PATH TRUE)
 install(TARGETS duet EXPORT duetTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS duet_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 foreach(layer IN LISTS DUET_LAYERS)
   install(DIRECTORY ${layer}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/duet/${layer}
           FILES_MATCHING PATTERN "*.h")

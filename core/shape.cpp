@@ -31,6 +31,8 @@ std::string shape_str(const Shape& sizes) {
   return out + "]";
 }
 
+std::ostream& operator<<(std::ostream& out, const Shape& sizes) { return out << shape_str(sizes); }
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);

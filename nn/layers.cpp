@@ -135,27 +135,23 @@ void SequentialImpl::push_back(std::shared_ptr<Module> module) {
 
 Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor out = x;
-  for (size_t i = 0; i < num_children(); ++i) out = child<Module>(i).forward(out);
+  for (size_t i = 0; i < num_children(); ++i) out = child(i).forward(out);
   return out;
 }
 
 // ---- Residual ----
-ResidualImpl::ResidualImpl(int64_t in_channels, int64_t out_channels, bool use_1x1_conv, int64_t stride)
-    : shortcut_conv_(use_1x1_conv) {
-  conv1_ = register_module("conv1", Conv2d(Conv2dOptions(in_channels, out_channels, 3).padding(1).stride(stride)).ptr());
-  bn1_ = register_module("bn1", BatchNorm2d(out_channels).ptr());
-  conv2_ = register_module("conv2", Conv2d(Conv2dOptions(out_channels, out_channels, 3).padding(1)).ptr());
-  bn2_ = register_module("bn2", BatchNorm2d(out_channels).ptr());
-  if (use_1x1_conv) {
-    conv3_ = register_module("conv3", Conv2d(Conv2dOptions(in_channels, out_channels, 1).stride(stride)).ptr());
-  }
+ResidualImpl::ResidualImpl(int64_t in_channels, int64_t out_channels, bool use_1x1_conv, int64_t stride) {
+  conv1_ = register_module("conv1", Conv2d(Conv2dOptions(in_channels, out_channels, 3).padding(1).stride(stride)));
+  bn1_ = register_module("bn1", BatchNorm2d(out_channels));
+  conv2_ = register_module("conv2", Conv2d(Conv2dOptions(out_channels, out_channels, 3).padding(1)));
+  bn2_ = register_module("bn2", BatchNorm2d(out_channels));
+  if (use_1x1_conv) conv3_ = register_module("conv3", Conv2d(Conv2dOptions(in_channels, out_channels, 1).stride(stride)));
 }
 
 Tensor ResidualImpl::forward(const Tensor& x) {
-  Tensor y = relu(child<Module>(bn1_).forward(child<Module>(conv1_).forward(x)));
-  y = child<Module>(bn2_).forward(child<Module>(conv2_).forward(y));
-  Tensor shortcut = shortcut_conv_ ? child<Module>(conv3_).forward(x) : x;
-  return relu(y + shortcut);
+  Tensor y = relu(bn1_(conv1_(x)));
+  y = bn2_(conv2_(y));
+  return relu(y + (conv3_ ? conv3_(x) : x));
 }
 
 }  // namespace duet::nn

@@ -219,7 +219,7 @@ class SequentialImpl final : public Cloneable<SequentialImpl> {
   Tensor forward(const Tensor& x) override;
   std::string name() const override { return "Sequential"; }
   size_t size() const { return num_children(); }
-  Module& operator[](size_t i) const { return child<Module>(i); }
+  Module& operator[](size_t i) const { return child(i); }
 };
 DUET_MODULE(Sequential);
 
@@ -232,8 +232,9 @@ class ResidualImpl final : public Cloneable<ResidualImpl> {
   std::string name() const override { return "Residual"; }
 
  private:
-  bool shortcut_conv_;
-  size_t conv1_ = 0, bn1_ = 0, conv2_ = 0, bn2_ = 0, conv3_ = 0;
+  Child<Conv2d> conv1_, conv2_, conv3_;  // conv3_: the 1x1 shortcut, when the shape changes
+  // Any module: parallel::convert_sync_batchnorm swaps these for SyncBatchNorm2d.
+  Child<Module> bn1_, bn2_;
 };
 DUET_MODULE(Residual);
 

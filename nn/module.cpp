@@ -1,5 +1,8 @@
 #include "duet/nn/module.h"
 
+#include <cxxabi.h>
+
+#include <cstdlib>
 #include <map>
 #include <set>
 #include <sstream>
@@ -43,7 +46,73 @@ Tensor deep_copy(const Tensor& t, Device device) {
   return copy;
 }
 
+// The module copy under way on this thread, if any: Module's copy constructor opens it, and the
+// Child handles the derived class copies next re-point from `from` to `to` (see ChildRef).
+struct ModuleCopy {
+  const Module* from = nullptr;
+  const Module* to = nullptr;
+};
+thread_local ModuleCopy module_copy;
+
 }  // namespace
+
+namespace internal {
+
+void end_module_copy() { module_copy = {}; }
+
+ChildRef::ChildRef(const ChildRef& other) : parent_(other.parent_), slot_(other.slot_) {
+  if (parent_ != nullptr && parent_ == module_copy.from) parent_ = module_copy.to;
+}
+
+Module& ChildRef::module() const {
+  DUET_CHECK(parent_ != nullptr, "use of a Child handle that register_module never bound");
+  // A copy's handles are all copied before any is used, so a use ends a plain C++ copy's window
+  // (clone and replicate end theirs in Cloneable::shallow_copy).
+  if (module_copy.to != nullptr) end_module_copy();
+  return *parent_->children_[slot_].second;
+}
+
+void ChildRef::throw_wrong_type(const std::type_info& expected) const {
+  const auto& [name, child] = parent_->children_[slot_];
+  DUET_FAIL(parent_->name(), ": child '", name, "' is now ", child->name(), " (", class_name(typeid(*child)),
+            "), not the ", class_name(expected),
+            " its handle expects; replace_child swapped it, and a handle that accepts any module is "
+            "nn::Child<nn::Module>");
+}
+
+std::string class_name(const std::type_info& type) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(type.name(), nullptr, nullptr, &status),
+                                                   std::free);
+  std::string name = status == 0 ? demangled.get() : type.name();
+  // Drop the namespaces (and an enclosing class) of the outermost name, not those inside its
+  // template arguments: "duet::nn::Pool2dImpl<duet::X>" -> "Pool2dImpl<duet::X>".
+  size_t start = 0;
+  int depth = 0;
+  for (size_t i = 0; i + 1 < name.size(); ++i) {
+    if (name[i] == '<' || name[i] == '(') ++depth;
+    if (name[i] == '>' || name[i] == ')') --depth;
+    if (depth == 0 && name[i] == ':' && name[i + 1] == ':') start = i + 2;
+  }
+  return name.substr(start);
+}
+
+}  // namespace internal
+
+// Copies every member, as the default would, and opens the copy window.
+Module::Module(const Module& other)
+    : parameters_(other.parameters_),
+      buffers_(other.buffers_),
+      children_(other.children_),
+      training_(other.training_) {
+  module_copy = {&other, this};
+}
+
+Module::~Module() {
+  if (module_copy.from == this || module_copy.to == this) internal::end_module_copy();
+}
+
+std::string Module::name() const { return internal::class_name(typeid(*this)); }
 
 size_t Module::register_parameter(std::string name, Tensor value) {
   DUET_CHECK(value.defined(), this->name(), ": parameter '", name, "' is undefined");
@@ -57,7 +126,7 @@ size_t Module::register_buffer(std::string name, Tensor value) {
   return buffers_.size() - 1;
 }
 
-size_t Module::register_module(std::string name, std::shared_ptr<Module> child) {
+size_t Module::add_child(std::string name, std::shared_ptr<Module> child) {
   DUET_CHECK(child != nullptr, this->name(), ": child module '", name, "' is null");
   children_.emplace_back(std::move(name), std::move(child));
   return children_.size() - 1;

@@ -35,8 +35,8 @@ std::shared_ptr<Module> lenet_relu() {
 std::shared_ptr<Module> resnet18() {
   auto stage = [](int64_t in, int64_t out, bool first) {
     Sequential blocks;
-    blocks->push_back(first ? Residual(in, out).ptr() : Residual(in, out, true, 2).ptr());
-    blocks->push_back(Residual(out, out).ptr());
+    blocks->push_back(first ? Residual(in, out) : Residual(in, out, true, 2));
+    blocks->push_back(Residual(out, out));
     return blocks;
   };
   return Sequential(Conv2d(Conv2dOptions(1, 64, 3).padding(1)), BatchNorm2d(64), ReLU(),

@@ -23,36 +23,32 @@ using namespace duet::test;
 class BranchImpl final : public nn::Cloneable<BranchImpl> {
  public:
   explicit BranchImpl(int64_t min_rows = INT64_MAX) : min_rows_(min_rows) {
-    used_ = register_module("used", nn::Linear(16, 10).ptr());
-    branch_ = register_module("branch", nn::Linear(16, 10).ptr());
+    used_ = register_module("used", nn::Linear(16, 10));
+    branch_ = register_module("branch", nn::Linear(16, 10));
   }
   Tensor forward(const Tensor& x) override {
     Tensor flat = x.flatten(1);
-    Tensor out = child<Module>(used_).forward(flat);
-    return x.size(0) >= min_rows_ ? out + child<Module>(branch_).forward(flat) : out;
+    Tensor out = used_(flat);
+    return x.size(0) >= min_rows_ ? out + branch_(flat) : out;
   }
   std::string name() const override { return "Branch"; }
 
  private:
   int64_t min_rows_;
-  size_t used_ = 0, branch_ = 0;
+  nn::Child<nn::Linear> used_, branch_;
 };
 
 // Registered in the opposite order of use: backward produces `late`'s gradients first, which
 // reverse registration order puts last.
 class ReorderedImpl final : public nn::Cloneable<ReorderedImpl> {
  public:
-  ReorderedImpl() {
-    late_ = register_module("late", nn::Linear(12, 10).ptr());
-    early_ = register_module("early", nn::Linear(16, 12).ptr());
-  }
-  Tensor forward(const Tensor& x) override {
-    return child<Module>(late_).forward(relu(child<Module>(early_).forward(x.flatten(1))));
-  }
+  Tensor forward(const Tensor& x) override { return late_(relu(early_(x.flatten(1)))); }
   std::string name() const override { return "Reordered"; }
 
  private:
-  size_t late_ = 0, early_ = 0;
+  // Registered in declaration order.
+  nn::Child<nn::Linear> late_ = register_module("late", nn::Linear(12, 10));
+  nn::Child<nn::Linear> early_ = register_module("early", nn::Linear(16, 12));
 };
 
 std::shared_ptr<nn::Module> seeded(const std::function<std::shared_ptr<nn::Module>()>& make) {
