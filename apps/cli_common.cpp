@@ -71,7 +71,8 @@ std::string clamp_threads(int& threads, const std::string& flag) {
 
 void add_comm_timeout_flag(CLI::App& cmd, double& seconds) {
   cmd.add_option("--comm-timeout", seconds, "Seconds a collective waits for the other ranks before the run fails")
-      ->check(at_least(0.001, "a number of seconds >= 0.001"))->capture_default_str();
+      ->check(at_least(0.001, "a number of seconds >= 0.001"))
+      ->capture_default_str();
 }
 
 std::chrono::milliseconds comm_timeout(double seconds) {
@@ -94,12 +95,14 @@ std::string optimizer_args_problem(const OptimizerArgs& args) {
 std::unique_ptr<optim::Optimizer> make_optimizer(const OptimizerArgs& args, std::vector<Tensor> params) {
   if (args.name == "adam") {
     return std::make_unique<optim::Adam>(
-        std::move(params), optim::AdamOptions{.lr = args.lr, .weight_decay = args.weight_decay, .amsgrad = args.amsgrad});
+        std::move(params),
+        optim::AdamOptions{.lr = args.lr, .weight_decay = args.weight_decay, .amsgrad = args.amsgrad});
   }
   const std::string problem = optimizer_args_problem(args);
   DUET_CHECK(problem.empty(), problem);
   return std::make_unique<optim::SGD>(
-      std::move(params), optim::SGDOptions{.lr = args.lr, .momentum = args.momentum, .weight_decay = args.weight_decay});
+      std::move(params),
+      optim::SGDOptions{.lr = args.lr, .momentum = args.momentum, .weight_decay = args.weight_decay});
 }
 
 }  // namespace duet::apps

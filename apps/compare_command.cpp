@@ -74,7 +74,9 @@ class RunProgress {
     if (!terminal_) std::fprintf(stderr, "%s ...\n", prefix_);
   }
   void step(int64_t done, int64_t total) {
-    if (terminal_) std::fprintf(stderr, "\r%s: step %lld/%lld", prefix_, static_cast<long long>(done), static_cast<long long>(total));
+    if (terminal_)
+      std::fprintf(stderr, "\r%s: step %lld/%lld", prefix_, static_cast<long long>(done),
+                   static_cast<long long>(total));
   }
   void finish(const parallel::RunMeasurement& m) {
     std::fprintf(stderr, "%s%s: %.0f img/s\n", terminal_ ? "\r" : "", prefix_, m.images_per_second);
@@ -95,8 +97,8 @@ std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::
   const parallel::Links nvlink = parallel::nvlink_links(), pcie = parallel::pcie_links();
   std::vector<PredictionRow> rows;
   auto add = [&](const std::string& strategy, int n) {
-    const int64_t batch = args.batch_per_device > 0 ? args.batch_per_device * (strategy == "single" ? 1 : n)
-                                                    : args.batch_size;
+    const int64_t batch =
+        args.batch_per_device > 0 ? args.batch_per_device * (strategy == "single" ? 1 : n) : args.batch_size;
     PredictionRow row{.strategy = strategy, .devices = n};
     row.batch_size = batch;
     for (const auto& run : runs) {
@@ -194,14 +196,16 @@ int run_compare(CompareArgs args) {
   args.devices.erase(std::unique(args.devices.begin(), args.devices.end()), args.devices.end());
   const bool has_single = std::count(args.strategies.begin(), args.strategies.end(), "single") > 0;
   if (args.predict && !has_single) {
-    std::cerr << "duet compare: error: --predict needs the measured single-device compute: add single to --strategies\n";
+    std::cerr
+        << "duet compare: error: --predict needs the measured single-device compute: add single to --strategies\n";
     return kBadInput;
   }
   if (args.comm == "mpi") {
     for (const std::string& s : args.strategies) {
       if (s != "single" && !parallel::is_ddp(s)) {
         std::cerr << "duet compare: error: --comm mpi runs the ddp variants across processes (and single on rank 0); "
-                     "drop " << s << " from --strategies\n";
+                     "drop "
+                  << s << " from --strategies\n";
         return kBadInput;
       }
     }
@@ -220,7 +224,8 @@ int run_compare(CompareArgs args) {
     const std::string problem = optimizer_args_problem(args.optimizer);
     DUET_CHECK(problem.empty(), problem);
     if (args.comm == "mpi") {
-      DUET_CHECK(started_by_mpirun(), "--comm mpi: this process was not started by mpirun; run `mpirun -np N duet "
+      DUET_CHECK(started_by_mpirun(),
+                 "--comm mpi: this process was not started by mpirun; run `mpirun -np N duet "
                  "compare --comm mpi --strategies single,ddp ...`");
       DUET_CHECK(device.is_cpu(), "--comm mpi: duet compare runs its ranks on CPU devices");
       comm = parallel::make_mpi_communicator({.timeout = comm_timeout(args.comm_timeout), .device = device});
@@ -229,8 +234,8 @@ int run_compare(CompareArgs args) {
     if (!comm && !args.devices.empty()) device_group(device, args.devices.back(), "--devices");
     counts = place_sweep(args, device, comm.get(), report);
     DUET_CHECK(!counts.empty() || args.strategies == std::vector<std::string>{"single"},
-               "--devices: no device count fits the cores of this machine (--cores-per-device ",
-               args.cores_per_device, ")");
+               "--devices: no device count fits the cores of this machine (--cores-per-device ", args.cores_per_device,
+               ")");
     if (!comm || comm->rank() == 0) {
       // Every output path first: a bad one fails now, not after every strategy has run.
       prepare_output_folder("--out", args.out);
@@ -253,7 +258,8 @@ int run_compare(CompareArgs args) {
       .steps = args.steps,
       .warmup = args.warmup,
       .seed = args.seed,
-      .make_optimizer = [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
+      .make_optimizer =
+          [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
       .first_device = device,
       .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)},
       .check = args.check,
@@ -314,42 +320,60 @@ int run_compare(CompareArgs args) {
 
 void add_compare_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<CompareArgs>();
-  CLI::App* cmd = app.add_subcommand("compare", "Train single-device, DataParallel and DDP on the same batches and "
+  CLI::App* cmd = app.add_subcommand("compare",
+                                     "Train single-device, DataParallel and DDP on the same batches and "
                                      "compare their time per phase, bytes, memory and parameters");
-  cmd->add_option("--model", args->model, "Model to train")->check(CLI::IsMember(nn::models::names()))->capture_default_str();
+  cmd->add_option("--model", args->model, "Model to train")
+      ->check(CLI::IsMember(nn::models::names()))
+      ->capture_default_str();
   cmd->add_option("--devices", args->devices, "Device counts for the parallel strategies, e.g. 1,2,4")
-      ->delimiter(',')->check(kPositive)->capture_default_str();
+      ->delimiter(',')
+      ->check(kPositive)
+      ->capture_default_str();
   cmd->add_option("--batch-size", args->batch_size, "Images per global batch")->check(kPositive)->capture_default_str();
   cmd->add_option("--steps", args->steps, "Timed steps per strategy")->check(kPositive)->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed steps before them")->check(kNonNegative)->capture_default_str();
   cmd->add_option("--strategies", args->strategies, "Comma-separated: single, dp, ddp, ddp-unbucketed, ddp-naive")
-      ->delimiter(',')->check(CLI::IsMember(parallel::strategy_names()))->capture_default_str();
+      ->delimiter(',')
+      ->check(CLI::IsMember(parallel::strategy_names()))
+      ->capture_default_str();
   add_optimizer_flags(*cmd, args->optimizer);
   cmd->add_option("--seed", args->seed, "Seed for the initial weights and the batch order")->capture_default_str();
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--device", args->device, "First device: cpu (logical cpu:0..N-1) or cuda")->capture_default_str();
-  cmd->add_option("--threads", args->threads, "CPU threads of one pool that every logical device shares, "
-                  "instead of cores of their own (0: cores per device)")->check(kNonNegative)->capture_default_str();
+  cmd->add_option("--threads", args->threads,
+                  "CPU threads of one pool that every logical device shares, "
+                  "instead of cores of their own (0: cores per device)")
+      ->check(kNonNegative)
+      ->capture_default_str();
   add_comm_timeout_flag(*cmd, args->comm_timeout);
   cmd->add_option("--out", args->out, "Folder for results.json, results.csv and the plots")->capture_default_str();
   cmd->add_option("--trace", args->trace, "Write a Chrome trace-event JSON of every phase on every device here");
-  cmd->add_flag("--predict", args->predict, "Also print the cost model's step times on 2, 4 and 8 GPUs (NVLink and "
+  cmd->add_flag("--predict", args->predict,
+                "Also print the cost model's step times on 2, 4 and 8 GPUs (NVLink and "
                 "PCIe presets)");
   cmd->add_flag("!--no-plots", args->plots, "Skip the PNG plots");
   cmd->add_flag("!--no-check", args->check,
                 "Skip the per-step check (one more single-device step per step, from the strategy's parameters)");
-  cmd->add_option("--bucket-mb", args->bucket_mb, "ddp's bucket cap in MiB (PyTorch's bucket_cap_mb; caps the first "
-                  "bucket too when below its 1 MiB)")->check(at_least(1e-6, "a positive size in MiB"));
-  cmd->add_flag("--sync-bn", args->sync_bn, "ddp variants: BatchNorm with the global batch's statistics (SyncBatchNorm)");
+  cmd->add_option("--bucket-mb", args->bucket_mb,
+                  "ddp's bucket cap in MiB (PyTorch's bucket_cap_mb; caps the first "
+                  "bucket too when below its 1 MiB)")
+      ->check(at_least(1e-6, "a positive size in MiB"));
+  cmd->add_flag("--sync-bn", args->sync_bn,
+                "ddp variants: BatchNorm with the global batch's statistics (SyncBatchNorm)");
   cmd->add_option("--cores-per-device", args->cores_per_device,
                   "Cores of its own for each logical CPU device, its threads pinned there (default: the cores divided "
                   "among the largest --devices count; device counts the cores cannot serve are skipped)")
       ->check(kPositive);
   cmd->add_option("--batch-per-device", args->batch_per_device,
                   "Weak scaling: a global batch of this many images per device (default: strong scaling, a fixed "
-                  "--batch-size)")->check(kPositive);
-  cmd->add_option("--comm", args->comm, "local: devices in this process; mpi: ddp with one rank per process under "
-                  "mpirun (single runs on rank 0)")->check(CLI::IsMember({"local", "mpi"}))->capture_default_str();
+                  "--batch-size)")
+      ->check(kPositive);
+  cmd->add_option("--comm", args->comm,
+                  "local: devices in this process; mpi: ddp with one rank per process under "
+                  "mpirun (single runs on rank 0)")
+      ->check(CLI::IsMember({"local", "mpi"}))
+      ->capture_default_str();
   cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
 }
 

@@ -31,9 +31,9 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
     // Across processes: this rank's communicator, the ranks' parts running at once.
     links.multi_process = true;
     links.link = keep(parallel::fit_link(comm->name() + " ping-pong", parallel::time_ping_pong(*comm, sizes, 15)));
-    links.all_reduce[comm->world_size()] = keep(parallel::fit_link(
-        comm->name() + " all-reduce, " + std::to_string(comm->world_size()) + " ranks",
-        parallel::time_all_reduce(*comm, sizes, 15)));
+    links.all_reduce[comm->world_size()] =
+        keep(parallel::fit_link(comm->name() + " all-reduce, " + std::to_string(comm->world_size()) + " ranks",
+                                parallel::time_all_reduce(*comm, sizes, 15)));
     links.copy = links.reduce_add = links.link;
     // Rank 0 computes alone, then every rank at once, as in the ddp run (rank 0's ratio).
     comm->barrier();
@@ -50,7 +50,8 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
   for (int n : counts) {
     if (n < 2) continue;
     links.compute_slowdown[n] = parallel::measure_compute_slowdown(devices_from(first, n));
-    links.all_reduce[n] = keep(parallel::calibrate_all_reduce(parallel::make_ddp_group(devices_from(first, n), {}), sizes));
+    links.all_reduce[n] =
+        keep(parallel::calibrate_all_reduce(parallel::make_ddp_group(devices_from(first, n), {}), sizes));
     if (naive) {
       parallel::DDPOptions options;
       options.algorithm = parallel::LocalAlgorithm::naive;

@@ -57,8 +57,10 @@ void print_check(const CompareReport& report, std::FILE* out) {
   }
   if (!checked) return;
   if (failed.empty()) {
-    std::fprintf(out, "per-step check: every strategy's every step within %.0f ulps of single-device training's step "
-                      "from the same parameters\n", kCheckUlps);
+    std::fprintf(out,
+                 "per-step check: every strategy's every step within %.0f ulps of single-device training's step "
+                 "from the same parameters\n",
+                 kCheckUlps);
   } else {
     std::fprintf(out, "per-step check: NOT single-device training's step (more than %.0f ulps): %s\n", kCheckUlps,
                  failed.c_str());
@@ -69,17 +71,19 @@ void print_overlap(const CompareReport& report, std::FILE* out) {
   for (const auto& run : report.runs) {
     const parallel::CommOverlap& o = run.overlap;
     if (o.samples == 0 || o.busy_ms == 0) continue;
-    std::fprintf(out, "%s on %d: all-reduce %.2f ms per step and rank, %.2f ms of it exposed after backward: %.0f%% "
-                      "hidden behind backward\n",
+    std::fprintf(out,
+                 "%s on %d: all-reduce %.2f ms per step and rank, %.2f ms of it exposed after backward: %.0f%% "
+                 "hidden behind backward\n",
                  run.strategy.c_str(), run.devices, per_step(o.busy_ms, o), per_step(o.exposed_ms, o),
                  100 * o.hidden_fraction());
   }
 }
 
-nlohmann::json optional_json(const std::optional<double>& value) { return value ? nlohmann::json(*value) : nlohmann::json(); }
+nlohmann::json optional_json(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json();
+}
 
-template <class Row>
-void write_checked(const std::string& path, const char* what, Row write) {
+template <class Row> void write_checked(const std::string& path, const char* what, Row write) {
   std::ofstream out(path);
   DUET_CHECK(out, what, ": cannot write ", path);
   write(out);
@@ -106,10 +110,11 @@ void print_results(const CompareReport& report, std::FILE* out) {
                  run.final_loss, ulps_cell(run.max_check_ulps).c_str(), diff_cell(run.first_step_param_diff).c_str(),
                  diff_cell(run.max_param_diff).c_str());
   }
-  std::fprintf(out, "phases: mean ms per step, the slowest device's for ddp; bwd includes dp's gradient reduce; "
-                    "check ulps: the worst step's distance from single-device training's step from the same "
-                    "parameters, in float ulps; diff@1, diff@end: largest |parameter - single's| after the first and "
-                    "the last step of separate runs (training amplifies roundings: information, not a test)\n");
+  std::fprintf(out,
+               "phases: mean ms per step, the slowest device's for ddp; bwd includes dp's gradient reduce; "
+               "check ulps: the worst step's distance from single-device training's step from the same "
+               "parameters, in float ulps; diff@1, diff@end: largest |parameter - single's| after the first and "
+               "the last step of separate runs (training amplifies roundings: information, not a test)\n");
   print_check(report, out);
   print_overlap(report, out);
 }
@@ -131,8 +136,10 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
       single_predicted = &*report.simulated[i];
     }
   }
-  std::fprintf(out, "cost model (event simulation from the single-device run's compute and the links above) beside "
-                    "the measurement, %s scaling:\n", report.weak_scaling ? "weak" : "strong");
+  std::fprintf(out,
+               "cost model (event simulation from the single-device run's compute and the links above) beside "
+               "the measurement, %s scaling:\n",
+               report.weak_scaling ? "weak" : "strong");
   std::fprintf(out, "%-15s %3s %6s | %11s %12s %7s | %8s %8s | %8s %8s | %8s %8s\n", "strategy", "dev", "batch",
                "measured ms", "predicted ms", "error", "speedup", "(pred)", "effic.", "(pred)", "hidden", "(pred)");
   for (size_t i = 0; i < report.runs.size(); ++i) {
@@ -157,8 +164,9 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
                  sim.step_ms, 100 * error, speedup, predicted_speedup, 100 * speedup / run.devices,
                  100 * predicted_speedup / run.devices, hidden, predicted_hidden);
   }
-  std::fprintf(out, "speedup: img/s over single-device training's (predicted: over its predicted step); effic.: "
-                    "speedup / devices; hidden: the share of ddp's all-reduce time that ran before backward ended\n");
+  std::fprintf(out,
+               "speedup: img/s over single-device training's (predicted: over its predicted step); effic.: "
+               "speedup / devices; hidden: the share of ddp's all-reduce time that ran before backward ended\n");
 }
 
 void print_predictions(const CompareReport& report, std::FILE* out) {
@@ -170,10 +178,11 @@ void print_predictions(const CompareReport& report, std::FILE* out) {
                   l.link.alpha_ms * 1e3, 1 / (l.link.ms_per_byte * 1e6));
     return std::string(text);
   };
-  std::fprintf(out, "\npredicted on GPUs (event simulation; compute: this run's single-device phases, measured here; "
-                    "links: presets, assumed): %s; %s. dp rows model PyTorch's DataParallel (NCCL broadcast and "
-                    "reduce through device 0), ddp rows NCCL's ring all-reduce; speedup: img/s over single's; closed: the "
-                    "closed-form model (cost_model.h) as a cross-check, strong scaling only\n",
+  std::fprintf(out,
+               "\npredicted on GPUs (event simulation; compute: this run's single-device phases, measured here; "
+               "links: presets, assumed): %s; %s. dp rows model PyTorch's DataParallel (NCCL broadcast and "
+               "reduce through device 0), ddp rows NCCL's ring all-reduce; speedup: img/s over single's; closed: the "
+               "closed-form model (cost_model.h) as a cross-check, strong scaling only\n",
                describe(nv).c_str(), describe(pc).c_str());
   std::fprintf(out, "%-15s %3s %11s | %10s %9s %8s %10s | %10s %9s %8s %10s\n", "strategy", "dev", "measured ms",
                "NVLink ms", "comm ms", "speedup", "closed ms", "PCIe ms", "comm ms", "speedup", "closed ms");
@@ -187,7 +196,8 @@ void print_predictions(const CompareReport& report, std::FILE* out) {
   for (const auto& row : report.predictions) {
     char measured[32] = "-";
     if (row.measured_ms) std::snprintf(measured, sizeof measured, "%.2f", *row.measured_ms);
-    auto cells = [&](const parallel::SimulatedStep& p, double single, const std::optional<parallel::Prediction>& closed) {
+    auto cells = [&](const parallel::SimulatedStep& p, double single,
+                     const std::optional<parallel::Prediction>& closed) {
       const double throughput = static_cast<double>(row.batch_size) / p.step_ms;
       char closed_ms[32] = "-";
       if (closed) std::snprintf(closed_ms, sizeof closed_ms, "%.3f", closed->step_ms());
@@ -232,10 +242,9 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                        {"allreduce_hidden_fraction", run.overlap.hidden_fraction()},
                        {"batch_size", run.batch_size},
                        {"predicted_ms", optional_json(predicted_ms(report, i))},
-                       {"predicted_hidden_fraction",
-                        i < report.simulated.size() && report.simulated[i]
-                            ? nlohmann::json(report.simulated[i]->hidden_fraction())
-                            : nlohmann::json()}});
+                       {"predicted_hidden_fraction", i < report.simulated.size() && report.simulated[i]
+                                                         ? nlohmann::json(report.simulated[i]->hidden_fraction())
+                                                         : nlohmann::json()}});
   }
   nlohmann::json predictions = nlohmann::json::array();
   for (const auto& row : report.predictions) {
@@ -259,11 +268,18 @@ void write_results_json(const CompareReport& report, const std::string& path) {
         {{"link", fit.what}, {"alpha_us", fit.alpha_us}, {"beta_gbps", fit.beta_gbps}, {"samples", samples}});
   }
   const auto& c = report.config;
-  nlohmann::json doc = {{"model", c.model},   {"batch_size", c.batch_size}, {"steps", c.steps},
-                        {"warmup", c.warmup}, {"seed", c.seed},             {"devices", report.device_kind},
-                        {"results", results}, {"predictions", predictions},
-                        {"scaling", report.weak_scaling ? "weak" : "strong"}, {"notes", report.notes},
-                        {"calibration", calibration}, {"compute_slowdown", report.compute_slowdown}};
+  nlohmann::json doc = {{"model", c.model},
+                        {"batch_size", c.batch_size},
+                        {"steps", c.steps},
+                        {"warmup", c.warmup},
+                        {"seed", c.seed},
+                        {"devices", report.device_kind},
+                        {"results", results},
+                        {"predictions", predictions},
+                        {"scaling", report.weak_scaling ? "weak" : "strong"},
+                        {"notes", report.notes},
+                        {"calibration", calibration},
+                        {"compute_slowdown", report.compute_slowdown}};
   write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
 }
 

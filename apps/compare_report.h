@@ -20,7 +20,7 @@ namespace duet::apps {
 struct PredictionRow {
   std::string strategy;
   int devices = 1;
-  int64_t batch_size = 0;  // global
+  int64_t batch_size = 0;             // global
   std::optional<double> measured_ms;  // per step here, when this run was measured
   parallel::SimulatedStep nvlink, pcie;
   std::optional<parallel::Prediction> closed_nvlink, closed_pcie;  // strong scaling only
@@ -28,8 +28,8 @@ struct PredictionRow {
 
 struct CompareReport {
   parallel::ExperimentConfig config;
-  std::string device_kind;  // "logical CPU devices on 2 hardware threads", "CUDA"
-  bool weak_scaling = false;  // --batch-per-device: the global batch grows with the devices
+  std::string device_kind;         // "logical CPU devices on 2 hardware threads", "CUDA"
+  bool weak_scaling = false;       // --batch-per-device: the global batch grows with the devices
   std::vector<std::string> notes;  // where the devices ran, the device counts left out
   std::vector<parallel::RunMeasurement> runs;
   std::vector<parallel::LinkFit> calibration;  // the links measured before the sweep

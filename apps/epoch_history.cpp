@@ -8,8 +8,8 @@
 namespace duet::apps {
 
 nlohmann::json epoch_json(const parallel::EpochStats& e) {
-  return {{"epoch", e.epoch + 1},        {"train_loss", e.train_loss},       {"train_acc", e.train_accuracy},
-          {"test_acc", e.test_accuracy}, {"seconds", e.seconds},            {"images_per_second", e.images_per_second}};
+  return {{"epoch", e.epoch + 1},        {"train_loss", e.train_loss}, {"train_acc", e.train_accuracy},
+          {"test_acc", e.test_accuracy}, {"seconds", e.seconds},       {"images_per_second", e.images_per_second}};
 }
 
 parallel::EpochStats epoch_from_json(const nlohmann::json& j, const std::string& source) {

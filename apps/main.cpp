@@ -5,9 +5,9 @@
 #include <iostream>
 #include <thread>
 
+#include "compare_command.h"
 #include "duet/duet.h"
 #include "duet/kernels/cuda/runtime.h"
-#include "compare_command.h"
 #include "train_command.h"
 
 namespace {
@@ -16,8 +16,8 @@ void print_info() {
   std::cout << "duet " << DUET_VERSION << "\n"
             << "CUDA backend: " << (duet::cuda::is_built() ? "built" : "not built") << "\n"
             << "CUDA devices: " << duet::cuda::device_count() << "\n"
-            << "CPU threads:  " << duet::kernels::num_threads() << " (hardware "
-            << std::thread::hardware_concurrency() << ")\n";
+            << "CPU threads:  " << duet::kernels::num_threads() << " (hardware " << std::thread::hardware_concurrency()
+            << ")\n";
 }
 
 }  // namespace

@@ -68,8 +68,7 @@ void check_gnuplot(const std::string& what, const std::string& alternative) {
   for (std::string folder; std::getline(folders, folder, ':');) {
     if (!folder.empty() && ::access((fs::path(folder) / "gnuplot").c_str(), X_OK) == 0) return;
   }
-  DUET_FAIL(what, ": gnuplot is not on the PATH; install Debian's gnuplot-nox package (make installs it)",
-            alternative);
+  DUET_FAIL(what, ": gnuplot is not on the PATH; install Debian's gnuplot-nox package (make installs it)", alternative);
 }
 
 }  // namespace duet::apps

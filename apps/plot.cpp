@@ -3,8 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -127,8 +127,8 @@ void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const st
        << "set title '" << title << "'\nset xlabel 'devices'\nset ylabel 'images per second'\nset grid\n"
        << "set xtics 1\nset yrange [0:*]\nset key bottom right\nplot ";
     for (size_t i = 0; i < titles.size(); ++i) {
-      gp << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints title '" << titles[i]
-         << "'" << (titles[i] == "single" ? " dashtype 2" : "");
+      gp << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints title '" << titles[i] << "'"
+         << (titles[i] == "single" ? " dashtype 2" : "");
     }
     gp << '\n';
   });
@@ -158,9 +158,9 @@ void plot_speedup(const CompareReport& report, const std::string& png_path, cons
       for (int predicted = 0; predicted < 2; ++predicted) {
         for (size_t i : indices) {
           const parallel::RunMeasurement& run = report.runs[i];
-          const double speedup = predicted ? static_cast<double>(run.batch_size) / report.simulated[i]->step_ms /
-                                                 single_predicted
-                                           : run.images_per_second / single->images_per_second;
+          const double speedup =
+              predicted ? static_cast<double>(run.batch_size) / report.simulated[i]->step_ms / single_predicted
+                        : run.images_per_second / single->images_per_second;
           out << run.devices << ' ' << speedup << '\n';
         }
         out << "\n\n";
@@ -170,10 +170,11 @@ void plot_speedup(const CompareReport& report, const std::string& png_path, cons
     gp << "set terminal pngcairo noenhanced size 800,500 font ',10'\n"
        << "set title '" << title << (report.weak_scaling ? ", weak scaling" : ", strong scaling") << "'\n"
        << "set xlabel 'devices'\nset ylabel 'speedup over single-device training'\nset grid\n"
-       << "set xtics 1\nset xrange [1:" << max_devices << "]\nset yrange [0:*]\nset key top left\nplot x title 'ideal' lw 1 lc 'gray', ";
+       << "set xtics 1\nset xrange [1:" << max_devices
+       << "]\nset yrange [0:*]\nset key top left\nplot x title 'ideal' lw 1 lc 'gray', ";
     for (size_t i = 0; i < titles.size(); ++i) {
-      gp << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints title '" << titles[i]
-         << "' lc " << (i / 2 + 1) << (i % 2 ? " dashtype 2" : "");
+      gp << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints title '" << titles[i] << "' lc "
+         << (i / 2 + 1) << (i % 2 ? " dashtype 2" : "");
     }
     gp << '\n';
   });

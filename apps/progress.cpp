@@ -38,9 +38,8 @@ void ProgressBar::update(const parallel::StepProgress& p) {
     if (decile == last_decile_ || decile == 0) return;
     last_decile_ = decile;
     std::fprintf(out_, "epoch %lld/%lld: %lld/%lld batches, %.0f img/s, ETA %s, loss %.4f\n",
-                 static_cast<long long>(p.epoch + 1), static_cast<long long>(epochs_),
-                 static_cast<long long>(p.step), static_cast<long long>(p.steps), rate, format_duration(eta).c_str(),
-                 p.mean_loss);
+                 static_cast<long long>(p.epoch + 1), static_cast<long long>(epochs_), static_cast<long long>(p.step),
+                 static_cast<long long>(p.steps), rate, format_duration(eta).c_str(), p.mean_loss);
   }
   std::fflush(out_);
 }

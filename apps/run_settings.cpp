@@ -27,8 +27,7 @@ std::string number(double value) {
   return std::string(text, end);
 }
 
-template <class T>
-T parse(const std::string& text) {
+template <class T> T parse(const std::string& text) {
   T value{};
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) throw std::invalid_argument(text);
@@ -141,8 +140,8 @@ std::vector<std::string> settle_run_settings(TrainArgs& args, const GivenFlags& 
       }
       const std::string ours = s.get(args);
       if (ours == theirs) continue;
-      DUET_CHECK(s.kind != Kind::identity, checkpoint_path, ": checkpoint of ", s.key, " '", theirs, "', but ",
-                 s.flag, " is '", ours, "'; leave ", s.flag, " out to continue the checkpoint's run");
+      DUET_CHECK(s.kind != Kind::identity, checkpoint_path, ": checkpoint of ", s.key, " '", theirs, "', but ", s.flag,
+                 " is '", ours, "'; leave ", s.flag, " out to continue the checkpoint's run");
       notes.push_back(std::string(s.flag) + " " + shown(ours) + " instead of the checkpoint's " + shown(theirs));
     }
   }

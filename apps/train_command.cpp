@@ -66,37 +66,54 @@ int run_train(TrainArgs args, const GivenFlags& given) {
 void add_train_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train a model on Fashion-MNIST");
-  cmd->add_option("--model", args->model, "Model to train")->check(CLI::IsMember(nn::models::names()))->capture_default_str();
+  cmd->add_option("--model", args->model, "Model to train")
+      ->check(CLI::IsMember(nn::models::names()))
+      ->capture_default_str();
   cmd->add_option("--epochs", args->epochs, "Number of epochs")->check(kPositive)->capture_default_str();
-  cmd->add_option("--batch-size", args->batch_size, "Images per (global) batch")->check(kPositive)->capture_default_str();
+  cmd->add_option("--batch-size", args->batch_size, "Images per (global) batch")
+      ->check(kPositive)
+      ->capture_default_str();
   add_optimizer_flags(*cmd, args->optimizer);
   cmd->add_option("--seed", args->seed, "Seed for init, shuffling and dropout")->capture_default_str();
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores, shared among MPI processes)")
-      ->check(kNonNegative)->capture_default_str();
+      ->check(kNonNegative)
+      ->capture_default_str();
   cmd->add_option("--device", args->device, "cpu, cpu:N, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--strategy", args->strategy, "single, dp (DataParallel), ddp (DistributedDataParallel), ddp-unbucketed or ddp-naive")
-      ->check(CLI::IsMember(parallel::strategy_names()))->capture_default_str();
+  cmd->add_option("--strategy", args->strategy,
+                  "single, dp (DataParallel), ddp (DistributedDataParallel), ddp-unbucketed or ddp-naive")
+      ->check(CLI::IsMember(parallel::strategy_names()))
+      ->capture_default_str();
   cmd->add_option("--devices", args->devices, "Number of devices for dp and ddp in this process")
-      ->check(kPositive)->capture_default_str();
+      ->check(kPositive)
+      ->capture_default_str();
   cmd->add_option("--device-ids", args->device_ids, "Explicit device indices for dp and ddp, e.g. 0,2")
-      ->delimiter(',')->check(kNonNegative);
-  cmd->add_option("--comm", args->comm, "ddp's communicator: local (threads in this process) or mpi (one rank per "
-                  "process, under mpirun)")->check(CLI::IsMember({"local", "mpi"}))->capture_default_str();
+      ->delimiter(',')
+      ->check(kNonNegative);
+  cmd->add_option("--comm", args->comm,
+                  "ddp's communicator: local (threads in this process) or mpi (one rank per "
+                  "process, under mpirun)")
+      ->check(CLI::IsMember({"local", "mpi"}))
+      ->capture_default_str();
   add_comm_timeout_flag(*cmd, args->comm_timeout);
   cmd->add_option("--save", args->save, "Write a checkpoint here after every epoch");
-  cmd->add_option("--resume", args->resume, "Continue the run of this checkpoint (flags not given take its values)")->check(CLI::ExistingFile);
+  cmd->add_option("--resume", args->resume, "Continue the run of this checkpoint (flags not given take its values)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--metrics", args->metrics, "Append one JSON object per epoch to this file");
   cmd->add_option("--plot", args->plot, "Draw loss and accuracy curves to this PNG");
   cmd->add_flag("--profile", args->profile, "Print where a training step's time goes: per phase and per kernel");
-  cmd->add_option("--accumulate", args->accumulate, "Micro-batches of --batch-size per optimizer step (gradient "
-                  "accumulation; ddp all-reduces on the last one only)")->check(kPositive)->capture_default_str();
+  cmd->add_option("--accumulate", args->accumulate,
+                  "Micro-batches of --batch-size per optimizer step (gradient "
+                  "accumulation; ddp all-reduces on the last one only)")
+      ->check(kPositive)
+      ->capture_default_str();
   cmd->add_flag("--sync-bn", args->sync_bn, "ddp: BatchNorm with the global batch's statistics (SyncBatchNorm)");
   cmd->add_flag("--cuda-graph", args->cuda_graph,
                 "Record the training step once as a CUDA graph and replay it (one GPU, SGD, no dropout)");
   cmd->get_option("--lr")
-      ->description("Learning rate (default: SGD's per model: lenet 0.9, mlp and lenet-relu 0.2, resnet18 0.1; "
-                    "Adam's 0.001)")
+      ->description(
+          "Learning rate (default: SGD's per model: lenet 0.9, mlp and lenet-relu 0.2, resnet18 0.1; "
+          "Adam's 0.001)")
       ->default_str("");
   cmd->callback([args, cmd, &exit_code] {
     GivenFlags given;

@@ -57,8 +57,8 @@ TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std
   std::cout << "training " << args_.model << " (" << setup_.strategy->model().num_parameters() << " parameters) on "
             << setup_.strategy->devices() << ": " << setup_.train_images << " images, batch " << setup_.batch_size
             << (args_.accumulate > 1 ? " x " + std::to_string(args_.accumulate) + " micro-batches" : "") << ", "
-            << args_.optimizer.name << " lr " << args_.optimizer.lr << ", epochs " << setup_.first_epoch + 1
-            << ".." << args_.epochs << std::endl;
+            << args_.optimizer.name << " lr " << args_.optimizer.lr << ", epochs " << setup_.first_epoch + 1 << ".."
+            << args_.epochs << std::endl;
 }
 
 parallel::TrainerCallbacks TrainReporter::callbacks() {
@@ -92,7 +92,8 @@ void TrainReporter::save(const parallel::EpochStats& e) {
   parallel::Strategy& strategy = *setup_.strategy;
   optim::save_checkpoint(args_.save, strategy.model(), strategy.optimizer(), default_generator(), info);
   // A run that diverges without a NaN would otherwise overwrite its last good weights.
-  if (best) optim::save_checkpoint(args_.save + ".best", strategy.model(), strategy.optimizer(), default_generator(), info);
+  if (best)
+    optim::save_checkpoint(args_.save + ".best", strategy.model(), strategy.optimizer(), default_generator(), info);
 }
 
 void TrainReporter::interrupted() {
@@ -117,7 +118,8 @@ int TrainReporter::report(const std::vector<parallel::EpochStats>& history) {
               seconds / static_cast<double>(history.size()), setup_.strategy->devices().c_str());
   if (!args_.plot.empty()) {
     plot_history(run_, args_.plot, args_.model + " on Fashion-MNIST");
-    std::cout << "wrote " << args_.plot << (run_.size() > history.size() ? " (the whole run, with the epochs before --resume)" : "") << "\n";
+    std::cout << "wrote " << args_.plot
+              << (run_.size() > history.size() ? " (the whole run, with the epochs before --resume)" : "") << "\n";
   }
   return 0;
 }

@@ -24,7 +24,8 @@ namespace {
 // with MPI only carrying NCCL's id. `device` becomes the rank's device.
 std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device, std::chrono::milliseconds timeout) {
   // Started by hand, MPI would quietly make a world of one process: the user asked for more.
-  DUET_CHECK(started_by_mpirun(), "--comm mpi: this process was not started by mpirun, so it would train alone; "
+  DUET_CHECK(started_by_mpirun(),
+             "--comm mpi: this process was not started by mpirun, so it would train alone; "
              "run `mpirun -np N duet train --strategy ddp --comm mpi ...`, or use --comm local --devices N");
   if (device.is_cpu()) return parallel::make_mpi_communicator({.timeout = timeout, .device = device});
   auto bootstrap = parallel::make_mpi_communicator({.timeout = timeout, .device = cpu(0)});
@@ -85,7 +86,8 @@ std::string check_combination(const TrainArgs& args) {
     if (args.strategy != "single") return "--cuda-graph records a single device's step: it needs --strategy single";
     if (args.device.rfind("cuda", 0) != 0) return "--cuda-graph needs --device cuda";
     if (args.optimizer.name != "sgd") return "--cuda-graph needs --optimizer sgd: Adam's step cannot be replayed";
-    if (args.profile) return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
+    if (args.profile)
+      return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
   }
   if (args.sync_bn && !parallel::is_ddp(args.strategy)) {
     return "--sync-bn synchronises BatchNorm across ddp's ranks: it needs --strategy ddp";
@@ -153,11 +155,11 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
     if (checkpoint) checkpoint->restore_optimizer(*optimizer);
     return optimizer;
   };
-  setup.strategy = parallel::make_strategy(args.strategy, model, make_optimizer, group,
-                                           {.cuda_graph = args.cuda_graph,
-                                            .comm = setup.comm,
-                                            .ddp = {.sync_batchnorm = args.sync_bn,
-                                                    .comm_timeout = comm_timeout(args.comm_timeout)}});
+  setup.strategy = parallel::make_strategy(
+      args.strategy, model, make_optimizer, group,
+      {.cuda_graph = args.cuda_graph,
+       .comm = setup.comm,
+       .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)}});
   if (checkpoint) {
     checkpoint->restore_generator(generator);
     setup.first_epoch = checkpoint->info.epochs_done;

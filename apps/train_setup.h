@@ -19,7 +19,7 @@ struct TrainSetup {
   std::shared_ptr<parallel::Communicator> comm;  // --comm mpi: this process's rank
   bool leader = true;                            // the one process that prints and writes files
   int64_t train_images = 0;
-  int64_t batch_size = 0;  // the global batch used: --batch-size, at most the training set
+  int64_t batch_size = 0;          // the global batch used: --batch-size, at most the training set
   std::vector<std::string> notes;  // what was adjusted, and why
   std::unique_ptr<data::DataLoader> train, test;
   std::unique_ptr<parallel::Strategy> strategy;

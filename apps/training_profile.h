@@ -13,7 +13,7 @@ namespace duet::apps {
 
 class TrainingProfile {
  public:
-  TrainingProfile();  // turns the kernel profiler and exact GPU phases on
+  TrainingProfile();   // turns the kernel profiler and exact GPU phases on
   ~TrainingProfile();  // and off
 
   void after_step(const parallel::PhaseTimes& phases);  // from the trainer's on_step

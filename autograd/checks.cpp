@@ -4,22 +4,20 @@
 
 namespace duet::autograd {
 
-void check_defined(const char* op, const Tensor& t) {
-  DUET_CHECK(t.defined(), op, ": got an undefined tensor");
-}
+void check_defined(const char* op, const Tensor& t) { DUET_CHECK(t.defined(), op, ": got an undefined tensor"); }
 
 void check_same_device(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(op, a);
   check_defined(op, b);
-  DUET_CHECK(a.device() == b.device(), op, ": tensors on different devices: ", a.describe(), " and ",
-             b.describe(), " (move one with .to(device) first)");
+  DUET_CHECK(a.device() == b.device(), op, ": tensors on different devices: ", a.describe(), " and ", b.describe(),
+             " (move one with .to(device) first)");
 }
 
 void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(op, a);
   check_defined(op, b);
-  DUET_CHECK(a.dtype() == b.dtype(), op, ": tensors of different dtypes: ", a.describe(), " and ",
-             b.describe(), " (convert one with .to(dtype) first)");
+  DUET_CHECK(a.dtype() == b.dtype(), op, ": tensors of different dtypes: ", a.describe(), " and ", b.describe(),
+             " (convert one with .to(dtype) first)");
 }
 
 void check_compatible(const char* op, const Tensor& a, const Tensor& b) {

@@ -27,14 +27,17 @@ enum class UnarySaves { nothing, input, output };
 
 UnarySaves unary_saves(UnaryOp op) {
   switch (op) {
-    case UnaryOp::neg: return UnarySaves::nothing;
+    case UnaryOp::neg:
+      return UnarySaves::nothing;
     case UnaryOp::exp:
     case UnaryOp::sqrt:
     case UnaryOp::sigmoid:
-    case UnaryOp::tanh: return UnarySaves::output;
+    case UnaryOp::tanh:
+      return UnarySaves::output;
     case UnaryOp::log:
     case UnaryOp::abs:
-    case UnaryOp::relu: return UnarySaves::input;
+    case UnaryOp::relu:
+      return UnarySaves::input;
   }
   return UnarySaves::input;
 }
@@ -89,16 +92,13 @@ Tensor unary_op(UnaryOp op, const Tensor& x) {
 // Which operands backward keeps. add and sub are linear and floor_divide's gradient is zero,
 // so they keep none; mul's partial for a reads only b and vice versa; the other partials read
 // both operands.
-bool keeps_none(BinaryOp op) {
-  return op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::floor_divide;
-}
+bool keeps_none(BinaryOp op) { return op == BinaryOp::add || op == BinaryOp::sub || op == BinaryOp::floor_divide; }
 bool keeps_a(BinaryOp op, bool b_needs_grad) { return !keeps_none(op) && (op != BinaryOp::mul || b_needs_grad); }
 bool keeps_b(BinaryOp op, bool a_needs_grad) { return !keeps_none(op) && (op != BinaryOp::mul || a_needs_grad); }
 
 class BinaryBackward final : public Node {
  public:
-  BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b)
-      : op_(op), a_shape_(a.sizes()), b_shape_(b.sizes()) {
+  BinaryBackward(BinaryOp op, const Tensor& a, const Tensor& b) : op_(op), a_shape_(a.sizes()), b_shape_(b.sizes()) {
     const bool a_needs = a.requires_grad(), b_needs = b.requires_grad();
     if (keeps_a(op, b_needs)) a_ = SavedTensor(a);
     if (keeps_b(op, a_needs)) b_ = SavedTensor(b);

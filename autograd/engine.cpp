@@ -19,12 +19,13 @@ Tensor initial_grad(const Tensor& root, const Tensor& given, size_t index) {
   DUET_CHECK(root.requires_grad(), "backward: tensor ", index, " (", root.describe(),
              ") does not require grad and has no grad_fn");
   if (!given.defined()) {
-    DUET_CHECK(root.numel() == 1, "backward: a gradient can be implied only for a one-element "
-               "tensor; pass one explicitly for ", root.describe());
+    DUET_CHECK(root.numel() == 1,
+               "backward: a gradient can be implied only for a one-element "
+               "tensor; pass one explicitly for ",
+               root.describe());
     return ones(root.sizes(), {.dtype = root.dtype(), .device = root.device()});
   }
-  DUET_CHECK(given.sizes() == root.sizes() && given.dtype() == root.dtype() &&
-                 given.device() == root.device(),
+  DUET_CHECK(given.sizes() == root.sizes() && given.dtype() == root.dtype() && given.device() == root.device(),
              "backward: gradient ", given.describe(), " does not match its tensor ", root.describe());
   return given;
 }
@@ -62,8 +63,8 @@ class InputBuffers {
   void add(Node* node, uint32_t slot, Tensor grad) {
     TensorList& buffer = buffers_[node];
     if (buffer.empty()) buffer.resize(node->num_outputs());
-    DUET_CHECK(slot < buffer.size(), "backward: gradient for output ", slot, " of ", node->name(),
-               ", which has ", buffer.size(), " outputs");
+    DUET_CHECK(slot < buffer.size(), "backward: gradient for output ", slot, " of ", node->name(), ", which has ",
+               buffer.size(), " outputs");
     Tensor& acc = buffer[slot];
     acc = acc.defined() ? add_grads(acc, grad) : std::move(grad);
   }
@@ -187,8 +188,8 @@ class GraphTask : public std::enable_shared_from_this<GraphTask> {
       node.release_saved();
       node.mark_released();
     }
-    DUET_CHECK(outputs.empty() || outputs.size() == node.next_edges().size(), node.name(), " returned ",
-               outputs.size(), " gradients for ", node.next_edges().size(), " inputs");
+    DUET_CHECK(outputs.empty() || outputs.size() == node.next_edges().size(), node.name(), " returned ", outputs.size(),
+               " gradients for ", node.next_edges().size(), " inputs");
     return outputs;
   }
 
@@ -224,8 +225,8 @@ class GraphTask : public std::enable_shared_from_this<GraphTask> {
 }  // namespace
 
 void backward(const TensorList& roots, const TensorList& grads, bool retain_graph) {
-  DUET_CHECK(grads.empty() || grads.size() == roots.size(), "backward: ", roots.size(),
-             " tensors but ", grads.size(), " gradients");
+  DUET_CHECK(grads.empty() || grads.size() == roots.size(), "backward: ", roots.size(), " tensors but ", grads.size(),
+             " gradients");
   if (roots.empty()) return;
   NoGradGuard no_grad;  // backward formulas are not themselves recorded
   std::vector<Tensor> seeds;

@@ -32,9 +32,7 @@ Tensor filled(Shape sizes, double value, const TensorOptions& options) {
   return finish(std::move(t), options);
 }
 
-Generator& generator_or_default(Generator* generator) {
-  return generator ? *generator : default_generator();
-}
+Generator& generator_or_default(Generator* generator) { return generator ? *generator : default_generator(); }
 
 // Also refuses to draw on a device whose work a CUDA graph is recording: the numbers would be
 // baked into the graph, and every replay would reuse them.
@@ -67,14 +65,11 @@ Tensor empty(Shape sizes, TensorOptions options) {
 
 Tensor zeros(Shape sizes, TensorOptions options) { return filled(std::move(sizes), 0.0, options); }
 Tensor ones(Shape sizes, TensorOptions options) { return filled(std::move(sizes), 1.0, options); }
-Tensor full(Shape sizes, double value, TensorOptions options) {
-  return filled(std::move(sizes), value, options);
-}
+Tensor full(Shape sizes, double value, TensorOptions options) { return filled(std::move(sizes), value, options); }
 
 Tensor arange(double start, double end, double step, TensorOptions options) {
   DUET_CHECK(step != 0, "arange: step must be non-zero");
-  DUET_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start ", start, " and end ", end,
-             " must be finite");
+  DUET_CHECK(std::isfinite(start) && std::isfinite(end), "arange: start ", start, " and end ", end, " must be finite");
   auto n = static_cast<int64_t>(std::max(0.0, std::ceil((end - start) / step)));
   Tensor t = empty({n}, before_finish(options));
   if (n > 0) kernels::arange(t, start, step);
@@ -107,8 +102,7 @@ Tensor randn(Shape sizes, TensorOptions options, Generator* generator) {
 // The element type decides the dtype (float -> f32, double -> f64, int/int64_t -> i64,
 // uint8_t -> u8). TensorOptions cannot say "unset", so a dtype other than the default f32
 // in `options` is taken as a request to convert.
-template <class T>
-Tensor from_vector(const std::vector<T>& values, Shape sizes, TensorOptions options) {
+template <class T> Tensor from_vector(const std::vector<T>& values, Shape sizes, TensorOptions options) {
   using S = stored_t<T>;
   if (sizes.empty()) sizes = {static_cast<int64_t>(values.size())};
   DUET_CHECK(numel(sizes) == static_cast<int64_t>(values.size()), "from_vector: ", values.size(),

@@ -29,8 +29,7 @@ Tensor arange(double end, TensorOptions options = {});
 Tensor rand(Shape sizes, TensorOptions options = {}, Generator* generator = nullptr);
 Tensor randn(Shape sizes, TensorOptions options = {}, Generator* generator = nullptr);
 // Copies `values` into a tensor of shape `sizes` (1-D when empty); numel must match.
-template <class T>
-Tensor from_vector(const std::vector<T>& values, Shape sizes = {}, TensorOptions options = {});
+template <class T> Tensor from_vector(const std::vector<T>& values, Shape sizes = {}, TensorOptions options = {});
 
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);

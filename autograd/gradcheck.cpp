@@ -15,9 +15,9 @@ constexpr uint64_t kWeightSeed = 20240601;  // fixed, so a failure reproduces
 
 void check_input(const Tensor& t, size_t i) {
   DUET_CHECK(t.defined(), "gradcheck: input ", i, " is undefined");
-  DUET_CHECK(t.dtype() == DType::f64 && t.device().is_cpu() && t.is_leaf() && t.requires_grad(),
-             "gradcheck: input ", i, " must be an f64 CPU leaf that requires grad, got ", t.describe(),
-             t.is_leaf() ? "" : " (not a leaf)", t.requires_grad() ? "" : " (does not require grad)");
+  DUET_CHECK(t.dtype() == DType::f64 && t.device().is_cpu() && t.is_leaf() && t.requires_grad(), "gradcheck: input ", i,
+             " must be an f64 CPU leaf that requires grad, got ", t.describe(), t.is_leaf() ? "" : " (not a leaf)",
+             t.requires_grad() ? "" : " (does not require grad)");
   for (int64_t d = 0; d < t.dim(); ++d) {
     DUET_CHECK(t.stride(d) != 0 || t.size(d) <= 1, "gradcheck: input ", i, " (", t.describe(),
                ") is expanded: its elements share memory, so they cannot be perturbed one by one");
@@ -44,8 +44,8 @@ std::string mismatch(size_t input, const Tensor& t, int64_t element, const std::
                      const GradcheckOptions& options) {
   std::ostringstream out;
   out.precision(10);
-  out << "gradcheck: input " << input << " (" << t.describe() << "), element " << element << ": analytic "
-      << analytic << " vs numeric " << numeric << " (atol " << options.atol << ", rtol " << options.rtol << ")";
+  out << "gradcheck: input " << input << " (" << t.describe() << "), element " << element << ": analytic " << analytic
+      << " vs numeric " << numeric << " (atol " << options.atol << ", rtol " << options.rtol << ")";
   return out.str();
 }
 
@@ -79,8 +79,8 @@ GradcheckResult gradcheck(const std::function<Tensor(const std::vector<Tensor>&)
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& x = inputs[i];
     // An input backward never reached has an undefined gradient: it must then be 0 everywhere.
-    std::vector<double> grad_values =
-        analytic[i].defined() ? analytic[i].to_vector<double>() : std::vector<double>(static_cast<size_t>(x.numel()), 0.0);
+    std::vector<double> grad_values = analytic[i].defined() ? analytic[i].to_vector<double>()
+                                                            : std::vector<double>(static_cast<size_t>(x.numel()), 0.0);
     double* base = x.data<double>();
     for (int64_t e = 0; e < x.numel(); ++e) {
       double& slot = base[element_offset(x, e)];

@@ -89,8 +89,8 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
     const Tensor& t = tensors[i];
     bool matches = t.dim() == first.dim();
     for (int64_t d = 0; matches && d < t.dim(); ++d) matches = d == dim || t.size(d) == first.size(d);
-    DUET_CHECK(matches, "cat: tensor ", i, " is ", t.describe(), " but tensor 0 is ", first.describe(),
-               "; along dim ", dim, " every tensor must have shape ", expected_shape(first.sizes(), dim));
+    DUET_CHECK(matches, "cat: tensor ", i, " is ", t.describe(), " but tensor 0 is ", first.describe(), "; along dim ",
+               dim, " every tensor must have shape ", expected_shape(first.sizes(), dim));
     lengths.push_back(t.size(dim));
     shape[static_cast<size_t>(dim)] += t.size(dim);
   }
@@ -128,8 +128,8 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<int64_t>& sizes, in
     DUET_CHECK(s >= 0, "split: negative size in ", shape_str(sizes));
     total += s;
   }
-  DUET_CHECK(total == x.size(dim), "split: sizes ", shape_str(sizes), " add up to ", total, ", but dim ", dim,
-             " of ", x.describe(), " has size ", x.size(dim));
+  DUET_CHECK(total == x.size(dim), "split: sizes ", shape_str(sizes), " add up to ", total, ", but dim ", dim, " of ",
+             x.describe(), " has size ", x.size(dim));
   std::vector<Tensor> pieces;
   int64_t start = 0;
   for (int64_t s : sizes) {
@@ -144,8 +144,8 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
   DUET_CHECK(x.dim() > 0, "split: cannot split a 0-d tensor");
   dim = normalize_dim(dim, x.dim(), "split");
   const int64_t length = x.size(dim);
-  DUET_CHECK(split_size > 0 || (split_size == 0 && length == 0), "split: split_size must be positive, got ",
-             split_size, " for ", x.describe());
+  DUET_CHECK(split_size > 0 || (split_size == 0 && length == 0), "split: split_size must be positive, got ", split_size,
+             " for ", x.describe());
   if (length == 0) return {x.narrow(dim, 0, 0)};  // like torch: one empty piece
   std::vector<int64_t> sizes;
   for (int64_t start = 0; start < length; start += split_size) sizes.push_back(std::min(split_size, length - start));

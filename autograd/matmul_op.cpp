@@ -24,14 +24,15 @@ Shape batch_dims(const Tensor& t) { return Shape(t.sizes().begin(), t.sizes().en
 Tensor batched_matmul(const Tensor& a, const Tensor& b) {
   NoGradGuard no_grad;  // the reshapes below are plumbing, not graph
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
-  DUET_CHECK(b.size(-2) == k, "matmul: shapes do not match: ", a.describe(), " @ ", b.describe(),
-             " (inner dims ", k, " and ", b.size(-2), " differ)");
+  DUET_CHECK(b.size(-2) == k, "matmul: shapes do not match: ", a.describe(), " @ ", b.describe(), " (inner dims ", k,
+             " and ", b.size(-2), " differ)");
   // The error names both operands, not only their batch dims.
   const Shape a_batch = batch_dims(a), b_batch = batch_dims(b);
   const Shape batch =
-      a_batch == b_batch ? a_batch
-                         : broadcast_shapes(a_batch, b_batch,
-                                            ("matmul of " + a.describe() + " @ " + b.describe() + ": batch dims").c_str());
+      a_batch == b_batch
+          ? a_batch
+          : broadcast_shapes(a_batch, b_batch,
+                             ("matmul of " + a.describe() + " @ " + b.describe() + ": batch dims").c_str());
   Shape out_shape = batch;
   out_shape.insert(out_shape.end(), {m, n});
   Tensor out = empty(out_shape, autograd::options_of(a));
@@ -80,8 +81,12 @@ Shape result_shape(const Tensor& a, const Tensor& b, const Shape& full) {
 class MatmulBackward final : public Node {
  public:
   MatmulBackward(const Tensor& a, const Tensor& b, Shape full_out_shape)
-      : a_shape_(a.sizes()), b_shape_(b.sizes()), full_out_shape_(std::move(full_out_shape)),
-        a_is_vector_(a.dim() == 1), b_is_vector_(b.dim() == 1), a_column_major_(is_column_major(a)),
+      : a_shape_(a.sizes()),
+        b_shape_(b.sizes()),
+        full_out_shape_(std::move(full_out_shape)),
+        a_is_vector_(a.dim() == 1),
+        b_is_vector_(b.dim() == 1),
+        a_column_major_(is_column_major(a)),
         b_column_major_(is_column_major(b)) {
     // grad_a reads b and grad_b reads a: keep only what the needed gradients read.
     if (b.requires_grad()) a_ = SavedTensor(a);
@@ -127,11 +132,11 @@ class MatmulBackward final : public Node {
 Tensor matmul(const Tensor& a, const Tensor& b) {
   autograd::check_compatible("matmul", a, b);
   autograd::check_floating("matmul", a);
-  DUET_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least 1 dim, got ", a.describe(),
-             " @ ", b.describe());
+  DUET_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least 1 dim, got ", a.describe(), " @ ",
+             b.describe());
   const int64_t b_rows = b.dim() == 1 ? b.size(0) : b.size(-2);
-  DUET_CHECK(a.size(-1) == b_rows, "matmul: shapes do not match: ", a.describe(), " @ ", b.describe(),
-             " (inner dims ", a.size(-1), " and ", b_rows, " differ)");
+  DUET_CHECK(a.size(-1) == b_rows, "matmul: shapes do not match: ", a.describe(), " @ ", b.describe(), " (inner dims ",
+             a.size(-1), " and ", b_rows, " differ)");
   Tensor full = batched_matmul(as_matrix(a, true), as_matrix(b, false));
   Shape shape = result_shape(a, b, full.sizes());
   Tensor out = full.as_strided(shape, contiguous_strides(shape), 0);

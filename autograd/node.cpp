@@ -33,9 +33,7 @@ Node::~Node() {
   draining = false;
 }
 
-void Node::add_pre_hook(uint32_t output_nr, GradHook hook) {
-  pre_hooks_.emplace_back(output_nr, std::move(hook));
-}
+void Node::add_pre_hook(uint32_t output_nr, GradHook hook) { pre_hooks_.emplace_back(output_nr, std::move(hook)); }
 
 SavedTensor::SavedTensor(const Tensor& tensor) {
   if (!tensor.defined()) return;
@@ -49,10 +47,9 @@ Tensor SavedTensor::unpack(const Node& owner) const {
              " a second time: its saved tensors were freed by the first backward. "
              "Pass retain_graph=true to the first backward() to keep them");
   if (!data_.defined()) return data_;
-  DUET_CHECK(data_.version() == saved_version_,
-             "a tensor needed by ", owner.name(), " for backward (", data_.describe(),
-             ") was modified in place: it is at version ", data_.version(), ", but was saved at version ",
-             saved_version_, ". Modify a clone() instead");
+  DUET_CHECK(data_.version() == saved_version_, "a tensor needed by ", owner.name(), " for backward (",
+             data_.describe(), ") was modified in place: it is at version ", data_.version(),
+             ", but was saved at version ", saved_version_, ". Modify a clone() instead");
   return data_;
 }
 

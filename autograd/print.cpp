@@ -18,8 +18,7 @@ constexpr int64_t kSummarizeThreshold = 1000;  // more elements than this are su
 constexpr int64_t kEdgeItems = 3;              // shown at each end of a summarised dim
 constexpr int64_t kLineWidth = 80;
 
-template <class... Args>
-std::string printf_str(const char* format, Args... args) {
+template <class... Args> std::string printf_str(const char* format, Args... args) {
   int length = std::snprintf(nullptr, 0, format, args...);
   std::string out(static_cast<size_t>(std::max(length, 0)) + 1, '\0');
   std::snprintf(out.data(), out.size(), format, args...);
@@ -100,7 +99,8 @@ class Formatter {
 
  private:
   std::string raw(int64_t index) const {
-    if (!values_.floating) return printf_str("%lld", static_cast<long long>(values_.integers[static_cast<size_t>(index)]));
+    if (!values_.floating)
+      return printf_str("%lld", static_cast<long long>(values_.integers[static_cast<size_t>(index)]));
     return format_real(values_.reals[static_cast<size_t>(index)]);
   }
   std::string format_real(double v) const {
@@ -116,8 +116,8 @@ class Formatter {
 };
 
 // Built with append rather than operator+, which trips GCC 12's false -Wrestrict warning.
-std::string join(const std::vector<std::string>& parts, const std::string& separator,
-                 const std::string& open = "", const std::string& close = "") {
+std::string join(const std::vector<std::string>& parts, const std::string& separator, const std::string& open = "",
+                 const std::string& close = "") {
   std::string out = open;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (i) out += separator;
@@ -157,8 +157,8 @@ struct Printer {
     if (!innermost) {
       return join(parts, separator(",", sizes.size() - dim - 1, indent + 1), "[", "]");
     }
-    const auto per_line = static_cast<size_t>(
-        std::max<int64_t>(1, (kLineWidth - indent) / static_cast<int64_t>(formatter.width() + 2)));
+    const auto per_line =
+        static_cast<size_t>(std::max<int64_t>(1, (kLineWidth - indent) / static_cast<int64_t>(formatter.width() + 2)));
     std::vector<std::string> lines;
     for (size_t start = 0; start < parts.size(); start += per_line) {
       auto first = parts.begin() + static_cast<std::ptrdiff_t>(start);
@@ -186,7 +186,8 @@ std::string values_str(const Tensor& t, int64_t indent) {
 std::string add_suffixes(const std::string& text, const std::vector<std::string>& suffixes, int64_t indent) {
   std::string out = text;
   size_t newline = text.rfind('\n');
-  auto last_line = static_cast<int64_t>(text.size()) - (newline == std::string::npos ? -1 : static_cast<int64_t>(newline)) + 1;
+  auto last_line =
+      static_cast<int64_t>(text.size()) - (newline == std::string::npos ? -1 : static_cast<int64_t>(newline)) + 1;
   for (const std::string& suffix : suffixes) {
     const auto length = static_cast<int64_t>(suffix.size());
     if (last_line + length + 2 > kLineWidth) {

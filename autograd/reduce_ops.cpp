@@ -19,10 +19,10 @@ namespace duet {
 namespace {
 
 using autograd::Node;
+using autograd::plan_reduction;
+using autograd::ReductionPlan;
 using autograd::SavedTensor;
 using autograd::TensorList;
-using autograd::ReductionPlan;
-using autograd::plan_reduction;
 using kernels::ReduceOp;
 
 // Runs the kernel into a fresh keepdim-layout tensor and views it as the output shape.
@@ -47,7 +47,8 @@ class ReduceBackward final : public Node {
     // The gradient over the input: each output element's gradient, copied to its inputs.
     Tensor grad = keepdim(grads[0]).expand(input_shape_);
     switch (op_) {
-      case ReduceOp::sum: return {grad};
+      case ReduceOp::sum:
+        return {grad};
       case ReduceOp::mean: {
         return {grad * (1.0 / static_cast<double>(std::max<int64_t>(reduction_.count(input_shape_), 1)))};
       }
@@ -64,7 +65,8 @@ class ReduceBackward final : public Node {
         Tensor x = input_.unpack(*this), out = keepdim(output_.unpack(*this));
         return {grad * exp(x - out)};
       }
-      default: DUET_FAIL(name(), ": not differentiable");
+      default:
+        DUET_FAIL(name(), ": not differentiable");
     }
   }
   std::string name() const override { return autograd::backward_name(kernels::name(op_)); }
@@ -95,8 +97,9 @@ class IndexBackward final : public Node {
     // Each element's position along dim, compared with the chosen index: a one-hot mask.
     Shape position_shape(input_shape_.size(), 1);
     position_shape[static_cast<size_t>(dim_)] = input_shape_[static_cast<size_t>(dim_)];
-    Tensor positions = arange(static_cast<double>(input_shape_[static_cast<size_t>(dim_)]),
-                              autograd::options_of(indices_)).reshape(position_shape);
+    Tensor positions =
+        arange(static_cast<double>(input_shape_[static_cast<size_t>(dim_)]), autograd::options_of(indices_))
+            .reshape(position_shape);
     return {where(eq(positions, indices_), grad, scalar_like(0, grad))};
   }
   std::string name() const override { return "MinBackward"; }

@@ -17,10 +17,10 @@ bool Tensor::requires_grad() const {
 }
 
 const Tensor& Tensor::requires_grad_(bool enabled) const {
-  DUET_CHECK(is_leaf(), "requires_grad_: only leaf tensors can change requires_grad; this ",
-             describe(), " was produced by ", grad_fn()->name(), ". Use detach() for a new leaf");
-  DUET_CHECK(!enabled || is_floating(dtype()), "requires_grad_: only floating tensors can ",
-             "require gradients, got ", describe());
+  DUET_CHECK(is_leaf(), "requires_grad_: only leaf tensors can change requires_grad; this ", describe(),
+             " was produced by ", grad_fn()->name(), ". Use detach() for a new leaf");
+  DUET_CHECK(!enabled || is_floating(dtype()), "requires_grad_: only floating tensors can ", "require gradients, got ",
+             describe());
   if (enabled || meta(*this)) ensure_meta(*this).requires_grad = enabled;
   return *this;
 }
@@ -38,8 +38,7 @@ Tensor Tensor::grad() const {
 }
 
 void Tensor::set_grad(const Tensor& grad) const {
-  DUET_CHECK(!grad.defined() || (grad.sizes() == sizes() && grad.dtype() == dtype() &&
-                                 grad.device() == device()),
+  DUET_CHECK(!grad.defined() || (grad.sizes() == sizes() && grad.dtype() == dtype() && grad.device() == device()),
              "set_grad: gradient ", grad.describe(), " does not match the tensor ", describe());
   AutogradMeta& m = ensure_meta(*this);
   std::lock_guard lock(m.mutex);
@@ -69,8 +68,7 @@ void Tensor::register_hook(GradHook hook) const {
 
 void Tensor::register_post_accumulate_grad_hook(PostAccumulateGradHook hook) const {
   DUET_CHECK(is_leaf() && requires_grad(), "register_post_accumulate_grad_hook: only leaves that ",
-             "require grad accumulate a gradient; got ", describe(),
-             is_leaf() ? "" : " (a non-leaf)");
+             "require grad accumulate a gradient; got ", describe(), is_leaf() ? "" : " (a non-leaf)");
   ensure_meta(*this).post_accumulate_hooks.push_back(std::move(hook));
 }
 
@@ -80,18 +78,18 @@ namespace {
 // In-place ops are not recorded, so they must not silently change a graph's values. Nor may
 // they change pinned memory that an asynchronous copy to a GPU still reads: they wait for it.
 void check_writable(const Tensor& t, const char* op) {
-  DUET_CHECK(!(GradMode::is_enabled() && t.requires_grad()), op, ": in-place write to ",
-             t.describe(), ", which requires grad; do it under NoGradGuard (as optimizers do)");
+  DUET_CHECK(!(GradMode::is_enabled() && t.requires_grad()), op, ": in-place write to ", t.describe(),
+             ", which requires grad; do it under NoGradGuard (as optimizers do)");
   for (int64_t d = 0; d < t.dim(); ++d) {
-    DUET_CHECK(t.stride(d) != 0 || t.size(d) <= 1, op, ": in-place write to an expanded tensor ",
-               t.describe(), " (several elements share one memory location); use contiguous() first");
+    DUET_CHECK(t.stride(d) != 0 || t.size(d) <= 1, op, ": in-place write to an expanded tensor ", t.describe(),
+               " (several elements share one memory location); use contiguous() first");
   }
   t.storage()->wait_for_pending_reads();
 }
 
 void check_same_device(const Tensor& t, const Tensor& other, const char* op) {
-  DUET_CHECK(t.device() == other.device(), op, ": tensors on different devices: ", t.describe(),
-             " and ", other.describe());
+  DUET_CHECK(t.device() == other.device(), op, ": tensors on different devices: ", t.describe(), " and ",
+             other.describe());
 }
 
 }  // namespace
@@ -107,8 +105,8 @@ const Tensor& Tensor::fill_(double value) const {
 
 const Tensor& Tensor::copy_(const Tensor& src) const {
   check_writable(*this, "copy_");
-  DUET_CHECK(broadcast_shapes(src.sizes(), sizes(), "copy_") == sizes(), "copy_: source ",
-             src.describe(), " cannot be broadcast to ", describe());
+  DUET_CHECK(broadcast_shapes(src.sizes(), sizes(), "copy_") == sizes(), "copy_: source ", src.describe(),
+             " cannot be broadcast to ", describe());
   kernels::copy(src, *this);
   bump_version();
   return *this;

@@ -26,8 +26,7 @@ enum class Spread { var, std };
 
 class VarianceBackward final : public Node {
  public:
-  VarianceBackward(Spread spread, const Tensor& x, const Tensor& mean, const Tensor& out, int64_t dof,
-                   ReductionPlan r)
+  VarianceBackward(Spread spread, const Tensor& x, const Tensor& mean, const Tensor& out, int64_t dof, ReductionPlan r)
       : spread_(spread), x_(x), mean_(mean), dof_(dof), reduction_(std::move(r)) {
     if (spread == Spread::std) out_ = SavedTensor(out);
   }
@@ -52,7 +51,7 @@ class VarianceBackward final : public Node {
  private:
   Spread spread_;
   SavedTensor x_, out_;  // out_: std's result, for its gradient
-  Tensor mean_;           // keepdim layout, made by the forward pass and no one else's
+  Tensor mean_;          // keepdim layout, made by the forward pass and no one else's
   int64_t dof_;
   ReductionPlan reduction_;
 };
@@ -69,7 +68,8 @@ Tensor variance(Spread spread, const Tensor& x, std::vector<int64_t> dims, bool 
     NoGradGuard no_grad;
     mean_k = mean(x, r.dims, /*keepdim=*/true);
     Tensor deviation = x - mean_k;
-    Tensor result = sum(deviation * deviation, r.dims, /*keepdim=*/true) / static_cast<double>(std::max<int64_t>(dof, 0));
+    Tensor result =
+        sum(deviation * deviation, r.dims, /*keepdim=*/true) / static_cast<double>(std::max<int64_t>(dof, 0));
     if (spread == Spread::std) result = sqrt(result);
     out = result.reshape(r.out_shape);
   }

@@ -39,8 +39,7 @@ class ViewBackward final : public Node {
 
 // Records `view` as a differentiable view of `input` (when input requires grad). `make_map`
 // builds the backward function only when it is needed.
-template <class MakeMap>
-Tensor finish_view(const Tensor& input, Tensor view, const char* name, MakeMap&& make_map) {
+template <class MakeMap> Tensor finish_view(const Tensor& input, Tensor view, const char* name, MakeMap&& make_map) {
   if (autograd::needs_grad({input})) {
     autograd::record(std::make_shared<ViewBackward>(name, GradMap(make_map())), {input}, {view});
   }
@@ -75,12 +74,12 @@ Shape infer_shape(const char* op, Shape sizes, const Tensor& t) {
     }
   }
   if (free_dim) {
-    DUET_CHECK(known != 0 && t.numel() % known == 0, op, ": shape ", shape_str(sizes),
-               " is invalid for a tensor of ", t.numel(), " elements (", t.describe(), ")");
+    DUET_CHECK(known != 0 && t.numel() % known == 0, op, ": shape ", shape_str(sizes), " is invalid for a tensor of ",
+               t.numel(), " elements (", t.describe(), ")");
     sizes[*free_dim] = t.numel() / known;
   }
-  DUET_CHECK(numel(sizes) == t.numel(), op, ": shape ", shape_str(sizes), " is invalid for a tensor of ",
-             t.numel(), " elements (", t.describe(), ")");
+  DUET_CHECK(numel(sizes) == t.numel(), op, ": shape ", shape_str(sizes), " is invalid for a tensor of ", t.numel(),
+             " elements (", t.describe(), ")");
   return sizes;
 }
 
@@ -163,9 +162,8 @@ Tensor Tensor::permute(std::vector<int64_t> dims) const {
     new_strides[i] = stride(d);
   }
   Tensor out = as_strided(std::move(new_sizes), std::move(new_strides), offset());
-  return finish_view(*this, out, "PermuteBackward", [&] {
-    return [inverse](const Tensor& g) { return g.permute(inverse); };
-  });
+  return finish_view(*this, out, "PermuteBackward",
+                     [&] { return [inverse](const Tensor& g) { return g.permute(inverse); }; });
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -180,9 +178,8 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
     normalize_dim(dim1, 0, "transpose");
   }
   Tensor out = as_strided(std::move(new_sizes), std::move(new_strides), offset());
-  return finish_view(*this, out, "TransposeBackward", [&] {
-    return [dim0, dim1](const Tensor& g) { return g.transpose(dim0, dim1); };
-  });
+  return finish_view(*this, out, "TransposeBackward",
+                     [&] { return [dim0, dim1](const Tensor& g) { return g.transpose(dim0, dim1); }; });
 }
 
 Tensor Tensor::t() const {
@@ -214,8 +211,8 @@ Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
   dim = normalize_dim(dim, this->dim(), "narrow");
   const int64_t size = this->size(dim);
   if (start < 0 && start >= -size) start += size;
-  DUET_CHECK(start >= 0 && length >= 0 && start + length <= size, "narrow: start ", start, " and length ",
-             length, " do not fit in dim ", dim, " (size ", size, ") of ", describe());
+  DUET_CHECK(start >= 0 && length >= 0 && start + length <= size, "narrow: start ", start, " and length ", length,
+             " do not fit in dim ", dim, " (size ", size, ") of ", describe());
   return slice(dim, start, start + length);
 }
 
@@ -223,8 +220,8 @@ Tensor Tensor::select(int64_t dim, int64_t index) const {
   DUET_CHECK(this->dim() > 0, "select: cannot select from a 0-d tensor");
   dim = normalize_dim(dim, this->dim(), "select");
   const int64_t size = this->size(dim);
-  DUET_CHECK(index >= -size && index < size, "select: index ", index, " is out of range for dim ", dim,
-             " (size ", size, ") of ", describe());
+  DUET_CHECK(index >= -size && index < size, "select: index ", index, " is out of range for dim ", dim, " (size ", size,
+             ") of ", describe());
   if (index < 0) index += size;
   Shape new_sizes = sizes(), new_strides = strides();
   new_sizes.erase(new_sizes.begin() + dim);
@@ -286,8 +283,8 @@ Tensor Tensor::expand(Shape sizes) const {
     }
     const int64_t old_size = this->sizes()[d - lead], old_stride = strides()[d - lead];
     if (sizes[d] == -1) sizes[d] = old_size;
-    DUET_CHECK(sizes[d] == old_size || old_size == 1, "expand: cannot expand ", describe(), " to ",
-               shape_str(sizes), ": dim ", d, " has size ", old_size, " (only size-1 dims can grow)");
+    DUET_CHECK(sizes[d] == old_size || old_size == 1, "expand: cannot expand ", describe(), " to ", shape_str(sizes),
+               ": dim ", d, " has size ", old_size, " (only size-1 dims can grow)");
     DUET_CHECK(sizes[d] >= 0, "expand: invalid size ", sizes[d], " in ", shape_str(sizes));
     new_strides[d] = sizes[d] == old_size ? old_stride : 0;
   }

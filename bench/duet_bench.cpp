@@ -77,8 +77,8 @@ int run(const BenchArgs& args) {
   manual_seed(args.seed);
   std::shared_ptr<nn::Module> model = nn::models::make(args.model);
   bench::FlopCount flops = bench::count_flops(*model);
-  parallel::SingleDevice strategy(model, std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = args.lr}),
-                                  cpu());
+  parallel::SingleDevice strategy(
+      model, std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = args.lr}), cpu());
   data::DataLoader train(train_set, {.batch_size = args.batch_size, .shuffle = true, .seed = args.seed});
   data::DataLoader test(test_set, {.batch_size = args.batch_size});
 
@@ -111,10 +111,18 @@ int main(int argc, char** argv) {
   BenchArgs args;
   CLI::App app{"duet_bench: duet's training and evaluation throughput on Fashion-MNIST"};
   app.add_option("--model", args.model, "Model")->check(CLI::IsMember(nn::models::names()))->capture_default_str();
-  app.add_option("--batches", args.batches, "Timed training batches")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--warmup", args.warmup, "Untimed batches first")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--threads", args.threads, "CPU threads (0: all cores)")->check(CLI::NonNegativeNumber)->capture_default_str();
-  app.add_option("--batch-size", args.batch_size, "Images per batch")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--batches", args.batches, "Timed training batches")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup", args.warmup, "Untimed batches first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--threads", args.threads, "CPU threads (0: all cores)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--batch-size", args.batch_size, "Images per batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--lr", args.lr, "SGD learning rate")->capture_default_str();
   app.add_option("--seed", args.seed, "Seed for init and shuffling")->capture_default_str();
   app.add_option("--data-dir", args.data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();

@@ -15,9 +15,9 @@
 
 namespace {
 
-constexpr int kSize = 512;     // 512x512x512: big enough to reach the peak, small enough for L2/L3
-constexpr int kRepeats = 20;   // GEMMs per timed trial
-constexpr int kTrials = 7;     // the best trial is the peak
+constexpr int kSize = 512;    // 512x512x512: big enough to reach the peak, small enough for L2/L3
+constexpr int kRepeats = 20;  // GEMMs per timed trial
+constexpr int kTrials = 7;    // the best trial is the peak
 
 struct Matrices {
   std::vector<float> a, b, c;
@@ -28,8 +28,8 @@ struct Matrices {
     }
   }
   void multiply() {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kSize, kSize, kSize, 1.0f, a.data(), kSize,
-                b.data(), kSize, 0.0f, c.data(), kSize);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kSize, kSize, kSize, 1.0f, a.data(), kSize, b.data(), kSize,
+                0.0f, c.data(), kSize);
   }
 };
 

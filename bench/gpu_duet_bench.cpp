@@ -9,9 +9,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
-#include <string>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
 
 #include "duet/data/fashion_mnist.h"
 #include "duet/duet.h"
@@ -122,10 +122,14 @@ int run(const Args& args) {
   data::DataLoader loader(train_set, loading);
   std::vector<double> rates = time_windows(*strategy, loader, args);
 
-  nlohmann::json result = {{"framework", "duet"},   {"mode", args.cuda_graph ? "duet-graph" : "duet"},
-                           {"model", args.model},   {"device", device.str()},
-                           {"data", data_source},   {"batch_size", args.batch_size},
-                           {"tf32", args.tf32},     {"window_images_per_second", rates},
+  nlohmann::json result = {{"framework", "duet"},
+                           {"mode", args.cuda_graph ? "duet-graph" : "duet"},
+                           {"model", args.model},
+                           {"device", device.str()},
+                           {"data", data_source},
+                           {"batch_size", args.batch_size},
+                           {"tf32", args.tf32},
+                           {"window_images_per_second", rates},
                            {"cudnn", "deterministic"},
                            {"conv", path_from_env("DUET_CONV_IM2COL", "1", "im2col", "cudnn")},
                            {"batch_norm", path_from_env("DUET_BATCH_NORM_KERNELS", "duet", "duet", "cudnn")},
@@ -142,10 +146,16 @@ int main(int argc, char** argv) {
   CLI::App app{"gpu_duet_bench: duet's training throughput on one device (median of timed windows)"};
   app.add_option("--model", args.model, "Model")->check(CLI::IsMember(nn::models::names()))->capture_default_str();
   app.add_option("--device", args.device, "Device, e.g. cuda:0")->capture_default_str();
-  app.add_option("--batch-size", args.batch_size, "Images per batch")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--warmup", args.warmup, "Untimed batches first")->check(CLI::NonNegativeNumber)->capture_default_str();
+  app.add_option("--batch-size", args.batch_size, "Images per batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--warmup", args.warmup, "Untimed batches first")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--windows", args.windows, "Timed windows")->check(CLI::PositiveNumber)->capture_default_str();
-  app.add_option("--window-batches", args.window_batches, "Batches per window")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--window-batches", args.window_batches, "Batches per window")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_flag("--tf32", args.tf32, "TF32 tensor cores for f32 matmul and convolution");
   app.add_flag("--cuda-graph", args.cuda_graph, "Replay the training step as a CUDA graph (GraphedSingleDevice)");
   app.add_flag("--synthetic", args.synthetic, "Random images of Fashion-MNIST's shape, even if the files exist");

@@ -18,7 +18,9 @@ int main(int argc, char** argv) {
   int iterations = 2000, runs = 5;
   CLI::App app{"overhead_bench: microseconds per tiny forward + backward iteration"};
   app.add_option("--device", device_name, "cpu or cuda:N")->capture_default_str();
-  app.add_option("--iterations", iterations, "Iterations per timing")->check(CLI::PositiveNumber)->capture_default_str();
+  app.add_option("--iterations", iterations, "Iterations per timing")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--runs", runs, "Timings; the median is reported")->check(CLI::PositiveNumber)->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
@@ -41,7 +43,9 @@ int main(int argc, char** argv) {
       if (run > 0) us.push_back(took.count() / iterations);
     }
     std::sort(us.begin(), us.end());
-    std::cout << nlohmann::json{{"framework", "duet"}, {"device", device.str()}, {"us_per_iteration", us[us.size() / 2]}}
+    std::cout << nlohmann::json{{"framework", "duet"},
+                                {"device", device.str()},
+                                {"us_per_iteration", us[us.size() / 2]}}
                      .dump()
               << std::endl;
     return 0;

@@ -18,8 +18,7 @@ struct Counters {
 
 Counters& counters(Device device) {
   static std::array<std::array<Counters, kMaxDevicesPerType>, 2> table;
-  DUET_CHECK(device.index >= 0 && device.index < kMaxDevicesPerType, "device index ",
-             device.index, " out of range");
+  DUET_CHECK(device.index >= 0 && device.index < kMaxDevicesPerType, "device index ", device.index, " out of range");
   return table[static_cast<size_t>(device.type)][static_cast<size_t>(device.index)];
 }
 

@@ -12,9 +12,9 @@
 namespace duet {
 
 struct MemoryStats {
-  int64_t current = 0;   // bytes held by live tensors
-  int64_t peak = 0;      // high-water mark of current since the last reset
-  int64_t reserved = 0;  // bytes the allocator holds from the system, cached blocks included
+  int64_t current = 0;      // bytes held by live tensors
+  int64_t peak = 0;         // high-water mark of current since the last reset
+  int64_t reserved = 0;     // bytes the allocator holds from the system, cached blocks included
   int64_t allocations = 0;  // number of allocate() calls
 };
 

@@ -27,7 +27,9 @@ constexpr bool kSanitized = false;
 
 bool cache_enabled() { return cpu_cache_enabled(); }
 
-size_t rounded(size_t bytes) { return (std::max<size_t>(bytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment; }
+size_t rounded(size_t bytes) {
+  return (std::max<size_t>(bytes, 1) + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+}
 
 // One device's free blocks, by rounded size.
 struct DeviceCache {

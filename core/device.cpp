@@ -6,9 +6,7 @@
 
 namespace duet {
 
-std::string Device::str() const {
-  return (is_cpu() ? "cpu:" : "cuda:") + std::to_string(index);
-}
+std::string Device::str() const { return (is_cpu() ? "cpu:" : "cuda:") + std::to_string(index); }
 
 Device Device::parse(std::string_view text) {
   auto colon = text.find(':');
@@ -24,8 +22,8 @@ Device Device::parse(std::string_view text) {
   if (colon != std::string_view::npos) {
     std::string_view digits = text.substr(colon + 1);
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), device.index);
-    DUET_CHECK(ec == std::errc() && end == digits.data() + digits.size() && !digits.empty() &&
-                   device.index >= 0 && device.index < kMaxDevicesPerType,
+    DUET_CHECK(ec == std::errc() && end == digits.data() + digits.size() && !digits.empty() && device.index >= 0 &&
+                   device.index < kMaxDevicesPerType,
                "invalid device index in '", text, "': expected 0..", kMaxDevicesPerType - 1);
   }
   return device;

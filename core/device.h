@@ -38,8 +38,7 @@ std::ostream& operator<<(std::ostream& out, const Device& device);
 
 }  // namespace duet
 
-template <>
-struct std::hash<duet::Device> {
+template <> struct std::hash<duet::Device> {
   size_t operator()(const duet::Device& d) const noexcept {
     return static_cast<size_t>(d.index) * 2 + static_cast<size_t>(d.type);
   }

@@ -15,10 +15,14 @@ enum class DType : uint8_t { f32, f64, i64, u8 };
 
 constexpr size_t element_size(DType t) {
   switch (t) {
-    case DType::f32: return 4;
-    case DType::f64: return 8;
-    case DType::i64: return 8;
-    case DType::u8: return 1;
+    case DType::f32:
+      return 4;
+    case DType::f64:
+      return 8;
+    case DType::i64:
+      return 8;
+    case DType::u8:
+      return 1;
   }
   return 0;
 }
@@ -36,24 +40,29 @@ template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
 
 // Calls fn.template operator()<T>() with the C++ type of `t`:
 //   dispatch_dtype(t, [&]<class T>() { ... });
-template <class Fn>
-decltype(auto) dispatch_dtype(DType t, Fn&& fn) {
+template <class Fn> decltype(auto) dispatch_dtype(DType t, Fn&& fn) {
   switch (t) {
-    case DType::f32: return fn.template operator()<float>();
-    case DType::f64: return fn.template operator()<double>();
-    case DType::i64: return fn.template operator()<int64_t>();
-    case DType::u8: return fn.template operator()<uint8_t>();
+    case DType::f32:
+      return fn.template operator()<float>();
+    case DType::f64:
+      return fn.template operator()<double>();
+    case DType::i64:
+      return fn.template operator()<int64_t>();
+    case DType::u8:
+      return fn.template operator()<uint8_t>();
   }
   DUET_FAIL("unknown dtype ", static_cast<int>(t));
 }
 
 // The same, restricted to the floating types; `op` names the caller in the error.
-template <class Fn>
-decltype(auto) dispatch_floating(DType t, const char* op, Fn&& fn) {
+template <class Fn> decltype(auto) dispatch_floating(DType t, const char* op, Fn&& fn) {
   switch (t) {
-    case DType::f32: return fn.template operator()<float>();
-    case DType::f64: return fn.template operator()<double>();
-    default: DUET_FAIL(op, ": expected a floating dtype (f32 or f64), got ", dtype_name(t));
+    case DType::f32:
+      return fn.template operator()<float>();
+    case DType::f64:
+      return fn.template operator()<double>();
+    default:
+      DUET_FAIL(op, ": expected a floating dtype (f32 or f64), got ", dtype_name(t));
   }
 }
 

@@ -14,8 +14,7 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
-template <class... Parts>
-std::string concat(const Parts&... parts) {
+template <class... Parts> std::string concat(const Parts&... parts) {
   std::ostringstream out;
   (out << ... << parts);
   return out.str();
@@ -25,8 +24,8 @@ std::string concat(const Parts&... parts) {
 }  // namespace duet
 
 // DUET_CHECK(cond, "message parts", value, ...): throws duet::Error when cond is false.
-#define DUET_CHECK(cond, ...)                                          \
-  do {                                                                 \
+#define DUET_CHECK(cond, ...)                                              \
+  do {                                                                     \
     if (!(cond)) throw ::duet::Error(::duet::detail::concat(__VA_ARGS__)); \
   } while (0)
 

@@ -39,8 +39,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    DUET_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", shape_str(a), " and ",
-               shape_str(b), " cannot be broadcast together (dim ", i, ": ", da, " vs ", db, ")");
+    DUET_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b),
+               " cannot be broadcast together (dim ", i, ": ", da, " vs ", db, ")");
     out[i] = da == 1 ? db : da;
   }
   return out;
@@ -48,8 +48,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
 
 int64_t normalize_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t lo = ndim == 0 ? -1 : -ndim, hi = ndim == 0 ? 0 : ndim - 1;
-  DUET_CHECK(dim >= lo && dim <= hi, op, ": dim ", dim, " out of range for a tensor with ", ndim,
-             " dims (expected ", lo, "..", hi, ")");
+  DUET_CHECK(dim >= lo && dim <= hi, op, ": dim ", dim, " out of range for a tensor with ", ndim, " dims (expected ",
+             lo, "..", hi, ")");
   return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
 }
 

@@ -39,8 +39,7 @@ std::string Tensor::describe() const {
 }
 
 Tensor Tensor::as_strided(Shape sizes, Shape strides, int64_t offset) const {
-  DUET_CHECK(sizes.size() == strides.size(), "as_strided: ", sizes.size(), " sizes but ",
-             strides.size(), " strides");
+  DUET_CHECK(sizes.size() == strides.size(), "as_strided: ", sizes.size(), " sizes but ", strides.size(), " strides");
   auto out = std::make_shared<TensorImpl>();
   out->storage = storage();
   out->sizes = std::move(sizes);

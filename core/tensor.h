@@ -29,8 +29,8 @@ class Node;
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape sizes;
-  Shape strides;        // in elements
-  int64_t offset = 0;   // in elements, from storage->data()
+  Shape strides;       // in elements
+  int64_t offset = 0;  // in elements, from storage->data()
   DType dtype = DType::f32;
   // Null for plain data; created when the tensor requires grad or is produced by a graph node.
   std::shared_ptr<autograd::AutogradMeta> autograd;
@@ -146,22 +146,19 @@ Tensor empty_contiguous(const Shape& sizes, DType dtype, Device device);
 
 // ---- template definitions ----
 
-template <class T>
-T* Tensor::data() const {
+template <class T> T* Tensor::data() const {
   DUET_CHECK(dtype() == dtype_of<T>(), "data<", dtype_name(dtype_of<T>()), ">() on a tensor of dtype ",
              dtype_name(dtype()));
   return static_cast<T*>(data_ptr());
 }
 
-template <class T>
-std::vector<T> Tensor::to_vector() const {
+template <class T> std::vector<T> Tensor::to_vector() const {
   std::vector<T> out(static_cast<size_t>(numel()));
   copy_to_host(out.data(), dtype_of<T>());
   return out;
 }
 
-template <class T>
-T Tensor::item() const {
+template <class T> T Tensor::item() const {
   DUET_CHECK(numel() == 1, "item(): expected a tensor with one element, got ", describe());
   T value;
   copy_to_host(&value, dtype_of<T>());

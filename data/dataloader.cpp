@@ -9,8 +9,7 @@ namespace {
 
 // Runs `probe` (a tiny allocation) and rethrows its error naming the option: a loader that
 // cannot deliver its batches fails here, not later on its background thread.
-template <class Probe>
-void check_option(const char* option, Probe&& probe) {
+template <class Probe> void check_option(const char* option, Probe&& probe) {
   try {
     probe();
   } catch (const Error& e) {
@@ -20,16 +19,14 @@ void check_option(const char* option, Probe&& probe) {
 
 }  // namespace
 
-DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options,
-                       std::shared_ptr<const Sampler> sampler)
+DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options, std::shared_ptr<const Sampler> sampler)
     : dataset_(std::move(dataset)), options_(options), sampler_(std::move(sampler)) {
-  DUET_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got ",
-             options_.batch_size);
+  DUET_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got ", options_.batch_size);
   DUET_CHECK(options_.prefetch >= 0, "DataLoader: prefetch must be >= 0, got ", options_.prefetch);
   DUET_CHECK(dataset_.images.defined() && dataset_.labels.defined() &&
                  dataset_.images.size(0) == dataset_.labels.size(0) && dataset_.images.device().is_cpu(),
-             "DataLoader: expected CPU images [N, ...] and labels [N], got ", dataset_.images.describe(),
-             " and ", dataset_.labels.describe());
+             "DataLoader: expected CPU images [N, ...] and labels [N], got ", dataset_.images.describe(), " and ",
+             dataset_.labels.describe());
   DUET_CHECK(options_.normalize_std.value_or(1.0) > 0, "DataLoader: normalize_std must be positive");
   if (options_.pin_memory) check_option("pin_memory", [] { empty({1}, {.pin_memory = true}); });
   if (options_.device) check_option("device", [this] { empty({1}, {.device = *options_.device}); });
@@ -48,9 +45,7 @@ int64_t DataLoader::num_examples() const {
   return options_.drop_last ? n / options_.batch_size * options_.batch_size : n;
 }
 
-int64_t DataLoader::num_batches() const {
-  return (num_examples() + options_.batch_size - 1) / options_.batch_size;
-}
+int64_t DataLoader::num_batches() const { return (num_examples() + options_.batch_size - 1) / options_.batch_size; }
 
 Batch DataLoader::make_batch(const std::vector<int64_t>& order, int64_t b) const {
   int64_t first = b * options_.batch_size;
@@ -90,8 +85,7 @@ void DataLoader::start_epoch() {
   stop_producer();
   order_ = sampler_->indices(dataset_.size(), next_epoch_++);
   if (options_.drop_last) {
-    order_.resize(order_.size() / static_cast<size_t>(options_.batch_size) *
-                  static_cast<size_t>(options_.batch_size));
+    order_.resize(order_.size() / static_cast<size_t>(options_.batch_size) * static_cast<size_t>(options_.batch_size));
   }
   consumed_ = 0;
   produced_ = 0;

@@ -50,8 +50,7 @@ struct DataLoaderOptions {
 class DataLoader {
  public:
   // `sampler` overrides shuffle/seed (e.g. a DistributedSampler).
-  DataLoader(TensorDataset dataset, DataLoaderOptions options = {},
-             std::shared_ptr<const Sampler> sampler = nullptr);
+  DataLoader(TensorDataset dataset, DataLoaderOptions options = {}, std::shared_ptr<const Sampler> sampler = nullptr);
   ~DataLoader();
   DataLoader(const DataLoader&) = delete;
   DataLoader& operator=(const DataLoader&) = delete;

@@ -13,7 +13,8 @@ std::string find_file(const std::string& dir, const std::string& stem) {
   for (const std::string& name : {stem + ".gz", stem}) {
     if (fs::exists(fs::path(dir) / name)) return (fs::path(dir) / name).string();
   }
-  DUET_FAIL("Fashion-MNIST not found: ", dir, " has no ", stem, "(.gz). Install Debian's "
+  DUET_FAIL("Fashion-MNIST not found: ", dir, " has no ", stem,
+            "(.gz). Install Debian's "
             "dataset-fashion-mnist package (apt-get install dataset-fashion-mnist), or point "
             "--data-dir at a folder with the four IDX files");
 }
@@ -23,17 +24,15 @@ TensorDataset load(const std::string& dir, const std::string& prefix) {
   std::string label_path = find_file(dir, prefix + "-labels-idx1-ubyte");
   Tensor images = read_idx(image_path);
   Tensor labels = read_idx(label_path);
-  DUET_CHECK(images.dtype() == DType::u8 && images.dim() == 3 && images.size(1) == 28 &&
-                 images.size(2) == 28,
+  DUET_CHECK(images.dtype() == DType::u8 && images.dim() == 3 && images.size(1) == 28 && images.size(2) == 28,
              image_path, ": expected u8 images of shape [N, 28, 28], got ", images.describe());
-  DUET_CHECK(labels.dtype() == DType::u8 && labels.dim() == 1, label_path,
-             ": expected u8 labels of shape [N], got ", labels.describe());
-  DUET_CHECK(images.size(0) == labels.size(0), image_path, " holds ", images.size(0), " images but ",
-             label_path, " holds ", labels.size(0), " labels");
+  DUET_CHECK(labels.dtype() == DType::u8 && labels.dim() == 1, label_path, ": expected u8 labels of shape [N], got ",
+             labels.describe());
+  DUET_CHECK(images.size(0) == labels.size(0), image_path, " holds ", images.size(0), " images but ", label_path,
+             " holds ", labels.size(0), " labels");
   const uint8_t* raw = labels.data<uint8_t>();
   for (int64_t i = 0; i < labels.numel(); ++i) {
-    DUET_CHECK(raw[i] < 10, label_path, ": label ", int(raw[i]), " at index ", i,
-               " is outside the 10 classes");
+    DUET_CHECK(raw[i] < 10, label_path, ": label ", int(raw[i]), " at index ", i, " is outside the 10 classes");
   }
   return {images.reshape({images.size(0), 1, 28, 28}), labels.to(DType::i64)};
 }
@@ -43,7 +42,7 @@ TensorDataset load(const std::string& dir, const std::string& prefix) {
 TensorDataset FashionMNIST::train(const std::string& dir) { return load(dir, "train"); }
 TensorDataset FashionMNIST::test(const std::string& dir) { return load(dir, "t10k"); }
 
-const std::array<const char*, 10> FashionMNIST::class_names = {
-    "t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "ankle boot"};
+const std::array<const char*, 10> FashionMNIST::class_names = {"t-shirt", "trouser", "pullover", "dress", "coat",
+                                                               "sandal",  "shirt",   "sneaker",  "bag",   "ankle boot"};
 
 }  // namespace duet::data

@@ -27,12 +27,18 @@ struct ElementType {
 
 ElementType element_type(uint8_t code, const std::string& source) {
   switch (code) {
-    case 0x08: return {1, DType::u8, "unsigned byte"};
-    case 0x09: return {1, DType::i64, "signed byte"};
-    case 0x0B: return {2, DType::i64, "short"};
-    case 0x0C: return {4, DType::i64, "int"};
-    case 0x0D: return {4, DType::f32, "float"};
-    case 0x0E: return {8, DType::f64, "double"};
+    case 0x08:
+      return {1, DType::u8, "unsigned byte"};
+    case 0x09:
+      return {1, DType::i64, "signed byte"};
+    case 0x0B:
+      return {2, DType::i64, "short"};
+    case 0x0C:
+      return {4, DType::i64, "int"};
+    case 0x0D:
+      return {4, DType::f32, "float"};
+    case 0x0E:
+      return {8, DType::f64, "double"};
     default:
       DUET_FAIL(source, ": not an IDX file: unknown element type code 0x", std::hex, int(code),
                 " in byte 2 (expected 0x08, 0x09, 0x0B, 0x0C, 0x0D or 0x0E)");
@@ -40,13 +46,16 @@ ElementType element_type(uint8_t code, const std::string& source) {
 }
 
 // Big-endian element k of the payload, widened to T.
-template <class T>
-T element_at(const uint8_t* p, uint8_t code) {
+template <class T> T element_at(const uint8_t* p, uint8_t code) {
   switch (code) {
-    case 0x08: return static_cast<T>(p[0]);
-    case 0x09: return static_cast<T>(static_cast<int8_t>(p[0]));
-    case 0x0B: return static_cast<T>(static_cast<int16_t>((uint16_t(p[0]) << 8) | p[1]));
-    case 0x0C: return static_cast<T>(static_cast<int32_t>(read_be32(p)));
+    case 0x08:
+      return static_cast<T>(p[0]);
+    case 0x09:
+      return static_cast<T>(static_cast<int8_t>(p[0]));
+    case 0x0B:
+      return static_cast<T>(static_cast<int16_t>((uint16_t(p[0]) << 8) | p[1]));
+    case 0x0C:
+      return static_cast<T>(static_cast<int32_t>(read_be32(p)));
     case 0x0D: {
       uint32_t bits = read_be32(p);
       float f;
@@ -92,8 +101,8 @@ std::vector<uint8_t> read_maybe_gzipped(const std::string& path) {
 
 Tensor parse_idx(const uint8_t* bytes, size_t size, const std::string& source) {
   DUET_CHECK(size >= 4, source, ": too short for an IDX header (", size, " bytes)");
-  DUET_CHECK(bytes[0] == 0 && bytes[1] == 0, source, ": not an IDX file: bad magic number 0x",
-             std::hex, read_be32(bytes), " (the first two bytes must be zero)");
+  DUET_CHECK(bytes[0] == 0 && bytes[1] == 0, source, ": not an IDX file: bad magic number 0x", std::hex,
+             read_be32(bytes), " (the first two bytes must be zero)");
   ElementType type = element_type(bytes[2], source);
   size_t ndims = bytes[3];
   DUET_CHECK(ndims >= 1, source, ": IDX header declares 0 dimensions");
@@ -109,8 +118,8 @@ Tensor parse_idx(const uint8_t* bytes, size_t size, const std::string& source) {
     count = (n != 0 && count > size / n) ? size + 1 : count * n;
   }
   size_t expected = header + (count > size ? size + 1 : count * type.bytes);
-  DUET_CHECK(expected == size, source, ": IDX dimensions ", shape_str(sizes), " of ", type.name,
-             " need ", count > size ? std::string("more than ") + std::to_string(size) : std::to_string(expected),
+  DUET_CHECK(expected == size, source, ": IDX dimensions ", shape_str(sizes), " of ", type.name, " need ",
+             count > size ? std::string("more than ") + std::to_string(size) : std::to_string(expected),
              " bytes, but the file holds ", size);
   Tensor out = empty(sizes, {.dtype = type.dtype});
   const uint8_t* payload = bytes + header;

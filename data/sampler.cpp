@@ -34,14 +34,14 @@ std::vector<int64_t> RandomSampler::indices(int64_t dataset_size, int64_t epoch)
 
 DistributedSampler::DistributedSampler(int world, int rank, bool shuffle, uint64_t seed)
     : world_(world), rank_(rank), shuffle_(shuffle), seed_(seed) {
-  DUET_CHECK(world >= 1 && rank >= 0 && rank < world, "DistributedSampler: rank ", rank,
-             " is not in a world of ", world);
+  DUET_CHECK(world >= 1 && rank >= 0 && rank < world, "DistributedSampler: rank ", rank, " is not in a world of ",
+             world);
 }
 
 std::vector<int64_t> DistributedSampler::indices(int64_t dataset_size, int64_t epoch) const {
   DUET_CHECK(dataset_size > 0, "DistributedSampler: empty dataset");
-  std::vector<int64_t> order = shuffle_ ? shuffled_indices(dataset_size, seed_, epoch)
-                                        : SequentialSampler().indices(dataset_size, epoch);
+  std::vector<int64_t> order =
+      shuffle_ ? shuffled_indices(dataset_size, seed_, epoch) : SequentialSampler().indices(dataset_size, epoch);
   int64_t per_rank = (dataset_size + world_ - 1) / world_;
   std::vector<int64_t> mine;
   mine.reserve(static_cast<size_t>(per_rank));

@@ -15,8 +15,7 @@ namespace duet::kernels {
 // on x86. A plain static_cast is undefined behaviour for out-of-range values.
 // (INT64_MIN/MAX rather than numeric_limits: constexpr host functions are not callable in
 // device code without --expt-relaxed-constexpr.)
-template <class To, class From>
-DUET_HD inline To cast_value(From v) {
+template <class To, class From> DUET_HD inline To cast_value(From v) {
   if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     if (std::isnan(v)) return To(0);
     constexpr double lo = -9223372036854775808.0, hi = 9223372036854775808.0;

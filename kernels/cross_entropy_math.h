@@ -14,16 +14,18 @@
 
 namespace duet::kernels {
 
-template <class T>
-struct CrossEntropyMath {
+template <class T> struct CrossEntropyMath {
   const T* weight;  // [C], or null: every class weighs 1
   int64_t classes, ignore_index;
   T keep, share;  // 1 - label_smoothing, and label_smoothing / C
   bool smoothing;
 
   CrossEntropyMath(const T* class_weights, int64_t num_classes, const CrossEntropyTerms& terms)
-      : weight(class_weights), classes(num_classes), ignore_index(terms.ignore_index),
-        keep(T(1 - terms.label_smoothing)), share(T(terms.label_smoothing / static_cast<double>(num_classes))),
+      : weight(class_weights),
+        classes(num_classes),
+        ignore_index(terms.ignore_index),
+        keep(T(1 - terms.label_smoothing)),
+        share(T(terms.label_smoothing / static_cast<double>(num_classes))),
         smoothing(terms.label_smoothing != 0) {}
 
   DUET_HD bool plain() const { return weight == nullptr && !smoothing; }

@@ -15,7 +15,7 @@ bool virtual_devices() noexcept { return false; }
 void synchronize(Device device) {
   DUET_CHECK(!device.is_cuda(), "synchronize(", device, "): duet was built without CUDA");
 }
-void empty_cache() {}  // nothing is ever cached without CUDA
+void empty_cache() {}         // nothing is ever cached without CUDA
 void set_allow_tf32(bool) {}  // no CUDA math to change
 bool allow_tf32() noexcept { return false; }
 int64_t cudnn_declined() noexcept { return 0; }  // no cuDNN to decline anything

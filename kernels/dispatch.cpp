@@ -29,54 +29,81 @@ std::atomic<CrossDeviceCopy>& cross_device_copy() {
 // One switch per enum, with no default, so -Wswitch warns of an op added without a name here.
 const char* name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::neg: return "neg";
-    case UnaryOp::exp: return "exp";
-    case UnaryOp::log: return "log";
-    case UnaryOp::sqrt: return "sqrt";
-    case UnaryOp::abs: return "abs";
-    case UnaryOp::relu: return "relu";
-    case UnaryOp::sigmoid: return "sigmoid";
-    case UnaryOp::tanh: return "tanh";
+    case UnaryOp::neg:
+      return "neg";
+    case UnaryOp::exp:
+      return "exp";
+    case UnaryOp::log:
+      return "log";
+    case UnaryOp::sqrt:
+      return "sqrt";
+    case UnaryOp::abs:
+      return "abs";
+    case UnaryOp::relu:
+      return "relu";
+    case UnaryOp::sigmoid:
+      return "sigmoid";
+    case UnaryOp::tanh:
+      return "tanh";
   }
   return "unknown unary op";
 }
 
 const char* name(BinaryOp op) {
   switch (op) {
-    case BinaryOp::add: return "add";
-    case BinaryOp::sub: return "sub";
-    case BinaryOp::mul: return "mul";
-    case BinaryOp::div: return "div";
-    case BinaryOp::floor_divide: return "floor_divide";
-    case BinaryOp::pow: return "pow";
-    case BinaryOp::maximum: return "maximum";
-    case BinaryOp::minimum: return "minimum";
-    case BinaryOp::eq: return "eq";
-    case BinaryOp::ne: return "ne";
-    case BinaryOp::lt: return "lt";
-    case BinaryOp::le: return "le";
-    case BinaryOp::gt: return "gt";
-    case BinaryOp::ge: return "ge";
+    case BinaryOp::add:
+      return "add";
+    case BinaryOp::sub:
+      return "sub";
+    case BinaryOp::mul:
+      return "mul";
+    case BinaryOp::div:
+      return "div";
+    case BinaryOp::floor_divide:
+      return "floor_divide";
+    case BinaryOp::pow:
+      return "pow";
+    case BinaryOp::maximum:
+      return "maximum";
+    case BinaryOp::minimum:
+      return "minimum";
+    case BinaryOp::eq:
+      return "eq";
+    case BinaryOp::ne:
+      return "ne";
+    case BinaryOp::lt:
+      return "lt";
+    case BinaryOp::le:
+      return "le";
+    case BinaryOp::gt:
+      return "gt";
+    case BinaryOp::ge:
+      return "ge";
   }
   return "unknown binary op";
 }
 
 const char* name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::mean: return "mean";
-    case ReduceOp::max: return "max";
-    case ReduceOp::min: return "min";
-    case ReduceOp::argmax: return "argmax";
-    case ReduceOp::argmin: return "argmin";
-    case ReduceOp::logsumexp: return "logsumexp";
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::mean:
+      return "mean";
+    case ReduceOp::max:
+      return "max";
+    case ReduceOp::min:
+      return "min";
+    case ReduceOp::argmax:
+      return "argmax";
+    case ReduceOp::argmin:
+      return "argmin";
+    case ReduceOp::logsumexp:
+      return "logsumexp";
   }
   return "unknown reduce op";
 }
 
-void register_backend(DeviceType type, const Backend* backend) {
-  backends()[static_cast<size_t>(type)].store(backend);
-}
+void register_backend(DeviceType type, const Backend* backend) { backends()[static_cast<size_t>(type)].store(backend); }
 
 const Backend& backend_for(Device device, const char* op) {
   const Backend* backend = backends()[static_cast<size_t>(device.type)].load();
@@ -95,8 +122,7 @@ void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
   backend_for(out.device(), name(op)).unary(op, in, out);
 }
 
-void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
-                    const Tensor& grad_in) {
+void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out, const Tensor& grad_in) {
   profiler::Scope profile(name(op), "backward");
   backend_for(grad_in.device(), name(op)).unary_backward(op, grad, in, out, grad_in);
 }
@@ -106,8 +132,8 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   backend_for(out.device(), name(op)).binary(op, a, b, out);
 }
 
-void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
-                     const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) {
+void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b, const Tensor& out,
+                     const Tensor& grad_a, const Tensor& grad_b) {
   if (!grad_a.defined() && !grad_b.defined()) return;
   profiler::Scope profile(name(op), "backward");
   backend_for(grad.device(), name(op)).binary_backward(op, grad, a, b, out, grad_a, grad_b);

@@ -18,8 +18,7 @@
 namespace duet::kernels {
 
 // std::bit_cast between float and uint32_t, for host and device code alike.
-template <class To, class From>
-DUET_HD inline To bit_cast_f32(From x) {
+template <class To, class From> DUET_HD inline To bit_cast_f32(From x) {
   static_assert(sizeof(To) == 4 && sizeof(From) == 4, "float <-> uint32_t only");
 #if defined(__CUDA_ARCH__)
   if constexpr (std::is_same_v<To, uint32_t>) return __float_as_uint(x);

@@ -42,9 +42,7 @@ struct Sqrt {
 struct Abs {
   template <class T> DUET_HD T operator()(T x) const { return x < T(0) ? T(0) - x : x; }
   // The subgradient at 0 is 0, as in PyTorch.
-  template <class T> DUET_HD T backward(T g, T x, T) const {
-    return x > T(0) ? g : (x < T(0) ? -g : T(0));
-  }
+  template <class T> DUET_HD T backward(T g, T x, T) const { return x > T(0) ? g : (x < T(0) ? -g : T(0)); }
 };
 // As PyTorch: NaN passes through (relu(NaN) = NaN, so a diverging network stays visible) and
 // so does its gradient; relu(-0) = -0. One select each way, so the CPU loop stays vectorised.
@@ -73,10 +71,9 @@ struct Tanh {
 
 // Unary backward passes that read only the forward output y, so a caller may omit the input
 // x (the backends then pass x = 0, which these backward functions ignore).
-template <class F>
-inline constexpr bool backward_needs_only_output =
-    std::is_same_v<F, Neg> || std::is_same_v<F, Exp> || std::is_same_v<F, Sqrt> ||
-    std::is_same_v<F, Sigmoid> || std::is_same_v<F, Tanh>;
+template <class F> inline constexpr bool backward_needs_only_output =
+    std::is_same_v<F, Neg> || std::is_same_v<F, Exp> || std::is_same_v<F, Sqrt> || std::is_same_v<F, Sigmoid> ||
+    std::is_same_v<F, Tanh>;
 
 // ---- binary ----
 struct Add {
@@ -152,56 +149,89 @@ struct Minimum {
 };
 
 // Comparisons return 0 or 1 (stored as u8).
-struct Eq { template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a == b; } };
-struct Ne { template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a != b; } };
-struct Lt { template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a < b; } };
-struct Le { template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a <= b; } };
-struct Gt { template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a > b; } };
-struct Ge { template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a >= b; } };
+struct Eq {
+  template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a == b; }
+};
+struct Ne {
+  template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a != b; }
+};
+struct Lt {
+  template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a < b; }
+};
+struct Le {
+  template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a <= b; }
+};
+struct Gt {
+  template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a > b; }
+};
+struct Ge {
+  template <class T> DUET_HD uint8_t operator()(T a, T b) const { return a >= b; }
+};
 
 // One switch per op family (as dispatch_dtype, core/dtype.h): each case reads as op -> functor.
 // Calls fn.template operator()<Functor>() for the functor of `op` (host side).
-template <class Fn>
-decltype(auto) dispatch_unary(UnaryOp op, Fn&& fn) {
+template <class Fn> decltype(auto) dispatch_unary(UnaryOp op, Fn&& fn) {
   switch (op) {
-    case UnaryOp::neg: return fn.template operator()<Neg>();
-    case UnaryOp::exp: return fn.template operator()<Exp>();
-    case UnaryOp::log: return fn.template operator()<Log>();
-    case UnaryOp::sqrt: return fn.template operator()<Sqrt>();
-    case UnaryOp::abs: return fn.template operator()<Abs>();
-    case UnaryOp::relu: return fn.template operator()<Relu>();
-    case UnaryOp::sigmoid: return fn.template operator()<Sigmoid>();
-    case UnaryOp::tanh: return fn.template operator()<Tanh>();
+    case UnaryOp::neg:
+      return fn.template operator()<Neg>();
+    case UnaryOp::exp:
+      return fn.template operator()<Exp>();
+    case UnaryOp::log:
+      return fn.template operator()<Log>();
+    case UnaryOp::sqrt:
+      return fn.template operator()<Sqrt>();
+    case UnaryOp::abs:
+      return fn.template operator()<Abs>();
+    case UnaryOp::relu:
+      return fn.template operator()<Relu>();
+    case UnaryOp::sigmoid:
+      return fn.template operator()<Sigmoid>();
+    case UnaryOp::tanh:
+      return fn.template operator()<Tanh>();
   }
   DUET_FAIL("unknown unary op");
 }
 
 // Arithmetic ops only (not comparisons).
-template <class Fn>
-decltype(auto) dispatch_arithmetic(BinaryOp op, Fn&& fn) {
+template <class Fn> decltype(auto) dispatch_arithmetic(BinaryOp op, Fn&& fn) {
   switch (op) {
-    case BinaryOp::add: return fn.template operator()<Add>();
-    case BinaryOp::sub: return fn.template operator()<Sub>();
-    case BinaryOp::mul: return fn.template operator()<Mul>();
-    case BinaryOp::div: return fn.template operator()<Div>();
-    case BinaryOp::floor_divide: return fn.template operator()<FloorDivide>();
-    case BinaryOp::pow: return fn.template operator()<Pow>();
-    case BinaryOp::maximum: return fn.template operator()<Maximum>();
-    case BinaryOp::minimum: return fn.template operator()<Minimum>();
-    default: DUET_FAIL(name(op), " is a comparison, not an arithmetic op");
+    case BinaryOp::add:
+      return fn.template operator()<Add>();
+    case BinaryOp::sub:
+      return fn.template operator()<Sub>();
+    case BinaryOp::mul:
+      return fn.template operator()<Mul>();
+    case BinaryOp::div:
+      return fn.template operator()<Div>();
+    case BinaryOp::floor_divide:
+      return fn.template operator()<FloorDivide>();
+    case BinaryOp::pow:
+      return fn.template operator()<Pow>();
+    case BinaryOp::maximum:
+      return fn.template operator()<Maximum>();
+    case BinaryOp::minimum:
+      return fn.template operator()<Minimum>();
+    default:
+      DUET_FAIL(name(op), " is a comparison, not an arithmetic op");
   }
 }
 
-template <class Fn>
-decltype(auto) dispatch_comparison(BinaryOp op, Fn&& fn) {
+template <class Fn> decltype(auto) dispatch_comparison(BinaryOp op, Fn&& fn) {
   switch (op) {
-    case BinaryOp::eq: return fn.template operator()<Eq>();
-    case BinaryOp::ne: return fn.template operator()<Ne>();
-    case BinaryOp::lt: return fn.template operator()<Lt>();
-    case BinaryOp::le: return fn.template operator()<Le>();
-    case BinaryOp::gt: return fn.template operator()<Gt>();
-    case BinaryOp::ge: return fn.template operator()<Ge>();
-    default: DUET_FAIL(name(op), " is not a comparison");
+    case BinaryOp::eq:
+      return fn.template operator()<Eq>();
+    case BinaryOp::ne:
+      return fn.template operator()<Ne>();
+    case BinaryOp::lt:
+      return fn.template operator()<Lt>();
+    case BinaryOp::le:
+      return fn.template operator()<Le>();
+    case BinaryOp::gt:
+      return fn.template operator()<Gt>();
+    case BinaryOp::ge:
+      return fn.template operator()<Ge>();
+    default:
+      DUET_FAIL(name(op), " is not a comparison");
   }
 }
 

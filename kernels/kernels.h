@@ -29,15 +29,14 @@ constexpr bool is_comparison(BinaryOp op) { return op >= BinaryOp::eq; }
 // out = op(in). Same dtype; floating only, except neg and abs.
 void unary(UnaryOp op, const Tensor& in, const Tensor& out);
 // grad_in = d op / d in, evaluated from the forward input `in` and output `out`.
-void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
-                    const Tensor& grad_in);
+void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out, const Tensor& grad_in);
 
 // out = op(a, b), with a and b broadcast to out.sizes(). a and b share one dtype.
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 // Elementwise partial derivatives at out's (broadcast) shape; either grad tensor may be
 // undefined to skip it. Not defined for comparisons. The caller un-broadcasts (sum_to_shape).
-void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
-                     const Tensor& out, const Tensor& grad_a, const Tensor& grad_b);
+void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b, const Tensor& out,
+                     const Tensor& grad_a, const Tensor& grad_b);
 
 // Reduces `in` over `dims` (normalised, ascending, unique). `out` has in's rank with size 1
 // in every reduced dim (keepdim layout) and the dtype reduce_output_dtype() names. argmax and

@@ -66,17 +66,16 @@ void check_same_shape(const char* op, const Operand& a, const Operand& b) {
 // x (*) weight -> out, as ConvLayout reads them (in the backward kernels x and out are the
 // gradients grad_x and grad_out): x's channels and weight's filters split into `groups`, and out's
 // size the geometry's.
-void check_conv(const char* op, const Operand& x, const Operand& weight, const Operand& out,
-                const Conv2dGeometry& g) {
+void check_conv(const char* op, const Operand& x, const Operand& weight, const Operand& out, const Conv2dGeometry& g) {
   const Tensor &xt = x.tensor, &wt = weight.tensor, &ot = out.tensor;
   const bool valid_geometry = g.groups >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
                               g.padding.w >= 0 && g.dilation.h >= 1 && g.dilation.w >= 1;
-  DUET_CHECK(valid_geometry && xt.dim() == 4 && wt.dim() == 4 && ot.dim() == 4 && xt.size(0) == ot.size(0) &&
-                 xt.size(1) == wt.size(1) * g.groups && ot.size(1) == wt.size(0) && wt.size(0) % g.groups == 0 &&
-                 conv2d_output_size(g, {xt.size(2), xt.size(3)}, {wt.size(2), wt.size(3)}) ==
-                     PerAxis(ot.size(2), ot.size(3)),
-             op, ": shapes do not match: ", x.str(), ", ", weight.str(), ", ", out.str(), ", stride ", g.stride,
-             ", padding ", g.padding, ", dilation ", g.dilation, ", groups ", g.groups);
+  DUET_CHECK(
+      valid_geometry && xt.dim() == 4 && wt.dim() == 4 && ot.dim() == 4 && xt.size(0) == ot.size(0) &&
+          xt.size(1) == wt.size(1) * g.groups && ot.size(1) == wt.size(0) && wt.size(0) % g.groups == 0 &&
+          conv2d_output_size(g, {xt.size(2), xt.size(3)}, {wt.size(2), wt.size(3)}) == PerAxis(ot.size(2), ot.size(3)),
+      op, ": shapes do not match: ", x.str(), ", ", weight.str(), ", ", out.str(), ", stride ", g.stride, ", padding ",
+      g.padding, ", dilation ", g.dilation, ", groups ", g.groups);
 }
 
 // x [N, C, H, W] pooled to out [N, C, Ho, Wo] (grad_x and grad_out in the backward kernels).
@@ -128,8 +127,8 @@ void check_classes(const char* op, const Operand& scores, const Operand& target,
   for (int64_t d = 0; d < s.dim(); ++d) {
     if (d != 1) rows.push_back(s.size(d));
   }
-  DUET_CHECK(s.dim() >= 2 && t.sizes() == rows && r.sizes() == rows, op, ": shapes do not match: ", scores.str(),
-             ", ", target.str(), ", ", per_row.str());
+  DUET_CHECK(s.dim() >= 2 && t.sizes() == rows && r.sizes() == rows, op, ": shapes do not match: ", scores.str(), ", ",
+             target.str(), ", ", per_row.str());
   DUET_CHECK(!weight.tensor.defined() || (weight.tensor.dim() == 1 && weight.tensor.size(0) == s.size(1)), op, ": ",
              weight.str(), " does not match the ", s.size(1), " classes of ", scores.str());
 }
@@ -229,12 +228,21 @@ void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
                         const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
                         const Tensor& save_mean, const Tensor& save_invstd) {
   const char* op = "batch_norm_forward";
-  check_floating(op, {{"x", x}, optional("weight", weight), optional("bias", bias),
-                      optional("running_mean", running_mean), optional("running_var", running_var), {"out", out},
-                      {"save_mean", save_mean}, {"save_invstd", save_invstd}});
+  check_floating(op, {{"x", x},
+                      optional("weight", weight),
+                      optional("bias", bias),
+                      optional("running_mean", running_mean),
+                      optional("running_var", running_var),
+                      {"out", out},
+                      {"save_mean", save_mean},
+                      {"save_invstd", save_invstd}});
   check_channels(op, {"x", x},
-                 {{"weight", weight}, {"bias", bias}, {"running_mean", running_mean}, {"running_var", running_var},
-                  {"save_mean", save_mean}, {"save_invstd", save_invstd}});
+                 {{"weight", weight},
+                  {"bias", bias},
+                  {"running_mean", running_mean},
+                  {"running_var", running_var},
+                  {"save_mean", save_mean},
+                  {"save_invstd", save_invstd}});
   check_same_shape(op, {"out", out}, {"x", x});
   DUET_CHECK(training || (running_mean.defined() && running_var.defined()), op,
              ": inference needs running_mean and running_var");
@@ -250,12 +258,20 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& 
                          const Tensor& grad_bias) {
   if (!grad_x.defined() && !grad_weight.defined() && !grad_bias.defined()) return;
   const char* op = "batch_norm_backward";
-  check_floating(op, {{"grad_out", grad_out}, {"x", x}, optional("weight", weight), {"save_mean", save_mean},
-                      {"save_invstd", save_invstd}, optional("grad_x", grad_x), optional("grad_weight", grad_weight),
+  check_floating(op, {{"grad_out", grad_out},
+                      {"x", x},
+                      optional("weight", weight),
+                      {"save_mean", save_mean},
+                      {"save_invstd", save_invstd},
+                      optional("grad_x", grad_x),
+                      optional("grad_weight", grad_weight),
                       optional("grad_bias", grad_bias)});
   check_channels(op, {"x", x},
-                 {{"weight", weight}, {"save_mean", save_mean}, {"save_invstd", save_invstd},
-                  {"grad_weight", grad_weight}, {"grad_bias", grad_bias}});
+                 {{"weight", weight},
+                  {"save_mean", save_mean},
+                  {"save_invstd", save_invstd},
+                  {"grad_weight", grad_weight},
+                  {"grad_bias", grad_bias}});
   check_same_shape(op, {"grad_out", grad_out}, {"x", x});
   if (grad_x.defined()) check_same_shape(op, {"grad_x", grad_x}, {"x", x});
   NnCall(grad_out.device(), op)
@@ -297,7 +313,10 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Ten
                            const CrossEntropyTerms& terms, const Tensor& losses, const Tensor& log_probs,
                            const Tensor& total_weight) {
   const char* op = "cross_entropy_forward";
-  check_floating(op, {{"logits", logits}, optional("weight", weight), {"losses", losses}, {"log_probs", log_probs},
+  check_floating(op, {{"logits", logits},
+                      optional("weight", weight),
+                      {"losses", losses},
+                      {"log_probs", log_probs},
                       {"total_weight", total_weight}});
   check_classes(op, {"logits", logits}, {"target", target}, {"losses", losses}, optional("weight", weight));
   check_same_shape(op, {"log_probs", log_probs}, {"logits", logits});
@@ -309,7 +328,9 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Ten
 void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
                             const Tensor& weight, const CrossEntropyTerms& terms, const Tensor& grad_logits) {
   const char* op = "cross_entropy_backward";
-  check_floating(op, {{"grad_losses", grad_losses}, {"log_probs", log_probs}, optional("weight", weight),
+  check_floating(op, {{"grad_losses", grad_losses},
+                      {"log_probs", log_probs},
+                      optional("weight", weight),
                       {"grad_logits", grad_logits}});
   check_classes(op, {"log_probs", log_probs}, {"target", target}, {"grad_losses", grad_losses},
                 optional("weight", weight));

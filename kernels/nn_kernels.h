@@ -27,8 +27,8 @@ namespace duet::kernels {
 // (kernel - 1) - 1) / stride) + 1, or with ceil_mode rounded up, less a last window that would
 // start in the right padding (PyTorch's pooling_output_shape). 0 when the window does not fit
 // (callers reject that). The guard matters: C++ division truncates toward zero.
-constexpr int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding,
-                                     int64_t dilation = 1, bool ceil_mode = false) {
+constexpr int64_t window_output_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation = 1,
+                                     bool ceil_mode = false) {
   const int64_t span = in + 2 * padding - dilation * (kernel - 1) - 1;
   if (span < 0) return 0;
   const int64_t out = (span + (ceil_mode ? stride - 1 : 0)) / stride + 1;
@@ -90,8 +90,7 @@ void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2
 // input plane, h * W + w (PyTorch's convention). Padding never wins: it acts as -infinity.
 // On ties the first maximum in row-major window order wins; of several NaN the last, as in
 // PyTorch (whose loops take `val > max || isnan(val)`).
-void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out,
-                        const Tensor& indices);
+void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out, const Tensor& indices);
 // grad_x [N, C, H, W] = grad_out scattered (summed) to the positions in indices.
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x);
 // Average over each window, divided as Pool2dGeometry says.
@@ -113,15 +112,14 @@ void adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tenso
 //   variance (PyTorch's and cuDNN's semantics). Needs more than one value per channel.
 // inference: normalises with running_mean and running_var (both required) and writes them,
 //   as mean and 1 / sqrt(var + eps), to save_mean and save_invstd for the backward pass.
-void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,
-                        const Tensor& running_mean, const Tensor& running_var, bool training,
-                        double momentum, double eps, const Tensor& out, const Tensor& save_mean,
-                        const Tensor& save_invstd);
+void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
+                        const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                        const Tensor& save_mean, const Tensor& save_invstd);
 // Gradients for x, weight and bias; any of the three may be undefined to skip it. `training`
 // must match the forward call: only then do the statistics depend on x.
-void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                         const Tensor& save_mean, const Tensor& save_invstd, bool training,
-                         const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias);
+void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
+                         const Tensor& save_invstd, bool training, const Tensor& grad_x, const Tensor& grad_weight,
+                         const Tensor& grad_bias);
 
 // ---- softmax ----
 // Over dimension `dim` (already normalised) of a contiguous tensor, with the row maximum
@@ -131,8 +129,7 @@ void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out);
 void softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x);
 void log_softmax_forward(const Tensor& x, int64_t dim, const Tensor& out);
 // grad_x = grad_out - exp(out) * sum(grad_out), from the forward output.
-void log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim,
-                          const Tensor& grad_x);
+void log_softmax_backward(const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x);
 
 // ---- cross-entropy (fused log-softmax + negative log-likelihood) ----
 // What PyTorch's cross_entropy takes besides its tensors. With lp = log_softmax over the C

@@ -113,9 +113,7 @@ struct PoolLayout {
   DUET_HD PlanePosition output_at(int64_t o) const {
     return {o / out_plane(), (o % out_plane()) / cols.out, o % cols.out};
   }
-  DUET_HD PlanePosition input_at(int64_t i) const {
-    return {i / in_plane(), (i % in_plane()) / cols.in, i % cols.in};
-  }
+  DUET_HD PlanePosition input_at(int64_t i) const { return {i / in_plane(), (i % in_plane()) / cols.in, i % cols.in}; }
   // An average's divisor for output (oh, ow): the product of its axes' divisors.
   DUET_HD int64_t divisor(int64_t oh, int64_t ow) const { return rows.divisor(oh) * cols.divisor(ow); }
 };
@@ -127,15 +125,12 @@ struct PoolLayout {
 struct ChannelLayout {
   int64_t batch, channels, spatial;
 
-  static ChannelLayout of(const Tensor& x) {
-    return {x.size(0), x.size(1), x.dim() == 4 ? x.size(2) * x.size(3) : 1};
-  }
+  static ChannelLayout of(const Tensor& x) { return {x.size(0), x.size(1), x.dim() == 4 ? x.size(2) * x.size(3) : 1}; }
   DUET_HD int64_t count() const { return batch * spatial; }  // values per channel
   // The offset of channel c's j-th value, j < count().
   DUET_HD int64_t offset(int64_t c, int64_t j) const { return ((j / spatial) * channels + c) * spatial + j % spatial; }
   // Calls fn(offset) for the start of each of channel c's N runs.
-  template <class Fn>
-  void for_each_run(int64_t c, Fn&& fn) const {
+  template <class Fn> void for_each_run(int64_t c, Fn&& fn) const {
     for (int64_t n = 0; n < batch; ++n) fn((n * channels + c) * spatial);
   }
 };
@@ -154,8 +149,8 @@ struct ConvLayout {
   int64_t out_h, out_w;
 
   static ConvLayout of(const Tensor& x, const Tensor& weight, const Tensor& out, const Conv2dGeometry& g) {
-    return {x.size(0),  x.size(1), x.size(2),  x.size(3), weight.size(0), weight.size(2), weight.size(3),
-            g.stride,   g.padding, g.dilation, g.groups,  out.size(2),    out.size(3)};
+    return {x.size(0), x.size(1), x.size(2),  x.size(3), weight.size(0), weight.size(2), weight.size(3),
+            g.stride,  g.padding, g.dilation, g.groups,  out.size(2),    out.size(3)};
   }
   DUET_HD int64_t group_channels() const { return channels / groups; }
   DUET_HD int64_t group_filters() const { return filters / groups; }
@@ -180,9 +175,6 @@ struct ConvLayout {
 
 // data<T>() of an optional operand (a bias, a running statistic, a gradient not wanted): null
 // when undefined.
-template <class T>
-T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
+template <class T> T* data_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 
 }  // namespace duet::kernels

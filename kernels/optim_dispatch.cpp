@@ -26,14 +26,14 @@ void check_operands(const char* op, std::initializer_list<Operand> operands) {
     const Tensor& t = o.tensor;
     DUET_CHECK(t.is_contiguous(), op, ": ", o.role, " ", t.describe(), " is not contiguous");
     if (&o == &param) continue;
-    DUET_CHECK(t.device() == p.device(), op, ": ", o.role, " ", t.describe(), " and ", param.role, " ",
-               p.describe(), " are on different devices");
+    DUET_CHECK(t.device() == p.device(), op, ": ", o.role, " ", t.describe(), " and ", param.role, " ", p.describe(),
+               " are on different devices");
     DUET_CHECK(t.dtype() == p.dtype() && t.sizes() == p.sizes(), op, ": ", o.role, " ", t.describe(),
                " does not match ", param.role, " ", p.describe(), " (same dtype and shape expected)");
     for (const Operand& earlier : operands) {
       if (&earlier == &o) break;
-      DUET_CHECK(t.storage() != earlier.tensor.storage(), op, ": ", o.role, " and ", earlier.role,
-                 " share storage (", t.describe(), ")");
+      DUET_CHECK(t.storage() != earlier.tensor.storage(), op, ": ", o.role, " and ", earlier.role, " share storage (",
+                 t.describe(), ")");
     }
   }
 }
@@ -59,11 +59,13 @@ void adam_update(const Tensor& param, const Tensor& grad, const Tensor& exp_avg,
              "adam_update: param, grad, exp_avg and exp_avg_sq must all be defined");
   if (args.amsgrad) {
     DUET_CHECK(max_exp_avg_sq.defined(), "adam_update: amsgrad needs max_exp_avg_sq");
-    check_operands("adam_update", {{"param", param}, {"grad", grad}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq},
+    check_operands("adam_update", {{"param", param},
+                                   {"grad", grad},
+                                   {"exp_avg", exp_avg},
+                                   {"exp_avg_sq", exp_avg_sq},
                                    {"max_exp_avg_sq", max_exp_avg_sq}});
   } else {
-    check_operands("adam_update",
-                   {{"param", param}, {"grad", grad}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
+    check_operands("adam_update", {{"param", param}, {"grad", grad}, {"exp_avg", exp_avg}, {"exp_avg_sq", exp_avg_sq}});
   }
   if (param.numel() == 0) return;
   profiler::Scope profile(__func__);

@@ -17,14 +17,18 @@
 
 namespace duet::kernels::functors {
 
-template <class T>
-struct SgdMath {
+template <class T> struct SgdMath {
   T weight_decay, momentum, dampening_complement, neg_lr;
   bool decay, nesterov, first_step;
 
   explicit SgdMath(const SgdUpdateArgs& a)
-      : weight_decay(T(a.weight_decay)), momentum(T(a.momentum)), dampening_complement(T(1 - a.dampening)),
-        neg_lr(T(-a.lr)), decay(a.weight_decay != 0), nesterov(a.nesterov), first_step(a.first_step) {}
+      : weight_decay(T(a.weight_decay)),
+        momentum(T(a.momentum)),
+        dampening_complement(T(1 - a.dampening)),
+        neg_lr(T(-a.lr)),
+        decay(a.weight_decay != 0),
+        nesterov(a.nesterov),
+        first_step(a.first_step) {}
 
   DUET_HD T decayed(T p, T g) const { return decay ? g + p * weight_decay : g; }
 
@@ -40,15 +44,20 @@ struct SgdMath {
   }
 };
 
-template <class T>
-struct AdamMath {
+template <class T> struct AdamMath {
   T weight_decay, decoupled_factor, beta1, beta1_complement, beta2, beta2_complement, sqrt_bias2, eps, neg_step;
   bool coupled_decay, decoupled_decay;
 
   explicit AdamMath(const AdamUpdateArgs& a)
-      : weight_decay(T(a.weight_decay)), decoupled_factor(T(1 - a.lr * a.weight_decay)), beta1(T(a.beta1)),
-        beta1_complement(T(1 - a.beta1)), beta2(T(a.beta2)), beta2_complement(T(1 - a.beta2)),
-        sqrt_bias2(T(std::sqrt(a.bias_correction2))), eps(T(a.eps)), neg_step(T(-a.lr / a.bias_correction1)),
+      : weight_decay(T(a.weight_decay)),
+        decoupled_factor(T(1 - a.lr * a.weight_decay)),
+        beta1(T(a.beta1)),
+        beta1_complement(T(1 - a.beta1)),
+        beta2(T(a.beta2)),
+        beta2_complement(T(1 - a.beta2)),
+        sqrt_bias2(T(std::sqrt(a.bias_correction2))),
+        eps(T(a.eps)),
+        neg_step(T(-a.lr / a.bias_correction1)),
         coupled_decay(a.weight_decay != 0 && !a.decoupled_weight_decay),
         decoupled_decay(a.weight_decay != 0 && a.decoupled_weight_decay) {}
 

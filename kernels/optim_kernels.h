@@ -28,8 +28,7 @@ struct SgdUpdateArgs {
 //   without momentum: param -= lr * g
 //   with momentum:    buf = first_step ? g : momentum * buf + (1 - dampening) * g
 //                     param -= lr * (nesterov ? g + momentum * buf : buf)
-void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer,
-                const SgdUpdateArgs& args);
+void sgd_update(const Tensor& param, const Tensor& grad, const Tensor& momentum_buffer, const SgdUpdateArgs& args);
 
 struct AdamUpdateArgs {
   double lr = 0;
@@ -38,9 +37,9 @@ struct AdamUpdateArgs {
   double eps = 1e-8;
   double weight_decay = 0;
   bool decoupled_weight_decay = false;  // AdamW
-  bool amsgrad = false;  // normalise by the running maximum of v (max_exp_avg_sq), not v
-  double bias_correction1 = 1;  // 1 - beta1^t for the step t being taken
-  double bias_correction2 = 1;  // 1 - beta2^t
+  bool amsgrad = false;                 // normalise by the running maximum of v (max_exp_avg_sq), not v
+  double bias_correction1 = 1;          // 1 - beta1^t for the step t being taken
+  double bias_correction2 = 1;          // 1 - beta2^t
 };
 
 // PyTorch's Adam and AdamW (1.13), per element:

@@ -1,11 +1,11 @@
 // The nn::functional ops composed of existing differentiable ops (linear, dropout, mse_loss),
 // and the loss reduction they share with cross_entropy. The ops with their own kernels live in
 // functional_conv.cpp, functional_pool.cpp, functional_norm.cpp and functional_softmax.cpp.
+#include "duet/nn/functional.h"
 #include "duet/autograd/checks.h"
 #include "duet/autograd/factory.h"
 #include "duet/autograd/op_helpers.h"
 #include "duet/autograd/ops.h"
-#include "duet/nn/functional.h"
 #include "duet/nn/functional_detail.h"
 
 namespace duet::nn::functional {
@@ -14,9 +14,12 @@ namespace detail {
 
 Tensor reduce_loss(const Tensor& losses, Reduction reduction) {
   switch (reduction) {
-    case Reduction::mean: return mean(losses);
-    case Reduction::sum: return sum(losses);
-    case Reduction::none: return losses;
+    case Reduction::mean:
+      return mean(losses);
+    case Reduction::sum:
+      return sum(losses);
+    case Reduction::none:
+      return losses;
   }
   DUET_FAIL("unknown reduction ", static_cast<int>(reduction));
 }
@@ -29,13 +32,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   autograd::check_compatible(op, x, weight);
   detail::check_rank(op, "weight", weight, 2, "[out_features, in_features]");
   DUET_CHECK(x.dim() >= 1, op, ": expected input of shape [..., in_features], got ", x.describe());
-  DUET_CHECK(x.size(-1) == weight.size(1), op, ": input ", x.describe(), " has ", x.size(-1),
-             " features but weight ", weight.describe(), " expects ", weight.size(1));
+  DUET_CHECK(x.size(-1) == weight.size(1), op, ": input ", x.describe(), " has ", x.size(-1), " features but weight ",
+             weight.describe(), " expects ", weight.size(1));
   Tensor out = matmul(x, weight.t());
   if (!bias.defined()) return out;
   autograd::check_compatible(op, x, bias);
-  DUET_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), op, ": bias ", bias.describe(),
-             " does not match the ", weight.size(0), " outputs of weight ", weight.describe());
+  DUET_CHECK(bias.dim() == 1 && bias.size(0) == weight.size(0), op, ": bias ", bias.describe(), " does not match the ",
+             weight.size(0), " outputs of weight ", weight.describe());
   return out + bias;
 }
 

@@ -63,7 +63,7 @@ struct CrossEntropyOptions {
   Tensor weight;                // [C]: each class's weight (not trained: no gradient); undefined: all 1
   int64_t ignore_index = -100;  // rows with this target lose 0 and leave the mean's divisor
   Reduction reduction = Reduction::mean;
-  double label_smoothing = 0;   // in [0, 1]: the target becomes (1 - s) * one_hot + s / C
+  double label_smoothing = 0;  // in [0, 1]: the target becomes (1 - s) * one_hot + s / C
 };
 // Fused log-softmax + negative log-likelihood over the classes, dim 1 of logits [N, C] or
 // [N, C, d1, ...] (or dim 0 of one sample's [C]); target i64 of logits' shape without dim 1, each

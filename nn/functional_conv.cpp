@@ -69,27 +69,27 @@ void check_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, con
   DUET_CHECK(weight.size(0) % groups == 0, op, ": out_channels ", weight.size(0), " is not divisible by groups ",
              groups, " (weight ", weight.describe(), ")");
   if (groups == 1) {
-    DUET_CHECK(x.size(1) == weight.size(1), op, ": input ", x.describe(), " has ", x.size(1),
-               " channels but weight ", weight.describe(), " expects ", weight.size(1));
+    DUET_CHECK(x.size(1) == weight.size(1), op, ": input ", x.describe(), " has ", x.size(1), " channels but weight ",
+               weight.describe(), " expects ", weight.size(1));
   } else {
     DUET_CHECK(x.size(1) == weight.size(1) * groups, op, ": input ", x.describe(), " has ", x.size(1),
                " channels but weight ", weight.describe(), " with groups ", groups, " expects ",
                weight.size(1) * groups, " (", weight.size(1), " per group)");
   }
   DUET_CHECK(weight.numel() > 0, op, ": weight ", weight.describe(), " is empty");
-  DUET_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), op, ": bias ",
-             bias.describe(), " does not match the ", weight.size(0), " output channels of weight ",
-             weight.describe());
+  DUET_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), op, ": bias ", bias.describe(),
+             " does not match the ", weight.size(0), " output channels of weight ", weight.describe());
   const PerAxis stride = params.stride, padding = params.padding, dilation = params.dilation;
   DUET_CHECK(stride.h >= 1 && stride.w >= 1 && padding.h >= 0 && padding.w >= 0 && dilation.h >= 1 && dilation.w >= 1,
-             op, ": expected stride >= 1, padding >= 0 and dilation >= 1, got stride ", stride, ", padding ",
-             padding, " and dilation ", dilation);
+             op, ": expected stride >= 1, padding >= 0 and dilation >= 1, got stride ", stride, ", padding ", padding,
+             " and dilation ", dilation);
   // The kernel's taps span dilation * (k - 1) + 1 input positions.
   const int64_t span_h = dilation.h * (weight.size(2) - 1) + 1, span_w = dilation.w * (weight.size(3) - 1) + 1;
   const bool dilated = dilation != PerAxis(1);
   DUET_CHECK(x.size(2) + 2 * padding.h >= span_h && x.size(3) + 2 * padding.w >= span_w, op, ": kernel ",
              weight.size(2), "x", weight.size(3),
-             dilated ? ::duet::detail::concat(" with dilation ", dilation, " (spanning ", span_h, "x", span_w, ")") : std::string(),
+             dilated ? ::duet::detail::concat(" with dilation ", dilation, " (spanning ", span_h, "x", span_w, ")")
+                     : std::string(),
              " is larger than input ", x.describe(), " with padding ", padding);
 }
 
@@ -105,8 +105,8 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dP
   const Tensor x_data = detail::dense(x), weight_data = detail::dense(weight);
   kernels::conv2d_forward(x_data, weight_data, detail::dense(bias), geometry, out);
   if (autograd::needs_grad({x, weight, bias})) {
-    auto node = std::make_shared<Conv2dBackward>(x_data, weight_data, x.requires_grad(), weight.requires_grad(),
-                                                 geometry);
+    auto node =
+        std::make_shared<Conv2dBackward>(x_data, weight_data, x.requires_grad(), weight.requires_grad(), geometry);
     autograd::record(node, {x, weight, bias}, {out});
   }
   return out;

@@ -65,8 +65,7 @@ void check_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
                       const Tensor& running_var, bool training, double momentum, double eps) {
   const char* op = "batch_norm";
   autograd::check_floating(op, x);
-  DUET_CHECK(x.dim() == 2 || x.dim() == 4, op, ": expected input of shape [N, C] or [N, C, H, W], got ",
-             x.describe());
+  DUET_CHECK(x.dim() == 2 || x.dim() == 4, op, ": expected input of shape [N, C] or [N, C, H, W], got ", x.describe());
   check_per_channel(op, "weight", weight, x);
   check_per_channel(op, "bias", bias, x);
   check_per_channel(op, "running_mean", running_mean, x);
@@ -77,8 +76,8 @@ void check_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias,
   DUET_CHECK(training || running_mean.defined(), op, ": running_mean and running_var are required when not training");
   DUET_CHECK(!running_mean.defined() || (!running_mean.requires_grad() && !running_var.requires_grad()), op,
              ": the running statistics are buffers and must not require grad");
-  DUET_CHECK(eps > 0 && momentum >= 0 && momentum <= 1, op, ": expected eps > 0 and momentum in [0, 1], got eps ",
-             eps, " and momentum ", momentum);
+  DUET_CHECK(eps > 0 && momentum >= 0 && momentum <= 1, op, ": expected eps > 0 and momentum in [0, 1], got eps ", eps,
+             " and momentum ", momentum);
   DUET_CHECK(!training || x.numel() / std::max<int64_t>(x.size(1), 1) > 1, op,
              ": expected more than 1 value per channel when training, got input ", x.describe());
 }

@@ -33,9 +33,7 @@ class SoftmaxBackward final : public Node {
     else kernels::log_softmax_backward(grad, out, dim_, grad_x);
     return {grad_x};
   }
-  std::string name() const override {
-    return kind_ == SoftmaxKind::softmax ? "SoftmaxBackward" : "LogSoftmaxBackward";
-  }
+  std::string name() const override { return kind_ == SoftmaxKind::softmax ? "SoftmaxBackward" : "LogSoftmaxBackward"; }
   void release_saved() override { out_.reset(); }
 
  private:
@@ -118,9 +116,7 @@ void check_cross_entropy(const Tensor& logits, const Tensor& target, const Cross
 
 Tensor softmax(const Tensor& x, int64_t dim) { return softmax_op(SoftmaxKind::softmax, "softmax", x, dim); }
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
-  return softmax_op(SoftmaxKind::log_softmax, "log_softmax", x, dim);
-}
+Tensor log_softmax(const Tensor& x, int64_t dim) { return softmax_op(SoftmaxKind::log_softmax, "log_softmax", x, dim); }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntropyOptions& options) {
   check_cross_entropy(logits, target, options);
@@ -146,7 +142,8 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, const CrossEntr
     // reduction where the divisor is already on the host. On a GPU reading it would wait, so the
     // weighted mean's division (ignored rows left out, the count when unweighted) runs there.
     if (!options.weight.defined() && total_weight.device().is_cpu()) {
-      const double total = total_weight.dtype() == DType::f32 ? total_weight.item<float>() : total_weight.item<double>();
+      const double total =
+          total_weight.dtype() == DType::f32 ? total_weight.item<float>() : total_weight.item<double>();
       if (total == static_cast<double>(losses.numel())) return mean(losses);
     }
     return sum(losses) / total_weight;

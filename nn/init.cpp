@@ -9,8 +9,7 @@
 namespace duet::nn::init {
 
 Fans fans(const Tensor& weight) {
-  DUET_CHECK(weight.dim() >= 2, "init: fan_in and fan_out need a weight with at least 2 dims, got ",
-             weight.describe());
+  DUET_CHECK(weight.dim() >= 2, "init: fan_in and fan_out need a weight with at least 2 dims, got ", weight.describe());
   int64_t receptive = weight.numel() / (weight.size(0) * weight.size(1));
   return {weight.size(1) * receptive, weight.size(0) * receptive};
 }

@@ -39,14 +39,14 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& options) : options_(options) {
   const auto& o = options;
   DUET_CHECK(o.in_channels_ > 0 && o.out_channels_ > 0 && o.groups_ > 0, "Conv2d: in_channels ", o.in_channels_,
              ", out_channels ", o.out_channels_, " and groups ", o.groups_, " must be positive");
-  DUET_CHECK(o.kernel_size_.h > 0 && o.kernel_size_.w > 0 && o.stride_.h > 0 && o.stride_.w > 0 &&
-                 o.dilation_.h > 0 && o.dilation_.w > 0 && o.padding_.h >= 0 && o.padding_.w >= 0,
+  DUET_CHECK(o.kernel_size_.h > 0 && o.kernel_size_.w > 0 && o.stride_.h > 0 && o.stride_.w > 0 && o.dilation_.h > 0 &&
+                 o.dilation_.w > 0 && o.padding_.h >= 0 && o.padding_.w >= 0,
              "Conv2d: kernel size ", o.kernel_size_, ", stride ", o.stride_, " and dilation ", o.dilation_,
              " must be positive and padding ", o.padding_, " >= 0");
   DUET_CHECK(o.in_channels_ % o.groups_ == 0, "Conv2d: in_channels ", o.in_channels_, " is not divisible by groups ",
              o.groups_);
-  DUET_CHECK(o.out_channels_ % o.groups_ == 0, "Conv2d: out_channels ", o.out_channels_,
-             " is not divisible by groups ", o.groups_);
+  DUET_CHECK(o.out_channels_ % o.groups_ == 0, "Conv2d: out_channels ", o.out_channels_, " is not divisible by groups ",
+             o.groups_);
   // Each output reads in_channels / groups channels: PyTorch's fan_in.
   const int64_t group_channels = o.in_channels_ / o.groups_;
   const int64_t fan_in = group_channels * o.kernel_size_.h * o.kernel_size_.w;
@@ -63,11 +63,10 @@ Tensor Conv2dImpl::forward(const Tensor& x) {
 
 std::string Conv2dImpl::name() const {
   const auto& o = options_;
-  return detail::concat("Conv2d(", o.in_channels_, ", ", o.out_channels_, ", kernel=", o.kernel_size_,
-                        ", stride=", o.stride_, ", padding=", o.padding_,
-                        o.dilation_ == PerAxis(1) ? "" : detail::concat(", dilation=", o.dilation_),
-                        o.groups_ == 1 ? "" : detail::concat(", groups=", o.groups_), o.bias_ ? "" : ", bias=false",
-                        ")");
+  return detail::concat(
+      "Conv2d(", o.in_channels_, ", ", o.out_channels_, ", kernel=", o.kernel_size_, ", stride=", o.stride_,
+      ", padding=", o.padding_, o.dilation_ == PerAxis(1) ? "" : detail::concat(", dilation=", o.dilation_),
+      o.groups_ == 1 ? "" : detail::concat(", groups=", o.groups_), o.bias_ ? "" : ", bias=false", ")");
 }
 
 // ---- pooling ----
@@ -79,7 +78,8 @@ std::string pool_name(const char* kind, const functional::Pool2dParams& p) {
 }
 
 std::string adaptive_pool_name(const char* kind, PerAxis size) {
-  return size.h == size.w ? detail::concat(kind, "(", size.h, ")") : detail::concat(kind, "(", size.h, ", ", size.w, ")");
+  return size.h == size.w ? detail::concat(kind, "(", size.h, ")")
+                          : detail::concat(kind, "(", size.h, ", ", size.w, ")");
 }
 
 // ---- BatchNorm2d ----
@@ -117,12 +117,12 @@ Tensor BatchNorm2dImpl::forward(const Tensor& x) {
                                 momentum, options_.eps);
 }
 
-std::string BatchNorm2dImpl::name() const { return detail::concat("BatchNorm2d(", channels_, ", ", options_.str(), ")"); }
+std::string BatchNorm2dImpl::name() const {
+  return detail::concat("BatchNorm2d(", channels_, ", ", options_.str(), ")");
+}
 
 // ---- Dropout ----
-DropoutImpl::DropoutImpl(double p) : p_(p) {
-  DUET_CHECK(p >= 0 && p < 1, "Dropout: p must be in [0, 1), got ", p);
-}
+DropoutImpl::DropoutImpl(double p) : p_(p) { DUET_CHECK(p >= 0 && p < 1, "Dropout: p must be in [0, 1), got ", p); }
 
 Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p_, is_training()); }
 
@@ -145,7 +145,8 @@ ResidualImpl::ResidualImpl(int64_t in_channels, int64_t out_channels, bool use_1
   bn1_ = register_module("bn1", BatchNorm2d(out_channels));
   conv2_ = register_module("conv2", Conv2d(Conv2dOptions(out_channels, out_channels, 3).padding(1)));
   bn2_ = register_module("bn2", BatchNorm2d(out_channels));
-  if (use_1x1_conv) conv3_ = register_module("conv3", Conv2d(Conv2dOptions(in_channels, out_channels, 1).stride(stride)));
+  if (use_1x1_conv)
+    conv3_ = register_module("conv3", Conv2d(Conv2dOptions(in_channels, out_channels, 1).stride(stride)));
 }
 
 Tensor ResidualImpl::forward(const Tensor& x) {

@@ -40,12 +40,30 @@ DUET_MODULE(Linear);
 struct Conv2dOptions {
   Conv2dOptions(int64_t in_channels, int64_t out_channels, PerAxis kernel_size)
       : in_channels_(in_channels), out_channels_(out_channels), kernel_size_(kernel_size) {}
-  Conv2dOptions& kernel_size(PerAxis k) { kernel_size_ = k; return *this; }
-  Conv2dOptions& stride(PerAxis s) { stride_ = s; return *this; }
-  Conv2dOptions& padding(PerAxis p) { padding_ = p; return *this; }
-  Conv2dOptions& dilation(PerAxis d) { dilation_ = d; return *this; }
-  Conv2dOptions& groups(int64_t g) { groups_ = g; return *this; }
-  Conv2dOptions& bias(bool b) { bias_ = b; return *this; }
+  Conv2dOptions& kernel_size(PerAxis k) {
+    kernel_size_ = k;
+    return *this;
+  }
+  Conv2dOptions& stride(PerAxis s) {
+    stride_ = s;
+    return *this;
+  }
+  Conv2dOptions& padding(PerAxis p) {
+    padding_ = p;
+    return *this;
+  }
+  Conv2dOptions& dilation(PerAxis d) {
+    dilation_ = d;
+    return *this;
+  }
+  Conv2dOptions& groups(int64_t g) {
+    groups_ = g;
+    return *this;
+  }
+  Conv2dOptions& bias(bool b) {
+    bias_ = b;
+    return *this;
+  }
   int64_t in_channels_, out_channels_;
   PerAxis kernel_size_;
   PerAxis stride_ = 1, padding_ = 0, dilation_ = 1;
@@ -70,12 +88,20 @@ DUET_MODULE(Conv2d);
 
 // ---- pooling ----
 // The options of MaxPool2d and AvgPool2d: functional::Pool2dParams behind libtorch's setters.
-template <class Options>
-struct Pool2dOptionsBase {
+template <class Options> struct Pool2dOptionsBase {
   Pool2dOptionsBase(PerAxis kernel_size) { params_.kernel = kernel_size; }
-  Options& stride(PerAxis s) { params_.stride = s; return self(); }
-  Options& padding(PerAxis p) { params_.padding = p; return self(); }
-  Options& ceil_mode(bool c) { params_.ceil_mode = c; return self(); }
+  Options& stride(PerAxis s) {
+    params_.stride = s;
+    return self();
+  }
+  Options& padding(PerAxis p) {
+    params_.padding = p;
+    return self();
+  }
+  Options& ceil_mode(bool c) {
+    params_.ceil_mode = c;
+    return self();
+  }
   functional::Pool2dParams params_;
 
  protected:
@@ -86,7 +112,10 @@ struct MaxPool2dOptions : Pool2dOptionsBase<MaxPool2dOptions> {
 };
 struct AvgPool2dOptions : Pool2dOptionsBase<AvgPool2dOptions> {
   using Pool2dOptionsBase::Pool2dOptionsBase;
-  AvgPool2dOptions& count_include_pad(bool c) { params_.count_include_pad = c; return *this; }
+  AvgPool2dOptions& count_include_pad(bool c) {
+    params_.count_include_pad = c;
+    return *this;
+  }
 };
 
 // "MaxPool2d(kernel=2, stride=2, padding=0)", with ceil_mode and count_include_pad when not
@@ -118,8 +147,8 @@ DUET_MODULE(AvgPool2d);
 std::string adaptive_pool_name(const char* kind, PerAxis output_size);
 
 // AdaptiveAvgPool2d and AdaptiveMaxPool2d: to output_size.h x output_size.w.
-template <Tensor (*Pool)(const Tensor&, PerAxis), const char* Kind>
-class AdaptivePool2dImpl final : public Cloneable<AdaptivePool2dImpl<Pool, Kind>> {
+template <Tensor (*Pool)(const Tensor&, PerAxis), const char* Kind> class AdaptivePool2dImpl final
+    : public Cloneable<AdaptivePool2dImpl<Pool, Kind>> {
  public:
   explicit AdaptivePool2dImpl(PerAxis output_size) : output_size_(output_size) {}
   Tensor forward(const Tensor& x) override { return Pool(x, output_size_); }
@@ -171,12 +200,12 @@ DUET_MODULE(BatchNorm2d);
 
 // ---- activations and shape ----
 // One class per activation keeps printing and the layer list readable.
-#define DUET_ACTIVATION(Name, fn)                                                   \
-  class Name##Impl final : public Cloneable<Name##Impl> {                           \
-   public:                                                                          \
-    Tensor forward(const Tensor& x) override { return fn(x); }                      \
-    std::string name() const override { return #Name "()"; }                       \
-  };                                                                                \
+#define DUET_ACTIVATION(Name, fn)                              \
+  class Name##Impl final : public Cloneable<Name##Impl> {      \
+   public:                                                     \
+    Tensor forward(const Tensor& x) override { return fn(x); } \
+    std::string name() const override { return #Name "()"; }   \
+  };                                                           \
   DUET_MODULE(Name)
 DUET_ACTIVATION(ReLU, ::duet::relu);
 DUET_ACTIVATION(Sigmoid, ::duet::sigmoid);
@@ -211,8 +240,7 @@ class SequentialImpl final : public Cloneable<SequentialImpl> {
  public:
   SequentialImpl() = default;
   template <class... Modules>
-    requires(sizeof...(Modules) > 0)
-  explicit SequentialImpl(Modules&&... modules) {
+  requires(sizeof...(Modules) > 0) explicit SequentialImpl(Modules&&... modules) {
     (push_back(std::shared_ptr<Module>(std::forward<Modules>(modules))), ...);
   }
   void push_back(std::shared_ptr<Module> module);

@@ -101,10 +101,7 @@ std::string class_name(const std::type_info& type) {
 
 // Copies every member, as the default would, and opens the copy window.
 Module::Module(const Module& other)
-    : parameters_(other.parameters_),
-      buffers_(other.buffers_),
-      children_(other.children_),
-      training_(other.training_) {
+    : parameters_(other.parameters_), buffers_(other.buffers_), children_(other.children_), training_(other.training_) {
   module_copy = {&other, this};
 }
 
@@ -244,14 +241,14 @@ void Module::check_state_dict(const std::map<std::string, Tensor>& state) const 
   for (const auto& [name, t] : mine) {
     expected.insert(name);
     auto it = state.find(name);
-    DUET_CHECK(it != state.end(), "load_state_dict: ", this->name(), " expects tensor '", name, "' (",
-               t.describe(), "), which the state dict lacks");
+    DUET_CHECK(it != state.end(), "load_state_dict: ", this->name(), " expects tensor '", name, "' (", t.describe(),
+               "), which the state dict lacks");
     DUET_CHECK(it->second.sizes() == t.sizes(), "load_state_dict: tensor '", name, "' has shape ",
                shape_str(it->second.sizes()), " in the state dict but ", shape_str(t.sizes()), " in the model");
   }
   for (const auto& [name, t] : state) {
-    DUET_CHECK(expected.count(name), "load_state_dict: unexpected tensor '", name, "' (", t.describe(),
-               ") for ", this->name());
+    DUET_CHECK(expected.count(name), "load_state_dict: unexpected tensor '", name, "' (", t.describe(), ") for ",
+               this->name());
   }
 }
 

@@ -25,8 +25,7 @@ namespace duet::nn {
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 class Module;
-template <class Impl>
-class ModuleHolder;
+template <class Impl> class ModuleHolder;
 
 namespace internal {
 
@@ -68,16 +67,12 @@ void end_module_copy();
 // The class name of `type`, demangled and without its namespaces: "TinyNet", "LinearImpl".
 std::string class_name(const std::type_info& type);
 
-template <class Impl>
-class ChildOf;
+template <class Impl> class ChildOf;
 
 // Child<nn::Linear> names the handle of a LinearImpl: a holder stands for the class it holds.
+template <class T> struct ImplOf { using type = T; };
 template <class T>
-struct ImplOf {
-  using type = T;
-};
-template <class T>
-  requires requires { typename T::impl_type; }
+requires requires { typename T::impl_type; }
 struct ImplOf<T> {
   using type = typename T::impl_type;
 };
@@ -92,8 +87,7 @@ struct ImplOf<T> {
 // base. Unlike libtorch's holders, which point at their module, it reads the parent's registry,
 // so it follows the parent's copies (clone, replicate) and replace_child; a typed handle whose
 // child was replaced by a module of another class throws on use, naming both.
-template <class T>
-using Child = internal::ChildOf<typename internal::ImplOf<T>::type>;
+template <class T> using Child = internal::ChildOf<typename internal::ImplOf<T>::type>;
 
 class Module {
  public:
@@ -109,9 +103,7 @@ class Module {
   NamedTensors named_parameters() const;  // dotted names ("0.weight", "stem.bn.bias"), in order
   std::vector<Tensor> parameters() const;
   NamedTensors named_buffers() const;
-  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const {
-    return children_;
-  }
+  const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
   int64_t num_parameters() const;  // total elements
 
   void train(bool on = true);  // recursive
@@ -158,12 +150,10 @@ class Module {
   size_t register_parameter(std::string name, Tensor value);  // marks it requires_grad
   size_t register_buffer(std::string name, Tensor value);
   // Registers `child` under `name` and returns its typed handle (Child<M>, see above).
-  template <std::derived_from<Module> M>
-  Child<M> register_module(std::string name, std::shared_ptr<M> child) {
+  template <std::derived_from<Module> M> Child<M> register_module(std::string name, std::shared_ptr<M> child) {
     return Child<M>(this, add_child(std::move(name), std::move(child)));
   }
-  template <class Impl>
-  Child<Impl> register_module(std::string name, const ModuleHolder<Impl>& child) {
+  template <class Impl> Child<Impl> register_module(std::string name, const ModuleHolder<Impl>& child) {
     return register_module(std::move(name), child.ptr());
   }
 
@@ -189,12 +179,10 @@ class Module {
 
 namespace internal {
 
-template <class Impl>
-class ChildOf : public ChildRef {
+template <class Impl> class ChildOf : public ChildRef {
  public:
   ChildOf() = default;
-  template <std::derived_from<Impl> Other>
-  ChildOf(const ChildOf<Other>& other) : ChildRef(other) {}
+  template <std::derived_from<Impl> Other> ChildOf(const ChildOf<Other>& other) : ChildRef(other) {}
 
   Impl& operator*() const { return *get(); }
   Impl* operator->() const { return get(); }
@@ -218,8 +206,7 @@ class ChildOf : public ChildRef {
 }  // namespace internal
 
 // Layers derive from Cloneable<Self> to get shallow_copy() for free.
-template <class Derived>
-class Cloneable : public Module {
+template <class Derived> class Cloneable : public Module {
  private:
   std::shared_ptr<Module> shallow_copy() const override {
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
@@ -229,13 +216,13 @@ class Cloneable : public Module {
 };
 
 // A shared handle to a module, as in libtorch: `nn::Linear fc(400, 120); fc->forward(x);`.
-template <class Impl>
-class ModuleHolder {
+template <class Impl> class ModuleHolder {
  public:
   using impl_type = Impl;
   template <class... Args>
-    requires(!(sizeof...(Args) == 1 && (std::is_base_of_v<ModuleHolder, std::decay_t<Args>> && ...)))
-  explicit ModuleHolder(Args&&... args) : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
+  requires(!(sizeof...(Args) == 1 &&
+             (std::is_base_of_v<ModuleHolder, std::decay_t<Args>> && ...))) explicit ModuleHolder(Args&&... args)
+      : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
   ModuleHolder(std::nullptr_t) {}  // empty, to be assigned later
   ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -251,9 +238,9 @@ class ModuleHolder {
 };
 
 // DUET_MODULE(Linear) declares nn::Linear as the holder of nn::LinearImpl.
-#define DUET_MODULE(Name)                                \
-  class Name : public ::duet::nn::ModuleHolder<Name##Impl> { \
-   public:                                               \
+#define DUET_MODULE(Name)                                     \
+  class Name : public ::duet::nn::ModuleHolder<Name##Impl> {  \
+   public:                                                    \
     using ::duet::nn::ModuleHolder<Name##Impl>::ModuleHolder; \
   }
 

@@ -24,10 +24,14 @@ constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
 const char* dtype_code(DType t) {
   switch (t) {
-    case DType::f32: return "F32";
-    case DType::f64: return "F64";
-    case DType::i64: return "I64";
-    case DType::u8: return "U8";
+    case DType::f32:
+      return "F32";
+    case DType::f64:
+      return "F64";
+    case DType::i64:
+      return "I64";
+    case DType::u8:
+      return "U8";
   }
   return "?";
 }
@@ -41,8 +45,7 @@ DType parse_dtype(const std::string& code, const std::string& source, const std:
 }
 
 void write_all(std::FILE* file, const void* data, size_t bytes, const std::string& path) {
-  DUET_CHECK(bytes == 0 || std::fwrite(data, 1, bytes, file) == bytes, path, ": write failed: ",
-             std::strerror(errno));
+  DUET_CHECK(bytes == 0 || std::fwrite(data, 1, bytes, file) == bytes, path, ": write failed: ", std::strerror(errno));
 }
 
 // "12345" -> 12345; anything but digits -> 0.
@@ -121,8 +124,8 @@ SafeTensors parse_safetensors(const uint8_t* bytes, size_t size, const std::stri
   DUET_CHECK(size >= 8, source, ": too short for a safetensors file (", size, " bytes)");
   uint64_t header_size = 0;
   for (int i = 0; i < 8; ++i) header_size |= uint64_t(bytes[i]) << (8 * i);
-  DUET_CHECK(header_size <= kMaxHeaderBytes && header_size <= size - 8, source, ": header length ",
-             header_size, " does not fit in the file (", size, " bytes)");
+  DUET_CHECK(header_size <= kMaxHeaderBytes && header_size <= size - 8, source, ": header length ", header_size,
+             " does not fit in the file (", size, " bytes)");
   json header;
   try {
     header = json::parse(bytes + 8, bytes + 8 + header_size);
@@ -160,20 +163,21 @@ SafeTensors parse_safetensors(const uint8_t* bytes, size_t size, const std::stri
     Shape sizes;
     uint64_t count = 1;
     for (const json& dim : shape) {
-      DUET_CHECK(dim.is_number_unsigned(), source, ": tensor '", name, "': shape entries must be non-negative integers");
+      DUET_CHECK(dim.is_number_unsigned(), source, ": tensor '", name,
+                 "': shape entries must be non-negative integers");
       uint64_t n = dim.get<uint64_t>();
       count = (n != 0 && count > data_size / n) ? data_size + 1 : count * n;
       sizes.push_back(static_cast<int64_t>(std::min<uint64_t>(n, INT64_MAX)));
     }
-    DUET_CHECK(offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() &&
-                   offsets[1].is_number_unsigned(),
-               source, ": tensor '", name, "': data_offsets must be [begin, end]");
+    DUET_CHECK(
+        offsets.is_array() && offsets.size() == 2 && offsets[0].is_number_unsigned() && offsets[1].is_number_unsigned(),
+        source, ": tensor '", name, "': data_offsets must be [begin, end]");
     uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
-    DUET_CHECK(begin <= end && end <= data_size, source, ": tensor '", name, "': data_offsets [", begin, ", ",
-               end, "] fall outside the ", data_size, "-byte data section");
+    DUET_CHECK(begin <= end && end <= data_size, source, ": tensor '", name, "': data_offsets [", begin, ", ", end,
+               "] fall outside the ", data_size, "-byte data section");
     DUET_CHECK(count <= data_size && end - begin == count * element_size(t), source, ": tensor '", name, "': shape ",
-               shape_str(sizes), " of ", dtype_name(t), " needs ", count * element_size(t), " bytes, data_offsets give ",
-               end - begin);
+               shape_str(sizes), " of ", dtype_name(t), " needs ", count * element_size(t),
+               " bytes, data_offsets give ", end - begin);
     ranges.emplace_back(begin, end);
     Tensor tensor = empty(sizes, {.dtype = t});
     if (end > begin) std::memcpy(tensor.data_ptr(), data + begin, end - begin);

@@ -15,8 +15,8 @@
 namespace duet::nn {
 
 struct SafeTensors {
-  std::map<std::string, Tensor> tensors;            // CPU, contiguous
-  std::map<std::string, std::string> metadata;      // the header's "__metadata__"
+  std::map<std::string, Tensor> tensors;        // CPU, contiguous
+  std::map<std::string, std::string> metadata;  // the header's "__metadata__"
 };
 
 // Writes atomically: a temporary file beside `path`, flushed, then renamed over it, so a

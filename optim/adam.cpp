@@ -7,7 +7,8 @@
 
 namespace duet::optim {
 
-Adam::Adam(std::vector<Tensor> params, AdamOptions options) : Optimizer(std::move(params), options.lr), options_(options) {
+Adam::Adam(std::vector<Tensor> params, AdamOptions options)
+    : Optimizer(std::move(params), options.lr), options_(options) {
   DUET_CHECK(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
              "Adam: betas must be in [0, 1), got ", options.beta1, " and ", options.beta2);
   DUET_CHECK(options.eps > 0 && options.weight_decay >= 0, "Adam: eps must be > 0 and weight_decay >= 0");

@@ -63,8 +63,8 @@ Checkpoint read_checkpoint(const std::string& path) {
     else if (name.rfind("optim.", 0) == 0) checkpoint.optimizer_state[name.substr(6)] = t;
     else DUET_FAIL(path, ": unexpected tensor '", name, "' in a checkpoint");
   }
-  checkpoint.info.epochs_done = static_cast<int64_t>(
-      parse_count(file.metadata, "epochs_done", path, std::numeric_limits<int64_t>::max()));
+  checkpoint.info.epochs_done =
+      static_cast<int64_t>(parse_count(file.metadata, "epochs_done", path, std::numeric_limits<int64_t>::max()));
   checkpoint.rng_seed = parse_count(file.metadata, "rng_seed", path);
   checkpoint.rng_offset = parse_count(file.metadata, "rng_offset", path);
   for (auto& [key, value] : file.metadata) {
@@ -99,8 +99,7 @@ void Checkpoint::restore_generator(Generator& generator) const {
   generator.set_offset(rng_offset);
 }
 
-CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer,
-                               Generator& generator) {
+CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer, Generator& generator) {
   Checkpoint checkpoint = read_checkpoint(path);
   // Check the model first (its errors name the tensor and both shapes), then swap in the
   // optimizer state (it checks before it writes), then write the model: a bad file changes nothing.

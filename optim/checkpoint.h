@@ -20,8 +20,8 @@
 namespace duet::optim {
 
 struct CheckpointInfo {
-  int64_t epochs_done = 0;                     // completed epochs, >= 0
-  std::map<std::string, std::string> extra;    // free-form (e.g. the model name)
+  int64_t epochs_done = 0;                   // completed epochs, >= 0
+  std::map<std::string, std::string> extra;  // free-form (e.g. the model name)
 };
 
 // A checkpoint file, read and checked but not applied.
@@ -53,7 +53,6 @@ Checkpoint read_checkpoint(const std::string& path);
 // Reads format versions 1 and 2 (written now). Version 1 lacks the optimizer's per-parameter
 // update counts: each parameter with optimizer state gets the global step count instead, which
 // is exact when every parameter had a gradient at every step (Optimizer::load_state).
-CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer,
-                               Generator& generator);
+CheckpointInfo load_checkpoint(const std::string& path, nn::Module& model, Optimizer& optimizer, Generator& generator);
 
 }  // namespace duet::optim

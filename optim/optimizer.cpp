@@ -12,8 +12,8 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr)
     : params_(std::move(params)), lr_(lr), buffers_(params_.size()), updates_(params_.size(), 0) {
   set_lr(lr);
   for (size_t i = 0; i < params_.size(); ++i) {
-    DUET_CHECK(params_[i].defined() && params_[i].is_leaf() && params_[i].requires_grad(),
-               "optimizer: parameter ", i, " (", params_[i].describe(), ") must be a leaf that requires grad");
+    DUET_CHECK(params_[i].defined() && params_[i].is_leaf() && params_[i].requires_grad(), "optimizer: parameter ", i,
+               " (", params_[i].describe(), ") must be a leaf that requires grad");
   }
 }
 
@@ -53,8 +53,8 @@ namespace {
 
 // A count saved as a one-element tensor ("step", "<index>.step").
 int64_t read_count(const std::string& key, const Tensor& t) {
-  DUET_CHECK(t.numel() == 1 && !is_floating(t.dtype()), "optimizer state: '", key,
-             "' must hold one integer, got ", t.describe());
+  DUET_CHECK(t.numel() == 1 && !is_floating(t.dtype()), "optimizer state: '", key, "' must hold one integer, got ",
+             t.describe());
   const int64_t count = t.item<int64_t>();
   DUET_CHECK(count >= 0, "optimizer state: '", key, "' must be >= 0, got ", count);
   return count;

@@ -142,8 +142,8 @@ Tensor gather(const std::vector<Tensor>& parts, Device target) {
     DUET_CHECK(part.dim() == parts[0].dim() && part.dtype() == parts[0].dtype(), "gather: tensor ", k, " is ",
                part.describe(), " but tensor 0 is ", parts[0].describe());
     for (int64_t d = 1; d < part.dim(); ++d) {
-      DUET_CHECK(part.size(d) == parts[0].size(d), "gather: tensor ", k, " is ", part.describe(),
-                 " but tensor 0 is ", parts[0].describe(), "; all but dim 0 must match");
+      DUET_CHECK(part.size(d) == parts[0].size(d), "gather: tensor ", k, " is ", part.describe(), " but tensor 0 is ",
+                 parts[0].describe(), "; all but dim 0 must match");
     }
     if (k > 0) shape[0] += part.size(0);
   }
@@ -195,8 +195,8 @@ std::vector<Tensor> reduce_add(const std::vector<std::vector<Tensor>>& per_devic
     for (size_t i = 0; i < first.size(); ++i) {
       const Tensor& t = per_device[d][i];
       autograd::check_defined("reduce_add", t);
-      DUET_CHECK(t.sizes() == first[i].sizes() && t.dtype() == first[i].dtype(), "reduce_add: tensor ", i,
-                 " of list ", d, " is ", t.describe(), " but of list 0 it is ", first[i].describe());
+      DUET_CHECK(t.sizes() == first[i].sizes() && t.dtype() == first[i].dtype(), "reduce_add: tensor ", i, " of list ",
+                 d, " is ", t.describe(), " but of list 0 it is ", first[i].describe());
       inputs.push_back(t);
       input_devices.push_back(t.device());
     }

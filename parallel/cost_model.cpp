@@ -64,8 +64,8 @@ Prediction predict(const std::string& strategy, int devices, const Link& link, c
       } else {
         // One all-reduce per parameter tensor after backward: nothing overlaps, and every
         // tensor pays the latency.
-        exposed = 2.0 * (n - 1) * (static_cast<double>(p.parameter_count) * latency_ms(link) +
-                                   transfer_ms(link, params / n));
+        exposed =
+            2.0 * (n - 1) * (static_cast<double>(p.parameter_count) * latency_ms(link) + transfer_ms(link, params / n));
       }
       out.comm_ms = buffers + exposed;
     }

@@ -35,16 +35,16 @@ struct StepProfile {
   double backward_ms = 0;
   double step_ms = 0;
   int64_t parameter_bytes = 0;
-  int64_t buffer_bytes = 0;               // BatchNorm statistics and the like
-  int64_t input_bytes = 0;                // of one global batch
-  int64_t output_bytes = 0;               // the logits of one global batch
-  std::vector<int64_t> bucket_bytes;      // DDP's buckets, in launch order
-  int64_t parameter_count = 0;            // tensors: one all-reduce each when unbucketed
+  int64_t buffer_bytes = 0;           // BatchNorm statistics and the like
+  int64_t input_bytes = 0;            // of one global batch
+  int64_t output_bytes = 0;           // the logits of one global batch
+  std::vector<int64_t> bucket_bytes;  // DDP's buckets, in launch order
+  int64_t parameter_count = 0;        // tensors: one all-reduce each when unbucketed
   // For the event simulation (step_prediction.h), from the single-device run:
-  int64_t batch_size = 0;                     // the rows its compute times are for
-  double other_ms = 0;  // its step's time outside the phases: waiting for the loader, the host between phases
-  std::vector<int64_t> parameter_sizes;       // bytes of each parameter, parameters() order
-  std::vector<double> grad_ready_ms;          // when each one's gradient was ready, ms into backward
+  int64_t batch_size = 0;  // the rows its compute times are for
+  double other_ms = 0;     // its step's time outside the phases: waiting for the loader, the host between phases
+  std::vector<int64_t> parameter_sizes;              // bytes of each parameter, parameters() order
+  std::vector<double> grad_ready_ms;                 // when each one's gradient was ready, ms into backward
   std::vector<std::vector<size_t>> arrival_buckets;  // DDP's buckets as rebuilt in arrival order
 };
 

@@ -67,7 +67,8 @@ StepResult DataParallel::forward_backward(const data::Batch& batch, double loss_
   std::vector<std::vector<Tensor>> copies = broadcast(tensors, used);
   std::vector<std::shared_ptr<nn::Module>> replicas;
   for (const std::vector<Tensor>& on_device : copies) {
-    std::vector<Tensor> replica_params(on_device.begin(), on_device.begin() + static_cast<std::ptrdiff_t>(params.size()));
+    std::vector<Tensor> replica_params(on_device.begin(),
+                                       on_device.begin() + static_cast<std::ptrdiff_t>(params.size()));
     std::vector<Tensor> replica_buffers;
     for (size_t slot : buffer_slots) replica_buffers.push_back(slot == SIZE_MAX ? Tensor() : on_device[slot]);
     replicas.push_back(model_->replicate(replica_params, replica_buffers));
@@ -84,7 +85,8 @@ StepResult DataParallel::forward_backward(const data::Batch& batch, double loss_
     replica_timer.lap(Phase::forward);
   });
   timer.lap_untraced(Phase::forward);
-  for (const PhaseTimes& t : replica_times) phases_.events.insert(phases_.events.end(), t.events.begin(), t.events.end());
+  for (const PhaseTimes& t : replica_times)
+    phases_.events.insert(phases_.events.end(), t.events.begin(), t.events.end());
 
   // 4. Gather: the outputs concatenated on device 0, in batch order.
   Tensor logits = gather(outputs, master);

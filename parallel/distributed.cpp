@@ -87,7 +87,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
                                                  const OptimizerFactory& make_optimizer,
                                                  std::shared_ptr<Communicator> comm, DDPOptions options)
     : options_(options) {
-  DUET_CHECK(model && make_optimizer && comm, "DistributedDataParallel: needs a model, an optimizer factory and a "
+  DUET_CHECK(model && make_optimizer && comm,
+             "DistributedDataParallel: needs a model, an optimizer factory and a "
              "communicator");
   check_loss_reduction(options_.loss, "DistributedDataParallel");
   devices_ = {comm->device()};
@@ -118,8 +119,7 @@ DistributedDataParallel::~DistributedDataParallel() = default;
 
 std::string DistributedDataParallel::devices() const {
   if (!is_multi_process()) return device_list(devices_);
-  return "[" + std::to_string(world_size()) + " " + ranks_[0].comm->name() + " ranks, " + devices_[0].str() +
-         " each]";
+  return "[" + std::to_string(world_size()) + " " + ranks_[0].comm->name() + " ranks, " + devices_[0].str() + " each]";
 }
 
 std::vector<std::vector<DistributedDataParallel::Shard>> DistributedDataParallel::shard(
@@ -138,9 +138,10 @@ std::vector<std::vector<DistributedDataParallel::Shard>> DistributedDataParallel
     for (size_t r = 0; r < xs.size(); ++r) shards[r][m] = {xs[r], ys[r]};
     for (size_t r = xs.size(); r < ranks_.size(); ++r) {
       // SyncBatchNorm's statistics are collectives in forward and backward: every rank must run both.
-      DUET_CHECK(!sync_batchnorm_, "DistributedDataParallel: SyncBatchNorm needs an example on every rank, but a "
-                 "batch of ", batch.y.numel(), " rows over ", ranks_.size(), " ranks leaves ", devices_[r],
-                 " without any");
+      DUET_CHECK(!sync_batchnorm_,
+                 "DistributedDataParallel: SyncBatchNorm needs an example on every rank, but a "
+                 "batch of ",
+                 batch.y.numel(), " rows over ", ranks_.size(), " ranks leaves ", devices_[r], " without any");
     }
   }
   return shards;
@@ -291,7 +292,10 @@ void DistributedDataParallel::all_reduce_unbucketed(Rank& rank, ReduceOp op, std
   auto timed = [&](const std::string& name, const Tensor& t) {
     const double launch = now_us();
     rank.comm->all_reduce(t, op);
-    events.push_back({.name = name, .ready_us = launch, .launch_us = launch, .finish_us = now_us(),
+    events.push_back({.name = name,
+                      .ready_us = launch,
+                      .launch_us = launch,
+                      .finish_us = now_us(),
                       .bytes = t.numel() * static_cast<int64_t>(t.element_size())});
   };
   Tensor usage = local_usage(params, rank.comm->device());
@@ -318,8 +322,8 @@ void DistributedDataParallel::rebuild_buckets() {
     if (!listed[i]) order.push_back(i);
   }
   if (is_multi_process()) {
-    Tensor shared = from_vector(std::vector<int64_t>(order.begin(), order.end()), {static_cast<int64_t>(n)})
-                        .to(devices_[0]);
+    Tensor shared =
+        from_vector(std::vector<int64_t>(order.begin(), order.end()), {static_cast<int64_t>(n)}).to(devices_[0]);
     ranks_[0].comm->broadcast(shared, 0);
     std::vector<int64_t> rank0 = shared.to_vector<int64_t>();
     order.assign(rank0.begin(), rank0.end());

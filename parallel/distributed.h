@@ -31,9 +31,9 @@
 #include <memory>
 #include <vector>
 
-#include "duet/parallel/grad_buckets.h"
 #include "duet/parallel/comm/local_communicator.h"
 #include "duet/parallel/ddp_options.h"
+#include "duet/parallel/grad_buckets.h"
 #include "duet/parallel/phase_times.h"
 #include "duet/parallel/strategy.h"
 

@@ -123,7 +123,8 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
     sizes_.parameter_bytes = bytes_of(params);
     sizes_.buffer_bytes = bytes_of(buffers);
     sizes_.parameter_count = static_cast<int64_t>(params.size());
-    for (const auto& bucket : plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb)).buckets) {
+    for (const auto& bucket :
+         plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb)).buckets) {
       sizes_.bucket_bytes.push_back(bucket.numel * static_cast<int64_t>(element_size(bucket.dtype)));
     }
   }
@@ -140,7 +141,8 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   // does not count as the run's; on GPUs it shares device 0 (docs/parallel-strategies.md).
   std::optional<StepCheck> check;
   const Device check_device = group[0].is_cpu() ? cpu(group.back().index + 1) : group[0];
-  if (config_.check && (!across_processes || config_.comm->rank() == 0)) check.emplace(config_.model, config_.make_optimizer, check_device);
+  if (config_.check && (!across_processes || config_.comm->rank() == 0))
+    check.emplace(config_.model, config_.make_optimizer, check_device);
 
   RunMeasurement m;
   m.strategy = run.strategy;
@@ -244,8 +246,10 @@ StepProfile Experiment::profile() const {
   std::vector<Tensor> params = nn::models::make(config_.model)->parameters();
   std::vector<size_t> order(params.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return grad_ready_ms_[a] < grad_ready_ms_[b]; });
-  for (const auto& bucket : plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb), order).buckets) {
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return grad_ready_ms_[a] < grad_ready_ms_[b]; });
+  for (const auto& bucket :
+       plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb), order).buckets) {
     std::vector<size_t> members;
     for (const auto& entry : bucket.entries) members.push_back(entry.param);
     p.arrival_buckets.push_back(std::move(members));

@@ -69,13 +69,13 @@ struct RunMeasurement {
   // The per-step check's worst step, in float ulps (step_check.h); unset without the check.
   std::optional<double> max_check_ulps;
   // max |p - p_single| over every parameter element, after the first step and after the last,
-  // against the reference single-device run (when it trained on the same batches). Information only: training amplifies roundings,
-  // so these grow over a run even for a correct strategy (the per-step check is the test).
+  // against the reference single-device run (when it trained on the same batches). Information only: training amplifies
+  // roundings, so these grow over a run even for a correct strategy (the per-step check is the test).
   std::optional<double> first_step_param_diff;
   std::optional<double> max_param_diff;
-  CommOverlap overlap;                   // DDP: its collectives' time and what backward hid, timed steps
-  std::vector<PhaseEvent> events;        // every step, warm-up included
-  std::vector<CommEvent> comm_events;    // every step, warm-up included
+  CommOverlap overlap;                 // DDP: its collectives' time and what backward hid, timed steps
+  std::vector<PhaseEvent> events;      // every step, warm-up included
+  std::vector<CommEvent> comm_events;  // every step, warm-up included
 };
 
 class Experiment {
@@ -99,7 +99,7 @@ class Experiment {
   std::optional<RunMeasurement> reference_;
   std::vector<std::vector<double>> reference_params_;             // after the last step
   std::vector<std::vector<double>> reference_first_step_params_;  // after the first
-  StepProfile sizes_;  // the model's byte counts, filled by the first run
+  StepProfile sizes_;                                             // the model's byte counts, filled by the first run
   std::vector<double> grad_ready_ms_;  // the reference run's, per parameter, mean over its timed steps
 };
 

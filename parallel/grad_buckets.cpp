@@ -31,8 +31,10 @@ BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_b
   layout.slot.assign(params.size(), {SIZE_MAX, SIZE_MAX});
   int64_t bytes = 0;
   for (size_t i : walk) {
-    DUET_CHECK(i < params.size() && layout.slot[i].first == SIZE_MAX, "plan_buckets: the order must list every "
-               "parameter index below ", params.size(), " once, got ", i, " out of range or twice");
+    DUET_CHECK(i < params.size() && layout.slot[i].first == SIZE_MAX,
+               "plan_buckets: the order must list every "
+               "parameter index below ",
+               params.size(), " once, got ", i, " out of range or twice");
     const Tensor& p = params[i];
     int64_t p_bytes = p.numel() * static_cast<int64_t>(p.element_size());
     int64_t cap = layout.buckets.size() <= 1 ? first_cap_bytes : cap_bytes;
@@ -169,7 +171,9 @@ void BucketReducer::finish() {
     // After the buckets, in the same order on every rank: which parameters this rank used.
     usage = local_usage(params_, comm_->device());
     const double launch = now_us();
-    events_.push_back({.name = "unused-parameter map", .ready_us = launch, .launch_us = launch,
+    events_.push_back({.name = "unused-parameter map",
+                       .ready_us = launch,
+                       .launch_us = launch,
                        .bytes = usage.numel() * static_cast<int64_t>(usage.element_size())});
     works_.push_back(comm_->all_reduce_async(usage, ReduceOp::sum));
   }

@@ -67,8 +67,8 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   // Allocates the flat buckets on comm's device and hooks every parameter. The hooks hold the
   // reducer weakly (rank 0's parameters are the user's model, which may outlive it) and do
   // nothing unless a step is armed.
-  static std::shared_ptr<BucketReducer> create(std::shared_ptr<const BucketLayout> layout,
-                                               std::vector<Tensor> params, std::shared_ptr<Communicator> comm);
+  static std::shared_ptr<BucketReducer> create(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
+                                               std::shared_ptr<Communicator> comm);
 
   // Arms the hooks for one backward: the buckets are all-reduced with `op`. A gradient already
   // accumulated in .grad (earlier micro-batches, without sync) is part of what the hook sees.
@@ -94,13 +94,12 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
                 std::shared_ptr<Communicator> comm);
   void allocate_buckets();
-  void on_grad_ready(size_t param);      // the hook's body
+  void on_grad_ready(size_t param);                  // the hook's body
   void fill_slot(size_t param, const Tensor& grad);  // with mutex_ held
-  Tensor slot_view(size_t param) const;  // the param's place in its bucket, shaped like it
-  void mark_ready(size_t bucket);        // with mutex_ held; launches what is next in order
+  Tensor slot_view(size_t param) const;              // the param's place in its bucket, shaped like it
+  void mark_ready(size_t bucket);                    // with mutex_ held; launches what is next in order
   void record_finish_times();
-  template <class T>
-  T locked_copy(const T& member) const {  // the hooks may be writing it on another thread
+  template <class T> T locked_copy(const T& member) const {  // the hooks may be writing it on another thread
     std::lock_guard<std::mutex> lock(mutex_);
     return member;
   }
@@ -113,13 +112,13 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   mutable std::mutex mutex_;  // hooks may run on the engine's device thread
   bool armed_ = false;
   ReduceOp op_ = ReduceOp::sum;
-  std::vector<bool> arrived_;         // per parameter
-  std::vector<int64_t> pending_;      // per bucket: gradients still missing
-  std::vector<bool> ready_;           // per bucket
-  size_t next_launch_ = 0;            // the fixed order: buckets launch as 0, 1, 2, ...
+  std::vector<bool> arrived_;                 // per parameter
+  std::vector<int64_t> pending_;              // per bucket: gradients still missing
+  std::vector<bool> ready_;                   // per bucket
+  size_t next_launch_ = 0;                    // the fixed order: buckets launch as 0, 1, 2, ...
   std::vector<std::shared_ptr<Work>> works_;  // per bucket, then the usage map's
   std::vector<size_t> ready_log_, launch_log_, grad_log_;
-  std::vector<CommEvent> events_;     // per bucket, then the usage map's
+  std::vector<CommEvent> events_;  // per bucket, then the usage map's
 };
 
 }  // namespace duet::parallel

@@ -24,9 +24,7 @@ void check_labels(const Tensor& labels, int64_t classes) {
   }
 }
 
-bool same_layout(const Tensor& a, const Tensor& b) {
-  return a.sizes() == b.sizes() && a.dtype() == b.dtype();
-}
+bool same_layout(const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes() && a.dtype() == b.dtype(); }
 
 }  // namespace
 
@@ -37,8 +35,10 @@ GraphedSingleDevice::GraphedSingleDevice(std::shared_ptr<nn::Module> model, std:
   DUET_CHECK(eager_.optimizer().replayable(),
              "GraphedSingleDevice: this optimizer's step cannot be replayed from a CUDA graph (its arguments "
              "change every step); use SGD, or train without CUDA graphs");
-  DUET_CHECK(warmup_steps >= 1, "GraphedSingleDevice: warmup_steps must be >= 1 (the recorded step must find the "
-             "optimizer's buffers made), got ", warmup_steps);
+  DUET_CHECK(warmup_steps >= 1,
+             "GraphedSingleDevice: warmup_steps must be >= 1 (the recorded step must find the "
+             "optimizer's buffers made), got ",
+             warmup_steps);
 }
 
 bool GraphedSingleDevice::fits(const data::Batch& batch) const {

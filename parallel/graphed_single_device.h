@@ -54,13 +54,13 @@ class GraphedSingleDevice final : public Strategy {
   int warmup_left_;
   PhaseTimes phases_;
   std::unique_ptr<cuda::CapturedWork> graph_;
-  Tensor x_, y_;              // the graph's inputs
+  Tensor x_, y_;                 // the graph's inputs
   Tensor loss_value_, correct_;  // its outputs
   std::vector<Tensor> grads_;    // the gradients it writes, one per parameter (undefined: none)
   int64_t classes_ = 0;
   double recorded_lr_ = 0;
   std::vector<const void*> recorded_addresses_;
-  int64_t largest_batch_ = 0;  // rows of the largest batch seen
+  int64_t largest_batch_ = 0;          // rows of the largest batch seen
   bool first_replay_pending_ = false;  // the recording's step() counted a step not yet replayed
   int64_t replays_ = 0;
   int recordings_ = 0;

@@ -26,8 +26,7 @@ double median(std::vector<double> values) {
 }
 
 // The median ms of `repeats` runs of `op`, after two untimed ones (first-touch, wake-ups).
-template <class Op>
-double median_ms(int repeats, Op&& op) {
+template <class Op> double median_ms(int repeats, Op&& op) {
   DUET_CHECK(repeats >= 1, "link calibration: repeats must be at least 1, got ", repeats);
   op();
   op();
@@ -91,8 +90,8 @@ LinkFit fit_link(std::string what, const std::vector<TimedSize>& samples) {
   }
   // A sweep whose time does not grow with size: the bandwidth is at least what the largest
   // message reached in its whole time.
-  const TimedSize& largest = *std::max_element(samples.begin(), samples.end(),
-                                               [](const TimedSize& a, const TimedSize& b) { return a.bytes < b.bytes; });
+  const TimedSize& largest = *std::max_element(
+      samples.begin(), samples.end(), [](const TimedSize& a, const TimedSize& b) { return a.bytes < b.bytes; });
   const double floor_slope = largest.ms / static_cast<double>(largest.bytes) * 1e-3;
   if (!(slope > floor_slope)) slope = std::max(slope, floor_slope);
   LinkFit fit{.what = std::move(what), .alpha_us = alpha * 1e3, .beta_gbps = 1 / (slope * 1e6), .samples = samples};
@@ -122,15 +121,15 @@ std::vector<TimedSize> time_ping_pong(Communicator& comm, const std::vector<int6
   return out;
 }
 
-LinkFit calibrate_all_reduce(const std::vector<std::shared_ptr<Communicator>>& group,
-                             const std::vector<int64_t>& sizes, int repeats) {
-  const std::string what = group.empty() ? "all-reduce"
-                                         : group[0]->name() + " all-reduce, " + std::to_string(group.size()) + " ranks";
+LinkFit calibrate_all_reduce(const std::vector<std::shared_ptr<Communicator>>& group, const std::vector<int64_t>& sizes,
+                             int repeats) {
+  const std::string what =
+      group.empty() ? "all-reduce" : group[0]->name() + " all-reduce, " + std::to_string(group.size()) + " ranks";
   return calibrate_group(what, group, sizes, repeats, time_all_reduce);
 }
 
-LinkFit calibrate_ping_pong(const std::vector<std::shared_ptr<Communicator>>& group,
-                            const std::vector<int64_t>& sizes, int repeats) {
+LinkFit calibrate_ping_pong(const std::vector<std::shared_ptr<Communicator>>& group, const std::vector<int64_t>& sizes,
+                            int repeats) {
   const std::string what = group.empty() ? "ping-pong" : group[0]->name() + " ping-pong";
   return calibrate_group(what, group, sizes, repeats, time_ping_pong);
 }
@@ -139,9 +138,9 @@ namespace {
 
 // A transfer onto `to`, from `to`'s thread, timed at every size: transfer(a tensor of `from`,
 // a tensor of `to`) of that size.
-template <class Transfer>
-LinkFit calibrate_transfer(const std::string& what, Device from, Device to, const std::vector<int64_t>& sizes,
-                           int repeats, Transfer transfer) {
+template <class Transfer> LinkFit calibrate_transfer(const std::string& what, Device from, Device to,
+                                                     const std::vector<int64_t>& sizes, int repeats,
+                                                     Transfer transfer) {
   DeviceThreadScope on_device(to);
   std::vector<TimedSize> samples;
   for (int64_t bytes : sizes) {

@@ -54,10 +54,10 @@ std::vector<TimedSize> time_ping_pong(Communicator& comm, const std::vector<int6
 
 // For a group whose ranks all live in this process: runs each rank's part on its own thread
 // (working for its device) and fits rank 0's times.
-LinkFit calibrate_all_reduce(const std::vector<std::shared_ptr<Communicator>>& group,
-                             const std::vector<int64_t>& sizes, int repeats = 15);
-LinkFit calibrate_ping_pong(const std::vector<std::shared_ptr<Communicator>>& group,
-                            const std::vector<int64_t>& sizes, int repeats = 15);
+LinkFit calibrate_all_reduce(const std::vector<std::shared_ptr<Communicator>>& group, const std::vector<int64_t>& sizes,
+                             int repeats = 15);
+LinkFit calibrate_ping_pong(const std::vector<std::shared_ptr<Communicator>>& group, const std::vector<int64_t>& sizes,
+                            int repeats = 15);
 
 // dp's transfers from `to`'s thread: a copy from `from` onto `to`, and (reduce_add) a copy of
 // `from`'s tensor added to one on `to`, as DataParallel's scatter/gather and gradient reduce do.

@@ -16,15 +16,24 @@ bool exact_gpu_phases() { return exact_phases; }
 
 const char* name(Phase phase) {
   switch (phase) {
-    case Phase::scatter: return "scatter";
-    case Phase::broadcast: return "broadcast";
-    case Phase::buffer_sync: return "buffer_sync";
-    case Phase::forward: return "forward";
-    case Phase::gather: return "gather";
-    case Phase::loss: return "loss";
-    case Phase::backward: return "backward";
-    case Phase::all_reduce: return "all_reduce";
-    case Phase::step: return "step";
+    case Phase::scatter:
+      return "scatter";
+    case Phase::broadcast:
+      return "broadcast";
+    case Phase::buffer_sync:
+      return "buffer_sync";
+    case Phase::forward:
+      return "forward";
+    case Phase::gather:
+      return "gather";
+    case Phase::loss:
+      return "loss";
+    case Phase::backward:
+      return "backward";
+    case Phase::all_reduce:
+      return "all_reduce";
+    case Phase::step:
+      return "step";
   }
   return "?";
 }

@@ -22,11 +22,11 @@ enum class Phase : uint8_t {
   broadcast,    // A: copy the master parameters and buffers to every device
   buffer_sync,  // B: copy rank 0's buffers (BatchNorm statistics) to the other ranks
   forward,
-  gather,       // A: concatenate the outputs on device 0
+  gather,  // A: concatenate the outputs on device 0
   loss,
-  backward,     // A: includes the reduce-add of the gradients onto device 0
-  all_reduce,   // B: what is left of the bucket all-reduces after backward, then the copy-back
-  step,         // the optimizer step(s)
+  backward,    // A: includes the reduce-add of the gradients onto device 0
+  all_reduce,  // B: what is left of the bucket all-reduces after backward, then the copy-back
+  step,        // the optimizer step(s)
 };
 inline constexpr size_t kNumPhases = 9;
 const char* name(Phase phase);  // "scatter", "buffer_sync", ...
@@ -34,19 +34,19 @@ const char* name(Phase phase);  // "scatter", "buffer_sync", ...
 // One phase as it ran on one device, for `duet compare --trace`.
 struct PhaseEvent {
   Phase phase;
-  int track;          // the device's position in the strategy's device list
-  double start_us;    // since trace_clock_origin()
+  int track;        // the device's position in the strategy's device list
+  double start_us;  // since trace_clock_origin()
   double duration_us;
 };
 
 // One collective on one rank's communication track (DDP's gradient buckets), for the trace and
 // the overlap figures. Times in microseconds since trace_clock_origin().
 struct CommEvent {
-  std::string name;       // "bucket 2", "unused-parameter map"
-  int track = 0;          // the rank's position in the strategy's device list
-  double ready_us = 0;    // its data was complete (a bucket's last gradient arrived)
-  double launch_us = 0;   // handed to the communicator (later than ready when an earlier bucket was not)
-  double finish_us = 0;   // the communicator finished it
+  std::string name;      // "bucket 2", "unused-parameter map"
+  int track = 0;         // the rank's position in the strategy's device list
+  double ready_us = 0;   // its data was complete (a bucket's last gradient arrived)
+  double launch_us = 0;  // handed to the communicator (later than ready when an earlier bucket was not)
+  double finish_us = 0;  // the communicator finished it
   int64_t bytes = 0;
 };
 

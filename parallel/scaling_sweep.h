@@ -10,8 +10,8 @@ namespace duet::parallel {
 
 struct SweepPlan {
   int cores_per_device = 0;
-  std::vector<int> device_counts;     // those the cores serve, ascending, without repeats
-  std::vector<std::string> skipped;   // one message per count left out
+  std::vector<int> device_counts;    // those the cores serve, ascending, without repeats
+  std::vector<std::string> skipped;  // one message per count left out
 };
 
 // `cores`: how many this process may use. cores_per_device 0 takes the default: the cores

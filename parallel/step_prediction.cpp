@@ -103,7 +103,8 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
   if (strategy == "ddp-unbucketed") {
     // After backward: the map of used parameters, then each parameter alone, last first.
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});
-    for (size_t i = p.parameter_sizes.size(); i-- > 0;) in.buckets.push_back({device.backward_ms, p.parameter_sizes[i]});
+    for (size_t i = p.parameter_sizes.size(); i-- > 0;)
+      in.buckets.push_back({device.backward_ms, p.parameter_sizes[i]});
   } else {
     DUET_CHECK(!p.arrival_buckets.empty(), "predict_step: the profile has no bucket plan for ", strategy);
     for (const std::vector<size_t>& bucket : p.arrival_buckets) {

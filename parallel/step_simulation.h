@@ -50,10 +50,10 @@ struct DdpStepInput {
 
 struct SimulatedStep {
   double step_ms = 0;
-  double backward_end_ms = 0;   // since the step began
-  double comm_busy_ms = 0;      // B: the collectives' time (as CommOverlap counts it)
-  double comm_exposed_ms = 0;   // B: the part of it after backward ended
-  double comm_ms = 0;           // time on the critical path spent communicating, not computing
+  double backward_end_ms = 0;                // since the step began
+  double comm_busy_ms = 0;                   // B: the collectives' time (as CommOverlap counts it)
+  double comm_exposed_ms = 0;                // B: the part of it after backward ended
+  double comm_ms = 0;                        // time on the critical path spent communicating, not computing
   std::vector<double> launch_ms, finish_ms;  // B: each bucket's
   double hidden_fraction() const { return comm_busy_ms > 0 ? 1 - comm_exposed_ms / comm_busy_ms : 0; }
 };
@@ -63,16 +63,16 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in);
 // Strategy A over `devices` devices; device 0 holds the master model and does every transfer.
 struct DpStepInput {
   int devices = 1;
-  DeviceCompute replica;       // forward and backward of one replica on its shard
-  double loss_ms = 0;          // on device 0, over the whole gathered batch
-  double step_ms = 0;          // on device 0
-  int64_t input_bytes = 0;     // of one replica's shard
-  int64_t output_bytes = 0;    // one replica's logits (and, in backward, their gradient)
-  int64_t parameter_bytes = 0; // broadcast to every replica, with the buffers
+  DeviceCompute replica;        // forward and backward of one replica on its shard
+  double loss_ms = 0;           // on device 0, over the whole gathered batch
+  double step_ms = 0;           // on device 0
+  int64_t input_bytes = 0;      // of one replica's shard
+  int64_t output_bytes = 0;     // one replica's logits (and, in backward, their gradient)
+  int64_t parameter_bytes = 0;  // broadcast to every replica, with the buffers
   int64_t buffer_bytes = 0;
-  AffineCost copy;             // one copy between device 0 and another: scatter, gather
-  AffineCost broadcast;        // the parameters to all the others, whole (duet: N-1 copies; NCCL: one broadcast)
-  AffineCost reduce;           // the gradients onto device 0, whole (duet: N-1 copies and adds; NCCL: one reduce)
+  AffineCost copy;       // one copy between device 0 and another: scatter, gather
+  AffineCost broadcast;  // the parameters to all the others, whole (duet: N-1 copies; NCCL: one broadcast)
+  AffineCost reduce;     // the gradients onto device 0, whole (duet: N-1 copies and adds; NCCL: one reduce)
 };
 
 SimulatedStep simulate_dp_step(const DpStepInput& in);

@@ -27,17 +27,21 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr
              "' (expected single, dp, ddp, ddp-unbucketed or ddp-naive)");
   DUET_CHECK(model && make_optimizer, "make_strategy: ", name, " needs a model and an optimizer factory");
   DUET_CHECK(!devices.empty(), "make_strategy: ", name, " needs at least one device");
-  DUET_CHECK(!options.cuda_graph || name == "single", "make_strategy: a CUDA graph records a single device's step, "
-             "not ", name, "'s");
+  DUET_CHECK(!options.cuda_graph || name == "single",
+             "make_strategy: a CUDA graph records a single device's step, "
+             "not ",
+             name, "'s");
   DUET_CHECK(!options.comm || is_ddp(name), "make_strategy: only ddp runs over a multi-process communicator, not ",
              name);
   if (name == "single") {
     if (options.cuda_graph) {
-      return std::make_unique<GraphedSingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss);
+      return std::make_unique<GraphedSingleDevice>(model, make_optimizer(model->parameters()), devices[0],
+                                                   options.loss);
     }
     return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss);
   }
-  if (name == "dp") return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices, options.loss);
+  if (name == "dp")
+    return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices, options.loss);
   DDPOptions ddp = options.ddp;
   ddp.bucketed = name != "ddp-unbucketed";
   ddp.loss = options.loss;

@@ -45,7 +45,7 @@ class Strategy {
   // The model whose parameters are the result (device 0's for the parallel strategies).
   virtual nn::Module& model() = 0;
   virtual optim::Optimizer& optimizer() = 0;
-  virtual Device device() const = 0;  // where model() lives
+  virtual Device device() const = 0;        // where model() lives
   virtual std::string devices() const = 0;  // "[cpu:0]", "[cuda:0, cuda:1]"
   // Where the last train_step's time went, phase by phase, and the bytes it moved.
   virtual const PhaseTimes& last_phases() const = 0;

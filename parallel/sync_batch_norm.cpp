@@ -14,7 +14,9 @@ using autograd::SavedTensor;
 using autograd::TensorList;
 
 // The dims a per-channel statistic sums over, and the shape that broadcasts it against x.
-std::vector<int64_t> reduce_dims(const Tensor& x) { return x.dim() == 4 ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0}; }
+std::vector<int64_t> reduce_dims(const Tensor& x) {
+  return x.dim() == 4 ? std::vector<int64_t>{0, 2, 3} : std::vector<int64_t>{0};
+}
 Shape channel_shape(const Tensor& x) { return x.dim() == 4 ? Shape{1, x.size(1), 1, 1} : Shape{1, x.size(1)}; }
 
 class SyncBatchNormBackward final : public autograd::Node {
@@ -78,8 +80,8 @@ void check_inputs(const Tensor& x, const Tensor& weight, const Tensor& bias, con
                " does not match the ", x.size(1), " channels of input ", x.describe());
   }
   DUET_CHECK(running_mean.defined() == running_var.defined(), op, ": give both running statistics, or neither");
-  DUET_CHECK(eps > 0 && momentum >= 0 && momentum <= 1, op, ": expected eps > 0 and momentum in [0, 1], got eps ",
-             eps, " and momentum ", momentum);
+  DUET_CHECK(eps > 0 && momentum >= 0 && momentum <= 1, op, ": expected eps > 0 and momentum in [0, 1], got eps ", eps,
+             " and momentum ", momentum);
 }
 
 }  // namespace
@@ -101,8 +103,8 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
     Tensor stats = cat({sum(x64, dims), sum(x64 * x64, dims), full({1}, local_count, autograd::options_of(x64))}, 0);
     comm->all_reduce(stats);
     count = stats.narrow(0, 2 * c, 1).item<double>();
-    DUET_CHECK(count > 1, "sync_batch_norm: expected more than 1 value per channel over the global batch, got ",
-               count, " (input ", x.describe(), " on rank ", comm->rank(), ")");
+    DUET_CHECK(count > 1, "sync_batch_norm: expected more than 1 value per channel over the global batch, got ", count,
+               " (input ", x.describe(), " on rank ", comm->rank(), ")");
     mean64 = stats.narrow(0, 0, c) / count;
     const Tensor var64 = maximum(stats.narrow(0, c, c) / count - mean64 * mean64, zeros_like(mean64));
     invstd64 = 1.0 / sqrt(var64 + eps);
@@ -113,7 +115,8 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
     if (running_mean.defined()) {
       // PyTorch's update: the batch mean, and the unbiased variance of the global batch.
       running_mean.copy_(running_mean * (1 - momentum) + mean64.to(running_mean.dtype()) * momentum);
-      running_var.copy_(running_var * (1 - momentum) + (var64 * (count / (count - 1))).to(running_var.dtype()) * momentum);
+      running_var.copy_(running_var * (1 - momentum) +
+                        (var64 * (count / (count - 1))).to(running_var.dtype()) * momentum);
     }
   }
   if (autograd::needs_grad({x, weight, bias})) {
@@ -152,12 +155,12 @@ Tensor SyncBatchNorm2dImpl::forward(const Tensor& x) {
   // BatchNorm2d's count and factor (momentum, or the cumulative average's 1 / batches).
   const double momentum = is_training() ? options_.count_batch(buffer(batches_)) : 0;  // unread when not training
   if (is_training() && comm_ && comm_->world_size() > 1) {
-    return sync_batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_), momentum,
-                           options_.eps, comm_);
+    return sync_batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_), momentum, options_.eps,
+                           comm_);
   }
   // What BatchNorm2d does: eval mode, or nothing to synchronise with.
-  return nn::functional::batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_),
-                                    is_training(), momentum, options_.eps);
+  return nn::functional::batch_norm(x, parameter(weight_), parameter(bias_), buffer(mean_), buffer(var_), is_training(),
+                                    momentum, options_.eps);
 }
 
 std::string SyncBatchNorm2dImpl::name() const {

@@ -23,8 +23,8 @@ std::vector<EpochStats> Trainer::fit(int64_t first_epoch, int64_t last_epoch, co
       StepResult r = micro_batches.size() == 1 ? strategy_.train_step(micro_batches[0])
                                                : strategy_.train_accumulated(micro_batches);
       ++progress.step;
-      DUET_CHECK(std::isfinite(r.loss), "training diverged: the loss is ", r.loss, " at epoch ", epoch + 1,
-                 ", step ", progress.step, " (try a smaller --lr)");
+      DUET_CHECK(std::isfinite(r.loss), "training diverged: the loss is ", r.loss, " at epoch ", epoch + 1, ", step ",
+                 progress.step, " (try a smaller --lr)");
       loss_sum += r.loss * static_cast<double>(r.count);
       correct += r.correct;
       progress.images += r.count;

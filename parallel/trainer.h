@@ -13,10 +13,10 @@
 namespace duet::parallel {
 
 struct StepProgress {
-  int64_t epoch = 0;  // 0-based
-  int64_t step = 0;   // optimizer steps, 1-based within the epoch
-  int64_t steps = 0;  // optimizer steps per epoch
-  int64_t images = 0; // seen so far this epoch
+  int64_t epoch = 0;     // 0-based
+  int64_t step = 0;      // optimizer steps, 1-based within the epoch
+  int64_t steps = 0;     // optimizer steps per epoch
+  int64_t images = 0;    // seen so far this epoch
   double mean_loss = 0;  // running mean over this epoch's steps
   double seconds = 0;    // since the epoch started
 };

@@ -22,8 +22,7 @@ namespace duet::test {
 using Group = std::vector<std::shared_ptr<parallel::Communicator>>;
 
 // Runs fn(comm) on one thread per rank and returns each rank's result; rethrows a rank's error.
-template <class Fn>
-auto on_each_rank(const Group& group, Fn fn) {
+template <class Fn> auto on_each_rank(const Group& group, Fn fn) {
   using Result = decltype(fn(*group[0]));
   std::vector<Result> results(group.size());
   std::vector<std::exception_ptr> errors(group.size());
@@ -43,16 +42,14 @@ auto on_each_rank(const Group& group, Fn fn) {
 }
 
 // factor * (i + 1) for i in [0, count): what rank_tensor's element i becomes after a collective.
-template <class T>
-std::vector<T> expected(int64_t count, double factor) {
+template <class T> std::vector<T> expected(int64_t count, double factor) {
   std::vector<T> out(static_cast<size_t>(count));
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<T>(factor * static_cast<double>(i + 1));
   return out;
 }
 
 // t[i] = (r + 1) * (i + 1) on rank r's device: summed over n ranks, n(n+1)/2 * (i + 1).
-template <class T>
-Tensor rank_tensor(const parallel::Communicator& comm, Shape sizes, int r) {
+template <class T> Tensor rank_tensor(const parallel::Communicator& comm, Shape sizes, int r) {
   return from_vector(expected<T>(numel(sizes), r + 1), sizes, {.dtype = dtype_of<T>(), .device = comm.device()});
 }
 
@@ -62,9 +59,8 @@ inline double reduced_factor(parallel::ReduceOp op, int n) {
 }
 
 // Per rank, one rank_tensor<T> of each shape after all_reduce(op), in the order of `shapes`.
-template <class T>
-std::vector<std::vector<Tensor>> all_reduce_each_shape(const Group& group, parallel::ReduceOp op,
-                                                       const std::vector<Shape>& shapes) {
+template <class T> std::vector<std::vector<Tensor>> all_reduce_each_shape(const Group& group, parallel::ReduceOp op,
+                                                                          const std::vector<Shape>& shapes) {
   return on_each_rank(group, [&](parallel::Communicator& comm) {
     std::vector<Tensor> outs;
     for (const Shape& sizes : shapes) {

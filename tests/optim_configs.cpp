@@ -13,8 +13,12 @@ std::vector<kernels::SgdUpdateArgs> sgd_configs() {
         for (bool nesterov : {false, true}) {
           if (momentum == 0 && (dampening != 0 || nesterov)) continue;
           if (nesterov && dampening != 0) continue;
-          configs.push_back({.lr = 0.05, .momentum = momentum, .dampening = dampening,
-                             .weight_decay = weight_decay, .nesterov = nesterov, .first_step = false});
+          configs.push_back({.lr = 0.05,
+                             .momentum = momentum,
+                             .dampening = dampening,
+                             .weight_decay = weight_decay,
+                             .nesterov = nesterov,
+                             .first_step = false});
         }
   return configs;
 }
@@ -26,8 +30,14 @@ std::vector<kernels::AdamUpdateArgs> adam_configs() {
       for (auto [beta1, beta2] : {std::pair{0.9, 0.999}, std::pair{0.0, 0.5}})
         for (bool amsgrad : {false, true}) {
           if (weight_decay == 0 && decoupled) continue;
-          configs.push_back({.lr = 0.01, .beta1 = beta1, .beta2 = beta2, .eps = 1e-8, .weight_decay = weight_decay,
-                             .decoupled_weight_decay = decoupled, .amsgrad = amsgrad, .bias_correction1 = 1,
+          configs.push_back({.lr = 0.01,
+                             .beta1 = beta1,
+                             .beta2 = beta2,
+                             .eps = 1e-8,
+                             .weight_decay = weight_decay,
+                             .decoupled_weight_decay = decoupled,
+                             .amsgrad = amsgrad,
+                             .bias_correction1 = 1,
                              .bias_correction2 = 1});
         }
   return configs;

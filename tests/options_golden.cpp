@@ -82,9 +82,8 @@ void check_cross_entropy_golden(Device device) {
     options.ignore_index = get(p + "ignore_index").to_vector<int64_t>()[0];
     options.label_smoothing = get(p + "label_smoothing").to_vector<double>()[0];
     const Tensor target = get(p + "target").to(device);
-    for (const auto& [name, reduction] :
-         std::vector<std::pair<std::string, F::Reduction>>{{"none", F::Reduction::none}, {"sum", F::Reduction::sum},
-                                                           {"mean", F::Reduction::mean}}) {
+    for (const auto& [name, reduction] : std::vector<std::pair<std::string, F::Reduction>>{
+             {"none", F::Reduction::none}, {"sum", F::Reduction::sum}, {"mean", F::Reduction::mean}}) {
       const std::string what = p + name + " on " + device.str();
       options.reduction = reduction;
       Tensor x = leaf_on(get(p + "x"), device);
@@ -112,7 +111,9 @@ void check_reductions_golden(Device device) {
     }
     Tensor out;
     switch (op) {
-      case amin_op: out = dims.empty() ? min(x) : amin(x, dims, keepdim); break;
+      case amin_op:
+        out = dims.empty() ? min(x) : amin(x, dims, keepdim);
+        break;
       case min_op: {
         ValuesIndices m = min(x, dims.at(0), keepdim);
         INFO(what);
@@ -155,8 +156,8 @@ void check_amsgrad_golden(Device device) {
       for (auto& [name, t] : adam.state()) state[name] = t;
       for (size_t i = 0; i < params.size(); ++i) {
         const std::string suffix = std::to_string(i) + "." + std::to_string(k);
-        const std::string what = p + " on " + device.str() + ", parameter " + std::to_string(i) + ", step " +
-                                 std::to_string(k);
+        const std::string what =
+            p + " on " + device.str() + ", parameter " + std::to_string(i) + ", step " + std::to_string(k);
         check_close(params[i], get(p + "after" + suffix), 1e-10, what);
         check_close(state.at(std::to_string(i) + ".max_exp_avg_sq"), get(p + "max_exp_avg_sq" + suffix), 1e-10,
                     what + " max_exp_avg_sq");

@@ -52,8 +52,7 @@ std::shared_ptr<nn::Module> batch_norm_model(Device device, nn::BatchNormOptions
   manual_seed(3);
   std::shared_ptr<nn::Module> m = nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3, options),
                                                  nn::ReLU(), nn::Conv2d(nn::Conv2dOptions(3, 4, 3)),
-                                                 nn::BatchNorm2d(4, options),
-                                                 nn::Flatten(), nn::Linear(4 * 4 * 4, 10))
+                                                 nn::BatchNorm2d(4, options), nn::Flatten(), nn::Linear(4 * 4 * 4, 10))
                                       .ptr();
   m->to(device);
   return m;
@@ -88,8 +87,7 @@ double max_relative_diff(const Params& a, const Params& b) {
   return worst;
 }
 
-WrappedSingle::WrappedSingle(std::shared_ptr<nn::Module> model)
-    : inner_(model, sgd(model->parameters()), cpu(0)) {}
+WrappedSingle::WrappedSingle(std::shared_ptr<nn::Module> model) : inner_(model, sgd(model->parameters()), cpu(0)) {}
 
 parallel::DDPOptions tiny_buckets() { return {.first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024}; }
 

@@ -15,8 +15,7 @@ namespace {
 // sum of term(i) over i in [0, n), with kLanes independent accumulators of T: a single one would
 // stall every add on the previous one, and the compiler may not reorder floating-point sums by
 // itself. Each block of kBlock terms is then added in double, so the T sums stay short.
-template <class T, class Term>
-double run_sum(int64_t n, Term&& term) {
+template <class T, class Term> double run_sum(int64_t n, Term&& term) {
   constexpr int64_t kLanes = 8, kBlock = 512;
   double total = 0;
   int64_t i = 0;
@@ -31,17 +30,16 @@ double run_sum(int64_t n, Term&& term) {
 }
 
 // Runs fn(c) for every channel, in parallel.
-template <class Fn>
-void for_each_channel(const ChannelLayout& l, Fn&& fn) {
+template <class Fn> void for_each_channel(const ChannelLayout& l, Fn&& fn) {
   parallel_for(l.channels, grain_for(l.count()), [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) fn(c);
   });
 }
 
-template <class T>
-void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                   const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
-                   const Tensor& save_mean, const Tensor& save_invstd, const ChannelLayout& l) {
+template <class T> void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                      const Tensor& running_mean, const Tensor& running_var, bool training,
+                                      double momentum, double eps, const Tensor& out, const Tensor& save_mean,
+                                      const Tensor& save_invstd, const ChannelLayout& l) {
   const T* xd = x.data<T>();
   const T* wd = data_or_null<T>(weight);
   const T* bd = data_or_null<T>(bias);
@@ -86,10 +84,10 @@ void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, co
   });
 }
 
-template <class T>
-void backward_typed(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
-                    const Tensor& save_invstd, bool training, const Tensor& grad_x, const Tensor& grad_weight,
-                    const Tensor& grad_bias, const ChannelLayout& l) {
+template <class T> void backward_typed(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
+                                       const Tensor& save_mean, const Tensor& save_invstd, bool training,
+                                       const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
+                                       const ChannelLayout& l) {
   const T* gd = grad_out.data<T>();
   const T* xd = x.data<T>();
   const T* wd = data_or_null<T>(weight);
@@ -136,8 +134,8 @@ void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
                         const Tensor& save_mean, const Tensor& save_invstd) {
   const ChannelLayout l = ChannelLayout::of(x);
   dispatch_floating(x.dtype(), "batch_norm_forward", [&]<class T>() {
-    forward_typed<T>(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean,
-                     save_invstd, l);
+    forward_typed<T>(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean, save_invstd,
+                     l);
   });
 }
 

@@ -22,8 +22,7 @@ namespace {
 
 // The column matrix of image x_n: the image itself for a pointwise conv, else im2col into
 // `buffer` (sized on first use, reused for the thread's next images).
-template <class T>
-const T* columns_of(const ConvLayout& g, const T* image, std::vector<T>& buffer) {
+template <class T> const T* columns_of(const ConvLayout& g, const T* image, std::vector<T>& buffer) {
   if (g.is_pointwise()) return image;
   buffer.resize(static_cast<size_t>(g.col_size()));
   im2col(g, image, buffer.data());
@@ -31,8 +30,7 @@ const T* columns_of(const ConvLayout& g, const T* image, std::vector<T>& buffer)
 }
 
 template <class T>
-void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvLayout& g,
-                   const Tensor& out) {
+void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvLayout& g, const Tensor& out) {
   const int64_t batch = g.batch, filters = g.filters, group_filters = g.group_filters();
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
   const T* xd = x.data<T>();
@@ -49,16 +47,15 @@ void forward_typed(const Tensor& x, const Tensor& weight, const Tensor& bias, co
       }
       // One group (the default): one GEMM at offsets 0, as before groups existed.
       for (int64_t gi = 0; gi < g.groups; ++gi) {
-        gemm<T>(false, false, group_filters, pixels, patch, T(1), wd + g.group_weight(gi), patch,
-                col + g.group_col(gi), pixels, bd ? T(1) : T(0), on + g.group_out(gi), pixels);
+        gemm<T>(false, false, group_filters, pixels, patch, T(1), wd + g.group_weight(gi), patch, col + g.group_col(gi),
+                pixels, bd ? T(1) : T(0), on + g.group_out(gi), pixels);
       }
     }
   });
 }
 
 template <class T>
-void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const ConvLayout& g,
-                          const Tensor& grad_x) {
+void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const ConvLayout& g, const Tensor& grad_x) {
   const int64_t batch = g.batch, filters = g.filters, group_filters = g.group_filters();
   const int64_t patch = g.patch_size(), pixels = g.out_pixels();
   const T* gd = grad_out.data<T>();
@@ -82,8 +79,7 @@ void backward_input_typed(const Tensor& grad_out, const Tensor& weight, const Co
 }
 
 template <class T>
-void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvLayout& g,
-                           const Tensor& grad_weight) {
+void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvLayout& g, const Tensor& grad_weight) {
   const int64_t batch = g.batch, filters = g.filters, group_filters = g.group_filters();
   const int64_t patch = g.patch_size(), pixels = g.out_pixels(), weights = filters * patch;
   const T* gd = grad_out.data<T>();

@@ -11,8 +11,7 @@ namespace {
 // Every target a class in [0, C) or ignore_index: only the kernel reads the target's memory (the
 // shapes were checked by nn_dispatch.cpp). A serial pass before the parallel loop, so the error
 // always names the first bad target. Returns the sum of the rows' weights (total_weight).
-template <class T>
-double scan_targets(const char* op, const Tensor& target, const CrossEntropyMath<T>& math) {
+template <class T> double scan_targets(const char* op, const Tensor& target, const CrossEntropyMath<T>& math) {
   const int64_t* t = target.data<int64_t>();
   double total = 0;
   for (int64_t i = 0; i < target.numel(); ++i) {

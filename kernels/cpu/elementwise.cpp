@@ -15,8 +15,7 @@ void check_same_dtype(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 // Integer division by zero would kill the process (SIGFPE); make it an error instead.
-template <class F, class T>
-inline T apply_binary(T a, T b) {
+template <class F, class T> inline T apply_binary(T a, T b) {
   constexpr bool divides = std::is_same_v<F, fn::Div> || std::is_same_v<F, fn::FloorDivide>;
   if constexpr (divides && std::is_integral_v<T>) {
     if (b == T(0)) DUET_FAIL(std::is_same_v<F, fn::Div> ? "div" : "floor_divide", ": integer division by zero");
@@ -32,20 +31,19 @@ void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
   fn::dispatch_unary(op, [&]<class F>() {
     auto run = [&]<class T>() {
       if constexpr (std::is_same_v<F, fn::Abs> && std::is_unsigned_v<T>) {
-        map_elementwise<T, T>(op_name, [](T x) { return x; }, out, in);
+        map_elementwise<T, T>(
+            op_name, [](T x) { return x; }, out, in);
       } else {
-        map_elementwise<T, T>(op_name, [](T x) { return static_cast<T>(F{}(x)); }, out, in);
+        map_elementwise<T, T>(
+            op_name, [](T x) { return static_cast<T>(F{}(x)); }, out, in);
       }
     };
-    if constexpr (std::is_same_v<F, fn::Neg> || std::is_same_v<F, fn::Abs>)
-      dispatch_dtype(in.dtype(), run);
-    else
-      dispatch_floating(in.dtype(), op_name, run);
+    if constexpr (std::is_same_v<F, fn::Neg> || std::is_same_v<F, fn::Abs>) dispatch_dtype(in.dtype(), run);
+    else dispatch_floating(in.dtype(), op_name, run);
   });
 }
 
-void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
-                    const Tensor& grad_in) {
+void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out, const Tensor& grad_in) {
   const char* op_name = name(op);
   fn::dispatch_unary(op, [&]<class F>() {
     dispatch_floating(grad_in.dtype(), op_name, [&]<class T>() {
@@ -56,8 +54,7 @@ void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tens
         map_elementwise<T, T, T>(
             op_name, [](T g, T x) { return F{}.backward(g, x, F{}(x)); }, grad_in, grad, in);
       } else {
-        DUET_CHECK(fn::backward_needs_only_output<F> && out.defined(), op_name,
-                   " backward: needs the forward input");
+        DUET_CHECK(fn::backward_needs_only_output<F> && out.defined(), op_name, " backward: needs the forward input");
         map_elementwise<T, T, T>(
             op_name, [](T g, T y) { return F{}.backward(g, T(0), y); }, grad_in, grad, out);
       }
@@ -71,28 +68,28 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   if (is_comparison(op)) {
     fn::dispatch_comparison(op, [&]<class F>() {
       dispatch_dtype(a.dtype(), [&]<class T>() {
-        map_elementwise<uint8_t, T, T>(op_name, [](T x, T y) { return F{}(x, y); }, out, a, b);
+        map_elementwise<uint8_t, T, T>(
+            op_name, [](T x, T y) { return F{}(x, y); }, out, a, b);
       });
     });
     return;
   }
   fn::dispatch_arithmetic(op, [&]<class F>() {
     auto run = [&]<class T>() {
-      map_elementwise<T, T, T>(op_name, [](T x, T y) { return apply_binary<F>(x, y); }, out, a, b);
+      map_elementwise<T, T, T>(
+          op_name, [](T x, T y) { return apply_binary<F>(x, y); }, out, a, b);
     };
-    if constexpr (std::is_same_v<F, fn::Pow>)
-      dispatch_floating(a.dtype(), op_name, run);
-    else
-      dispatch_dtype(a.dtype(), run);
+    if constexpr (std::is_same_v<F, fn::Pow>) dispatch_floating(a.dtype(), op_name, run);
+    else dispatch_dtype(a.dtype(), run);
   });
 }
 
 namespace {
 
 // target = partial(g, a, b, y) at out's shape; y is recomputed when `out` is undefined.
-template <class T, class F, class Partial>
-void write_partial(const char* op, Partial partial, const Tensor& target, const Tensor& grad,
-                   const Tensor& a, const Tensor& b, const Tensor& out) {
+template <class T, class F, class Partial> void write_partial(const char* op, Partial partial, const Tensor& target,
+                                                              const Tensor& grad, const Tensor& a, const Tensor& b,
+                                                              const Tensor& out) {
   if (!target.defined()) return;
   if (out.defined()) {
     map_elementwise<T, T, T, T, T>(op, partial, target, grad, a, b, out);
@@ -104,8 +101,8 @@ void write_partial(const char* op, Partial partial, const Tensor& target, const 
 
 }  // namespace
 
-void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
-                     const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) {
+void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b, const Tensor& out,
+                     const Tensor& grad_a, const Tensor& grad_b) {
   const char* op_name = name(op);
   check_same_dtype(op_name, a, b);
   fn::dispatch_arithmetic(op, [&]<class F>() {

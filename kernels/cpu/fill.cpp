@@ -8,7 +8,8 @@ namespace duet::kernels::cpu {
 void fill(const Tensor& out, double value) {
   dispatch_dtype(out.dtype(), [&]<class T>() {
     const T v = cast_value<T>(value);
-    map_elementwise<T>("fill", [v]() { return v; }, out);
+    map_elementwise<T>(
+        "fill", [v]() { return v; }, out);
   });
 }
 
@@ -18,8 +19,7 @@ void arange(const Tensor& out, double start, double step) {
     T* data = out.data<T>();
     const int64_t stride = out.stride(0);
     parallel_for(out.numel(), kElementwiseGrain, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i)
-        data[i * stride] = cast_value<T>(start + static_cast<double>(i) * step);
+      for (int64_t i = begin; i < end; ++i) data[i * stride] = cast_value<T>(start + static_cast<double>(i) * step);
     });
   });
 }

@@ -31,8 +31,7 @@ inline OutputRange valid_outputs(int64_t out, int64_t in, int64_t offset, int64_
 
 // Copies n elements: 32-byte blocks, the last one overlapping the one before, so a short row
 // (10 to 30 floats here) costs a few vector moves instead of a call to memmove.
-template <class T>
-inline void copy_row(T* dst, const T* src, int64_t n) {
+template <class T> inline void copy_row(T* dst, const T* src, int64_t n) {
   constexpr int64_t kBlock = 32 / sizeof(T);
   if (n < kBlock) {
     for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
@@ -47,8 +46,7 @@ inline void copy_row(T* dst, const T* src, int64_t n) {
 // its output rows [rows.first, rows.last) and columns [cols.first, cols.last) read the input,
 // starting at input_offset for (rows.first, cols.first) and moving by stride.w (columns) and
 // stride.h * width (rows); every other entry of the row lies in the padding.
-template <class Row>
-void for_each_patch_row(const ConvLayout& g, Row&& row) {
+template <class Row> void for_each_patch_row(const ConvLayout& g, Row&& row) {
   for (int64_t c = 0; c < g.channels; ++c) {
     for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
       const int64_t row_offset = ki * g.dilation.h - g.padding.h;
@@ -65,8 +63,7 @@ void for_each_patch_row(const ConvLayout& g, Row&& row) {
 }
 
 // col [col_rows, out_pixels] from one image x [C, H, W].
-template <class T>
-void im2col(const ConvLayout& g, const T* x, T* col) {
+template <class T> void im2col(const ConvLayout& g, const T* x, T* col) {
   const int64_t wo = g.out_w, pixels = g.out_pixels(), step = g.stride.h * g.width, sw = g.stride.w;
   for_each_patch_row(g, [&](int64_t r, OutputRange rows, OutputRange cols, int64_t in_offset) {
     T* dst = col + r * pixels;
@@ -88,8 +85,7 @@ void im2col(const ConvLayout& g, const T* x, T* col) {
 }
 
 // x [C, H, W] = the sum of col's entries onto the pixels they were read from (padding dropped).
-template <class T>
-void col2im(const ConvLayout& g, const T* col, T* x) {
+template <class T> void col2im(const ConvLayout& g, const T* col, T* x) {
   std::fill(x, x + g.image_size(), T(0));
   const int64_t wo = g.out_w, step = g.stride.h * g.width, sw = g.stride.w;
   for_each_patch_row(g, [&](int64_t r, OutputRange rows, OutputRange cols, int64_t in_offset) {

@@ -71,8 +71,7 @@ Matrix matrix_of(const Tensor& t, int64_t index) {
 }
 
 // c = a @ b for one batch item, rows [r0, r1) of c. c must have a BLAS layout.
-template <class T>
-void gemm_rows(Matrix a, Matrix b, Matrix c, int64_t r0, int64_t r1) {
+template <class T> void gemm_rows(Matrix a, Matrix b, Matrix c, int64_t r0, int64_t r1) {
   if (!c.blas_layout() || c.blas_layout()->first) {  // column-major c
     std::swap(a, b);
     a = a.transposed();
@@ -83,8 +82,7 @@ void gemm_rows(Matrix a, Matrix b, Matrix c, int64_t r0, int64_t r1) {
   auto [tc, ldc] = *c.blas_layout();
   (void)tc;
   const int64_t rows = r1 - r0;
-  Matrix a_rows{a.data + r0 * a.row_stride * static_cast<int64_t>(sizeof(T)), rows, a.cols,
-                a.row_stride, a.col_stride};
+  Matrix a_rows{a.data + r0 * a.row_stride * static_cast<int64_t>(sizeof(T)), rows, a.cols, a.row_stride, a.col_stride};
   auto [ta, lda] = *a_rows.blas_layout();
   auto [tb, ldb] = *b.blas_layout();
   gemm<T>(ta, tb, rows, c.cols, a.cols, T(1), reinterpret_cast<const T*>(a_rows.data), lda,
@@ -95,22 +93,20 @@ void gemm_rows(Matrix a, Matrix b, Matrix c, int64_t r0, int64_t r1) {
 void check_operands(const Tensor& a, const Tensor& b, const Tensor& out) {
   const size_t rank = out.sizes().size();
   DUET_CHECK((rank == 2 || rank == 3) && a.sizes().size() == rank && b.sizes().size() == rank,
-             "matmul: expected rank-2 or rank-3 operands, got ", a.describe(), " @ ", b.describe(),
-             " -> ", out.describe());
+             "matmul: expected rank-2 or rank-3 operands, got ", a.describe(), " @ ", b.describe(), " -> ",
+             out.describe());
   const Shape &as = a.sizes(), &bs = b.sizes(), &os = out.sizes();
   bool batch_ok = rank == 2 || (as[0] == os[0] && bs[0] == os[0]);
-  DUET_CHECK(batch_ok && as[rank - 1] == bs[rank - 2] && os[rank - 2] == as[rank - 2] &&
-                 os[rank - 1] == bs[rank - 1],
+  DUET_CHECK(batch_ok && as[rank - 1] == bs[rank - 2] && os[rank - 2] == as[rank - 2] && os[rank - 1] == bs[rank - 1],
              "matmul: shapes do not match: ", a.describe(), " @ ", b.describe(), " -> ", out.describe());
-  DUET_CHECK(a.dtype() == b.dtype() && a.dtype() == out.dtype(), "matmul: dtypes differ: ",
-             a.describe(), " @ ", b.describe(), " -> ", out.describe());
+  DUET_CHECK(a.dtype() == b.dtype() && a.dtype() == out.dtype(), "matmul: dtypes differ: ", a.describe(), " @ ",
+             b.describe(), " -> ", out.describe());
   for (int64_t v : {as[rank - 2], as[rank - 1], bs[rank - 1]})
-    DUET_CHECK(v <= std::numeric_limits<int>::max(), "matmul: dim ", v, " too large for BLAS in ",
-               a.describe(), " @ ", b.describe());
+    DUET_CHECK(v <= std::numeric_limits<int>::max(), "matmul: dim ", v, " too large for BLAS in ", a.describe(), " @ ",
+               b.describe());
 }
 
-template <class T>
-void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
+template <class T> void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   const size_t rank = out.sizes().size();
   const int64_t batch = rank == 3 ? out.sizes()[0] : 1;
   const int64_t m = out.sizes()[rank - 2], n = out.sizes()[rank - 1], k = a.sizes()[rank - 1];
@@ -137,8 +133,8 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& out) {
   parallel_for(tasks, grain, [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       int64_t item = task / parts, part = task % parts;
-      gemm_rows<T>(matrix_of(a, item), matrix_of(b, item), matrix_of(out, item),
-                   split_rows * part / parts, split_rows * (part + 1) / parts);
+      gemm_rows<T>(matrix_of(a, item), matrix_of(b, item), matrix_of(out, item), split_rows * part / parts,
+                   split_rows * (part + 1) / parts);
     }
   });
 }
@@ -151,8 +147,7 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   Tensor a_usable = blas_usable(a) ? a : contiguous_copy(a);
   Tensor b_usable = blas_usable(b) ? b : contiguous_copy(b);
   Tensor out_usable = blas_usable(out) ? out : contiguous_like(out);
-  dispatch_floating(out.dtype(), "matmul",
-                    [&]<class T>() { matmul_typed<T>(a_usable, b_usable, out_usable); });
+  dispatch_floating(out.dtype(), "matmul", [&]<class T>() { matmul_typed<T>(a_usable, b_usable, out_usable); });
   if (!out_usable.is_same(out)) copy(out_usable, out);
 }
 

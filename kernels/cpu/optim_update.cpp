@@ -16,21 +16,19 @@ void sgd_range(const functors::SgdMath<T> math, T* __restrict p, const T* __rest
   for (int64_t i = begin; i < end; ++i) math(p[i], g[i]);
 }
 
-template <class T>
-void sgd_momentum_range(const functors::SgdMath<T> math, T* __restrict p, const T* __restrict g,
-                        T* __restrict buf, int64_t begin, int64_t end) {
+template <class T> void sgd_momentum_range(const functors::SgdMath<T> math, T* __restrict p, const T* __restrict g,
+                                           T* __restrict buf, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) math(p[i], g[i], buf[i]);
 }
 
-template <class T>
-void adam_range(const functors::AdamMath<T> math, T* __restrict p, const T* __restrict g, T* __restrict m,
-                T* __restrict v, int64_t begin, int64_t end) {
+template <class T> void adam_range(const functors::AdamMath<T> math, T* __restrict p, const T* __restrict g,
+                                   T* __restrict m, T* __restrict v, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) math(p[i], g[i], m[i], v[i]);
 }
 
-template <class T>
-void amsgrad_range(const functors::AdamMath<T> math, T* __restrict p, const T* __restrict g, T* __restrict m,
-                   T* __restrict v, T* __restrict max_v, int64_t begin, int64_t end) {
+template <class T> void amsgrad_range(const functors::AdamMath<T> math, T* __restrict p, const T* __restrict g,
+                                      T* __restrict m, T* __restrict v, T* __restrict max_v, int64_t begin,
+                                      int64_t end) {
   for (int64_t i = begin; i < end; ++i) math(p[i], g[i], m[i], v[i], max_v[i]);
 }
 

@@ -17,8 +17,7 @@ namespace duet::kernels::cpu {
 namespace {
 
 // Runs plane(p) for every plane p, in parallel.
-template <class PlaneFn>
-void for_each_plane(const PoolLayout& g, PlaneFn&& plane) {
+template <class PlaneFn> void for_each_plane(const PoolLayout& g, PlaneFn&& plane) {
   const int64_t work = g.out_plane() * g.rows.max_window() * g.cols.max_window() + g.in_plane();
   parallel_for(g.planes, grain_for(work), [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) plane(p);
@@ -27,8 +26,7 @@ void for_each_plane(const PoolLayout& g, PlaneFn&& plane) {
 
 // Calls window(oh, ow, r, c) for every output (oh, ow) of a plane, in row-major order, with the
 // rows r and columns c of the input window it reads.
-template <class WindowFn>
-void for_each_window(const PoolLayout& g, WindowFn&& window) {
+template <class WindowFn> void for_each_window(const PoolLayout& g, WindowFn&& window) {
   for (int64_t oh = 0; oh < g.rows.out; ++oh) {
     const Window r = g.rows.at(oh);
     for (int64_t ow = 0; ow < g.cols.out; ++ow) window(oh, ow, r, g.cols.at(ow));
@@ -40,8 +38,7 @@ void for_each_window(const PoolLayout& g, WindowFn&& window) {
 // The common path is branch-free selects: on real data whether an element is a new maximum is a
 // coin flip the branch predictor keeps losing (this halved the time). A window holding a NaN is
 // rescanned.
-template <class T>
-std::pair<T, int64_t> window_max(const T* plane, int64_t width, Window r, Window c) {
+template <class T> std::pair<T, int64_t> window_max(const T* plane, int64_t width, Window r, Window c) {
   T best = -std::numeric_limits<T>::infinity();
   int64_t best_at = r.begin * width + c.begin;  // an all -inf window keeps its first element
   bool saw_nan = false;
@@ -78,8 +75,7 @@ void max_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& out, 
 }
 
 template <class T>
-void max_backward_typed(const Tensor& grad_out, const Tensor& indices, const PoolLayout& g,
-                        const Tensor& grad_x) {
+void max_backward_typed(const Tensor& grad_out, const Tensor& indices, const PoolLayout& g, const Tensor& grad_x) {
   const T* gd = grad_out.data<T>();
   const int64_t* id = indices.data<int64_t>();
   T* gxd = grad_x.data<T>();
@@ -100,8 +96,7 @@ bool is_two_by_two(const PoolLayout& g) {
   return plain(g.rows) && plain(g.cols);
 }
 
-template <class T>
-void average_forward_2x2(const T* xd, const PoolLayout& g, T* od) {
+template <class T> void average_forward_2x2(const T* xd, const PoolLayout& g, T* od) {
   const int64_t width = g.cols.in, out_w = g.cols.out;
   for_each_plane(g, [&](int64_t p) {
     const T* in = xd + p * g.in_plane();
@@ -116,8 +111,7 @@ void average_forward_2x2(const T* xd, const PoolLayout& g, T* od) {
   });
 }
 
-template <class T>
-void average_backward_2x2(const T* gd, const PoolLayout& g, T* gxd) {
+template <class T> void average_backward_2x2(const T* gd, const PoolLayout& g, T* gxd) {
   const int64_t width = g.cols.in, out_w = g.cols.out;
   for_each_plane(g, [&](int64_t p) {
     T* gx = gxd + p * g.in_plane();
@@ -139,8 +133,7 @@ void average_backward_2x2(const T* gd, const PoolLayout& g, T* gxd) {
 }
 
 // Average and adaptive average: the sum over the window over the product of the divisors.
-template <class T>
-void average_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& out) {
+template <class T> void average_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& out) {
   const T* xd = x.data<T>();
   T* od = out.data<T>();
   if (is_two_by_two(g)) return average_forward_2x2(xd, g, od);
@@ -157,8 +150,7 @@ void average_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& o
 }
 
 // Opens as average_forward_typed does (pointers, the 2x2 case, the plane loop): it is its adjoint.
-template <class T>
-void average_backward_typed(const Tensor& grad_out, const PoolLayout& g, const Tensor& grad_x) {
+template <class T> void average_backward_typed(const Tensor& grad_out, const PoolLayout& g, const Tensor& grad_x) {
   const T* gd = grad_out.data<T>();
   T* gxd = grad_x.data<T>();
   if (is_two_by_two(g)) return average_backward_2x2(gd, g, gxd);
@@ -207,8 +199,7 @@ void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry,
 
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {
   const PoolLayout g = PoolLayout::adaptive(x, out);
-  dispatch_floating(x.dtype(), "adaptive_avg_pool2d_forward",
-                    [&]<class T>() { average_forward_typed<T>(x, g, out); });
+  dispatch_floating(x.dtype(), "adaptive_avg_pool2d_forward", [&]<class T>() { average_forward_typed<T>(x, g, out); });
 }
 
 void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x) {

@@ -11,15 +11,12 @@ namespace {
 constexpr int64_t kRandomGrain = 4096;
 
 // Calls write(data, i) for every element of a contiguous floating `out`, in parallel.
-template <class Write>
-void draw(const char* op, const Tensor& out, Write write) {
-  DUET_CHECK(out.is_contiguous(), op, ": expected a contiguous output, got ", out.describe(),
-             " with strides ", shape_str(out.strides()));
+template <class Write> void draw(const char* op, const Tensor& out, Write write) {
+  DUET_CHECK(out.is_contiguous(), op, ": expected a contiguous output, got ", out.describe(), " with strides ",
+             shape_str(out.strides()));
   dispatch_floating(out.dtype(), op, [&]<class T>() {
     T* data = out.data<T>();
-    parallel_for(out.numel(), kRandomGrain, [&](int64_t begin, int64_t end) {
-      write(data, begin, end);
-    });
+    parallel_for(out.numel(), kRandomGrain, [&](int64_t begin, int64_t end) { write(data, begin, end); });
   });
 }
 

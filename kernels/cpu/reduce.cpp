@@ -21,7 +21,8 @@ namespace {
 constexpr int64_t kReduceGrain = 32768;
 
 template <class T> inline bool is_nan(T v) {
-  if constexpr (std::is_floating_point_v<T>) return std::isnan(v); else return false;
+  if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
+  else return false;
 }
 
 // f32 sums accumulate in double; integer sums in int64.
@@ -29,8 +30,7 @@ template <class T> using SumType = std::conditional_t<std::is_floating_point_v<T
 
 // Accumulators: add(v, index) takes one element (index: its position along the reduced dims),
 // merge() folds in the accumulator of a later range, result(count) gives the output.
-template <class T>
-struct SumAcc {
+template <class T> struct SumAcc {
   SumType<T> sum = 0;
   void add(T v, int64_t) { sum += v; }
   // A contiguous run with four independent chains, so the adds overlap in the pipeline.
@@ -54,14 +54,12 @@ struct SumAcc {
   SumType<T> result(int64_t) const { return sum; }
 };
 
-template <class T>
-struct MeanAcc : SumAcc<T> {
+template <class T> struct MeanAcc : SumAcc<T> {
   double result(int64_t count) const { return static_cast<double>(this->sum) / static_cast<double>(count); }
 };
 
 // max (kMax) or min; NaN wins, as in PyTorch.
-template <class T, bool kMax>
-struct ExtremumAcc {
+template <class T, bool kMax> struct ExtremumAcc {
   // An infinity for floating types, so that an all -inf (or +inf) input gives it back.
   T best = std::is_floating_point_v<T>
                ? (kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity())
@@ -75,8 +73,7 @@ struct ExtremumAcc {
 };
 
 // The first index of the maximum (kMax) or minimum; NaN counts as either.
-template <class T, bool kMax>
-struct ArgExtremumAcc {
+template <class T, bool kMax> struct ArgExtremumAcc {
   T best{};
   int64_t index = -1;
   static bool better(T v, T best) { return !is_nan(best) && ((kMax ? v > best : v < best) || is_nan(v)); }
@@ -93,12 +90,11 @@ struct ArgExtremumAcc {
 };
 
 // Online log-sum-exp: keeps the running maximum and sum(exp(x - max)), so it never overflows.
-template <class T>
-struct LogSumExpAcc {
+template <class T> struct LogSumExpAcc {
   using A = SumType<T>;
   static constexpr A kNegInf = -std::numeric_limits<A>::infinity();
   A max = kNegInf, sum = 0;
-  void combine(A m, A s) {  // folds in a pair (m, s) of another range
+  void combine(A m, A s) {                       // folds in a pair (m, s) of another range
     if (m == kNegInf && !std::isnan(s)) return;  // a NaN sum must survive the merge
     if (m > max) {
       sum = sum * std::exp(max - m) + s;
@@ -114,8 +110,7 @@ struct LogSumExpAcc {
 };
 
 // n elements from p with an element stride; `first` is the index of the first one.
-template <class Acc, class T>
-inline void run_acc(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t first) {
+template <class Acc, class T> inline void run_acc(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t first) {
   if constexpr (requires { acc.run(p, n, stride, first); }) {
     acc.run(p, n, stride, first);
   } else {
@@ -123,14 +118,13 @@ inline void run_acc(Acc& acc, const T* p, int64_t n, int64_t stride, int64_t fir
   }
 }
 
-template <class V>
-void store(char* p, DType dtype, V value) {
+template <class V> void store(char* p, DType dtype, V value) {
   dispatch_dtype(dtype, [&]<class O>() { *reinterpret_cast<O*>(p) = cast_value<O>(value); });
 }
 
 struct ReducePlan {
-  StridedLayout<2> kept;     // operands: out, in (byte strides)
-  StridedLayout<1> reduced;  // in (byte strides)
+  StridedLayout<2> kept;           // operands: out, in (byte strides)
+  StridedLayout<1> reduced;        // in (byte strides)
   int64_t outputs = 0, count = 0;  // output elements; input elements per output
 };
 
@@ -153,8 +147,7 @@ void accumulate(Acc& acc, const StridedLayout<1>& reduced, char* in, int64_t beg
 
 // Calls fn(out_ptr, in_ptr) for outputs [begin, end).
 template <class Fn>
-void for_each_output(const ReducePlan& plan, const Tensor& in, const Tensor& out, int64_t begin,
-                     int64_t end, Fn&& fn) {
+void for_each_output(const ReducePlan& plan, const Tensor& in, const Tensor& out, int64_t begin, int64_t end, Fn&& fn) {
   std::array<char*, 2> base{static_cast<char*>(out.data_ptr()), static_cast<char*>(in.data_ptr())};
   auto run = [&](const std::array<char*, 2>& p, const std::array<int64_t, 2>& s, int64_t n) {
     for (int64_t j = 0; j < n; ++j) fn(p[0] + j * s[0], p[1] + j * s[1]);
@@ -170,8 +163,7 @@ bool reduces_columns(const ReducePlan& plan, int64_t elem) {
          plan.reduced.strides[0].back() != elem;
 }
 
-template <class T, class Acc>
-void run_column_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out) {
+template <class T, class Acc> void run_column_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out) {
   const int64_t width = plan.kept.sizes.back(), rows = plan.outputs / width;
   const int64_t out_step = plan.kept.strides[0].back();
   const int64_t threads = pool_size();
@@ -194,14 +186,14 @@ void run_column_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& o
           }
         };
         for_each_run(plan.reduced, {i}, 0, plan.count, add_rows);
-        for (int64_t j = 0; j < n; ++j) store(o + j * out_step, out_dtype, acc[static_cast<size_t>(j)].result(plan.count));
+        for (int64_t j = 0; j < n; ++j)
+          store(o + j * out_step, out_dtype, acc[static_cast<size_t>(j)].result(plan.count));
       });
     }
   });
 }
 
-template <class T, class Acc>
-void run_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out) {
+template <class T, class Acc> void run_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out) {
   if (reduces_columns(plan, sizeof(T))) return run_column_reduce<T, Acc>(plan, in, out);
   const int64_t threads = pool_size();
   // Few outputs with many elements each: split every output into `parts` for the threads.
@@ -225,16 +217,15 @@ void run_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out) {
     for (int64_t task = begin; task < end; ++task) {
       int64_t part = task % parts;
       for_each_output(plan, in, out, task / parts, task / parts + 1, [&](char*, char* i) {
-        accumulate<T>(partial[static_cast<size_t>(task)], plan.reduced, i,
-                      plan.count * part / parts, plan.count * (part + 1) / parts);
+        accumulate<T>(partial[static_cast<size_t>(task)], plan.reduced, i, plan.count * part / parts,
+                      plan.count * (part + 1) / parts);
       });
     }
   });
   for (int64_t m = 0; m < plan.outputs; ++m) {
     Acc& total = partial[static_cast<size_t>(m * parts)];
     for (int64_t part = 1; part < parts; ++part) total.merge(partial[static_cast<size_t>(m * parts + part)]);
-    for_each_output(plan, in, out, m, m + 1,
-                    [&](char* o, char*) { store(o, out_dtype, total.result(plan.count)); });
+    for_each_output(plan, in, out, m, m + 1, [&](char* o, char*) { store(o, out_dtype, total.result(plan.count)); });
   }
 }
 
@@ -243,12 +234,12 @@ ReducePlan make_plan(ReduceOp op, const Tensor& in, const std::vector<int64_t>& 
   const size_t nd = in.sizes().size();
   std::vector<bool> is_reduced(nd, dims.empty());
   for (size_t i = 0; i < dims.size(); ++i) {
-    DUET_CHECK(dims[i] >= 0 && dims[i] < static_cast<int64_t>(nd) && (i == 0 || dims[i] > dims[i - 1]),
-               op_name, ": dims must be ascending, unique and in [0, ", nd, "), for ", in.describe());
+    DUET_CHECK(dims[i] >= 0 && dims[i] < static_cast<int64_t>(nd) && (i == 0 || dims[i] > dims[i - 1]), op_name,
+               ": dims must be ascending, unique and in [0, ", nd, "), for ", in.describe());
     is_reduced[static_cast<size_t>(dims[i])] = true;
   }
-  DUET_CHECK(out.sizes().size() == nd, op_name, ": output ", out.describe(),
-             " must keep the rank of the input ", in.describe());
+  DUET_CHECK(out.sizes().size() == nd, op_name, ": output ", out.describe(), " must keep the rank of the input ",
+             in.describe());
   Shape kept_sizes, reduced_sizes;
   std::array<Shape, 2> kept_strides;
   std::array<Shape, 1> reduced_strides;
@@ -267,8 +258,8 @@ ReducePlan make_plan(ReduceOp op, const Tensor& in, const std::vector<int64_t>& 
     }
   }
   if (is_arg_reduction(op)) {
-    DUET_CHECK(reduced_sizes.size() <= 1, op_name, ": expected exactly one dim, got ", shape_str(dims),
-               " for ", in.describe());
+    DUET_CHECK(reduced_sizes.size() <= 1, op_name, ": expected exactly one dim, got ", shape_str(dims), " for ",
+               in.describe());
   }
   const DType out_dtype = reduce_output_dtype(op, in.dtype());
   DUET_CHECK(out.dtype() == out_dtype, op_name, ": expected output dtype ", dtype_name(out_dtype), " for ",
@@ -279,8 +270,8 @@ ReducePlan make_plan(ReduceOp op, const Tensor& in, const std::vector<int64_t>& 
   plan.kept = coalesce(kept_sizes, kept_strides);
   plan.reduced = coalesce(reduced_sizes, reduced_strides);
   const bool needs_elements = op == ReduceOp::max || op == ReduceOp::min || is_arg_reduction(op);
-  DUET_CHECK(plan.count > 0 || plan.outputs == 0 || !needs_elements, op_name,
-             ": cannot reduce over an empty dim of ", in.describe());
+  DUET_CHECK(plan.count > 0 || plan.outputs == 0 || !needs_elements, op_name, ": cannot reduce over an empty dim of ",
+             in.describe());
   return plan;
 }
 
@@ -292,11 +283,16 @@ void reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, con
   if (plan.outputs == 0) return;
   dispatch_dtype(in.dtype(), [&]<class T>() {
     switch (op) {
-      case ReduceOp::sum: return run_reduce<T, SumAcc<T>>(plan, in, out);
-      case ReduceOp::max: return run_reduce<T, ExtremumAcc<T, true>>(plan, in, out);
-      case ReduceOp::min: return run_reduce<T, ExtremumAcc<T, false>>(plan, in, out);
-      case ReduceOp::argmax: return run_reduce<T, ArgExtremumAcc<T, true>>(plan, in, out);
-      case ReduceOp::argmin: return run_reduce<T, ArgExtremumAcc<T, false>>(plan, in, out);
+      case ReduceOp::sum:
+        return run_reduce<T, SumAcc<T>>(plan, in, out);
+      case ReduceOp::max:
+        return run_reduce<T, ExtremumAcc<T, true>>(plan, in, out);
+      case ReduceOp::min:
+        return run_reduce<T, ExtremumAcc<T, false>>(plan, in, out);
+      case ReduceOp::argmax:
+        return run_reduce<T, ArgExtremumAcc<T, true>>(plan, in, out);
+      case ReduceOp::argmin:
+        return run_reduce<T, ArgExtremumAcc<T, false>>(plan, in, out);
       case ReduceOp::mean:
       case ReduceOp::logsumexp:
         if constexpr (std::is_floating_point_v<T>) {

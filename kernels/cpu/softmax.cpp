@@ -22,8 +22,7 @@ void forward(Kind kind, const char* op, const Tensor& x, int64_t dim, const Tens
 
 // softmax:     grad_x = y * (g - sum(g * y))
 // log_softmax: grad_x = g - exp(y) * sum(g)
-void backward(Kind kind, const char* op, const Tensor& grad_out, const Tensor& out, int64_t dim,
-              const Tensor& grad_x) {
+void backward(Kind kind, const char* op, const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x) {
   const RowLayout l = RowLayout::of(out, dim);
   if (out.numel() == 0) return;
   dispatch_floating(out.dtype(), op, [&]<class T>() {

@@ -14,23 +14,20 @@
 namespace duet::kernels::cpu {
 
 // Runs fn(offset) for the first element of every row, rows split over the pool.
-template <class Fn>
-void for_each_row(const RowLayout& l, Fn&& fn) {
+template <class Fn> void for_each_row(const RowLayout& l, Fn&& fn) {
   parallel_for(l.rows(), grain_for(l.size), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) fn(l.offset(r));
   });
 }
 
-template <class T>
-T row_max(const T* x, int64_t n, int64_t stride) {
+template <class T> T row_max(const T* x, int64_t n, int64_t stride) {
   T m = x[0];
   for (int64_t j = 1; j < n; ++j) m = std::max(m, x[j * stride]);
   return m;
 }
 
 // y = x - logsumexp(x) over the row; y may alias x.
-template <class T>
-void log_softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
+template <class T> void log_softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
   const T m = row_max(x, n, stride);
   double sum = 0;
   for (int64_t j = 0; j < n; ++j) sum += std::exp(x[j * stride] - m);
@@ -40,8 +37,7 @@ void log_softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
 }
 
 // y = exp(x - max) / sum(exp(x - max)) over the row; y may alias x.
-template <class T>
-void softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
+template <class T> void softmax_row(const T* x, T* y, int64_t n, int64_t stride) {
   const T m = row_max(x, n, stride);
   double sum = 0;
   for (int64_t j = 0; j < n; ++j) {

@@ -10,8 +10,8 @@ Shape broadcast_byte_strides(const Tensor& t, const Shape& sizes, const char* op
   for (size_t i = 0; i < td; ++i) {
     size_t d = nd - td + i;
     int64_t size = t.sizes()[i];
-    DUET_CHECK(size == sizes[d] || size == 1, op, ": ", t.describe(), " does not broadcast to ",
-               shape_str(sizes), " (dim ", d, ": ", size, " vs ", sizes[d], ")");
+    DUET_CHECK(size == sizes[d] || size == 1, op, ": ", t.describe(), " does not broadcast to ", shape_str(sizes),
+               " (dim ", d, ": ", size, " vs ", sizes[d], ")");
     if (size == sizes[d]) strides[d] = t.strides()[i] * elem;
   }
   return strides;

@@ -74,7 +74,8 @@ const cpu_set_t& process_mask() {
     cpu_set_t m;
     CPU_ZERO(&m);
     if (sched_getaffinity(0, sizeof m, &m) != 0) {
-      for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()) && i < CPU_SETSIZE; ++i) CPU_SET(i, &m);
+      for (unsigned i = 0; i < std::max(1u, std::thread::hardware_concurrency()) && i < CPU_SETSIZE; ++i)
+        CPU_SET(i, &m);
     }
     return m;
   }();
@@ -277,8 +278,8 @@ std::vector<int> available_cores() {
 
 CpuPlacement place_cpu_devices(int devices, int cores_per_device, int first_core) {
   DUET_CHECK(devices >= 1 && cores_per_device >= 1 && first_core >= 0,
-             "place_cpu_devices: expected devices >= 1, cores_per_device >= 1 and first_core >= 0, got ", devices,
-             ", ", cores_per_device, ", ", first_core);
+             "place_cpu_devices: expected devices >= 1, cores_per_device >= 1 and first_core >= 0, got ", devices, ", ",
+             cores_per_device, ", ", first_core);
   DUET_CHECK(!t_in_parallel_region, "place_cpu_devices: called from inside a parallel loop");
   const std::vector<int> cores = available_cores();
   CpuPlacement placement;

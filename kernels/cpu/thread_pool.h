@@ -24,8 +24,8 @@ namespace duet::kernels::cpu {
 class RangeFn {
  public:
   template <class F>
-    requires(!std::is_same_v<std::remove_cv_t<F>, RangeFn>)  // copies stay copies
-  explicit RangeFn(F& fn)
+  requires(!std::is_same_v<std::remove_cv_t<F>, RangeFn>)  // copies stay copies
+      explicit RangeFn(F& fn)
       : object_(const_cast<void*>(static_cast<const void*>(&fn))),
         call_([](void* o, int64_t b, int64_t e) { (*static_cast<F*>(o))(b, e); }) {}
   void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
@@ -87,8 +87,7 @@ void run_chunks(int64_t n, int64_t chunks, RangeFn fn);
 // Runs fn(begin, end) over [0, n) in ranges of at least `grain` elements, on the pool.
 // Inline (one call fn(0, n)) when the work is small, the pool has one thread, or when called
 // from inside a parallel loop.
-template <class F>
-void parallel_for(int64_t n, int64_t grain, F&& fn) {
+template <class F> void parallel_for(int64_t n, int64_t grain, F&& fn) {
   if (n <= 0) return;
   if (grain < 1) grain = 1;
   int64_t chunks = (n + grain - 1) / grain;

@@ -21,8 +21,7 @@ using kernels::ChannelLayout;
 using kernels::data_or_null;
 
 // The sum over channel c's values of term(offset), in double, shared by every thread of the block.
-template <class Term>
-__device__ double channel_sum(const ChannelLayout& l, int64_t c, Term term) {
+template <class Term> __device__ double channel_sum(const ChannelLayout& l, int64_t c, Term term) {
   double sum = 0;
   for (int64_t j = threadIdx.x; j < l.count(); j += blockDim.x) sum += term(l.offset(c, j));
   return block_reduce(sum, SumOf<double>{});
@@ -31,8 +30,7 @@ __device__ double channel_sum(const ChannelLayout& l, int64_t c, Term term) {
 // save_invstd's definition, in double as on the CPU.
 __device__ double invstd_of(double var, double eps) { return 1 / std::sqrt(var + eps); }
 
-template <class T>
-struct ForwardArgs {
+template <class T> struct ForwardArgs {
   const T* x;
   const T* weight;  // null: 1
   const T* bias;    // null: 0
@@ -46,8 +44,7 @@ struct ForwardArgs {
   ChannelLayout l;
 };
 
-template <class T>
-__global__ void forward_kernel(ForwardArgs<T> a) {
+template <class T> __global__ void forward_kernel(ForwardArgs<T> a) {
   const int64_t c = blockIdx.x;
   const double count = static_cast<double>(a.l.count());
   double mean, var;
@@ -58,8 +55,7 @@ __global__ void forward_kernel(ForwardArgs<T> a) {
     var = channel_sum(a.l, c, [&](int64_t i) { return static_cast<double>((a.x[i] - m) * (a.x[i] - m)); }) / count;
     if (threadIdx.x == 0 && a.running_mean && a.running_var) {
       a.running_mean[c] = static_cast<T>((1 - a.momentum) * a.running_mean[c] + a.momentum * mean);
-      a.running_var[c] =
-          static_cast<T>((1 - a.momentum) * a.running_var[c] + a.momentum * var * count / (count - 1));
+      a.running_var[c] = static_cast<T>((1 - a.momentum) * a.running_var[c] + a.momentum * var * count / (count - 1));
     }
   } else {
     mean = a.running_mean[c];
@@ -79,8 +75,7 @@ __global__ void forward_kernel(ForwardArgs<T> a) {
   }
 }
 
-template <class T>
-struct BackwardArgs {
+template <class T> struct BackwardArgs {
   const T* grad_out;
   const T* x;
   const T* weight;  // null: 1
@@ -93,8 +88,7 @@ struct BackwardArgs {
   ChannelLayout l;
 };
 
-template <class T>
-__global__ void backward_kernel(BackwardArgs<T> a) {
+template <class T> __global__ void backward_kernel(BackwardArgs<T> a) {
   const int64_t c = blockIdx.x;
   const double count = static_cast<double>(a.l.count());
   const double mean = a.save_mean[c], invstd = a.save_invstd[c];
@@ -126,9 +120,8 @@ __global__ void backward_kernel(BackwardArgs<T> a) {
 }
 
 // Inference: save_mean = running_mean, save_invstd = 1 / sqrt(running_var + eps), one thread a channel.
-template <class T>
-__global__ void inference_stats_kernel(const T* running_mean, const T* running_var, double eps, T* save_mean,
-                                       T* save_invstd, int64_t channels) {
+template <class T> __global__ void inference_stats_kernel(const T* running_mean, const T* running_var, double eps,
+                                                          T* save_mean, T* save_invstd, int64_t channels) {
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= channels) return;
   save_mean[c] = running_mean[c];
@@ -136,8 +129,7 @@ __global__ void inference_stats_kernel(const T* running_mean, const T* running_v
 }
 
 // One block per channel.
-template <class Kernel, class Args>
-void launch_per_channel(Kernel kernel, const Args& args, cudaStream_t stream) {
+template <class Kernel, class Args> void launch_per_channel(Kernel kernel, const Args& args, cudaStream_t stream) {
   if (args.l.channels == 0) return;
   kernel<<<static_cast<unsigned>(args.l.channels), reduce_threads_for(args.l.count()), 0, stream>>>(args);
   DUET_CUDA_CHECK_LAUNCH();
@@ -154,27 +146,41 @@ ChannelLayout grid_layout(const char* op, const Tensor& x) {
 }  // namespace
 
 void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                               const Tensor& running_var, bool training, double momentum, double eps,
-                               const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
-                               cudaStream_t stream) {
+                               const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                               const Tensor& save_mean, const Tensor& save_invstd, cudaStream_t stream) {
   const ChannelLayout l = grid_layout("batch_norm_forward", x);
   dispatch_floating(x.dtype(), "batch_norm_forward", [&]<class T>() {
-    const ForwardArgs<T> args{x.data<T>(), data_or_null<T>(weight), data_or_null<T>(bias),
-                              data_or_null<T>(running_mean), data_or_null<T>(running_var), out.data<T>(),
-                              save_mean.data<T>(), save_invstd.data<T>(), training, momentum, eps, l};
+    const ForwardArgs<T> args{x.data<T>(),
+                              data_or_null<T>(weight),
+                              data_or_null<T>(bias),
+                              data_or_null<T>(running_mean),
+                              data_or_null<T>(running_var),
+                              out.data<T>(),
+                              save_mean.data<T>(),
+                              save_invstd.data<T>(),
+                              training,
+                              momentum,
+                              eps,
+                              l};
     launch_per_channel(forward_kernel<T>, args, stream);
   });
 }
 
-void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                                const Tensor& save_mean, const Tensor& save_invstd, bool training,
-                                const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
-                                cudaStream_t stream) {
+void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
+                                const Tensor& save_invstd, bool training, const Tensor& grad_x,
+                                const Tensor& grad_weight, const Tensor& grad_bias, cudaStream_t stream) {
   const ChannelLayout l = grid_layout("batch_norm_backward", x);
   dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class T>() {
-    const BackwardArgs<T> args{grad_out.data<T>(), x.data<T>(), data_or_null<T>(weight), save_mean.data<T>(),
-                               save_invstd.data<T>(), data_or_null<T>(grad_x), data_or_null<T>(grad_weight),
-                               data_or_null<T>(grad_bias), training, l};
+    const BackwardArgs<T> args{grad_out.data<T>(),
+                               x.data<T>(),
+                               data_or_null<T>(weight),
+                               save_mean.data<T>(),
+                               save_invstd.data<T>(),
+                               data_or_null<T>(grad_x),
+                               data_or_null<T>(grad_weight),
+                               data_or_null<T>(grad_bias),
+                               training,
+                               l};
     launch_per_channel(backward_kernel<T>, args, stream);
   });
 }

@@ -67,8 +67,8 @@ class TensorDescriptor {
 struct Descriptors {
   explicit Descriptors(const Tensor& x) {
     const bool spatial = x.dim() == 4;
-    DUET_CUDNN_CHECK(cudnnSetTensor4dDescriptor(data.get(), CUDNN_TENSOR_NCHW, cudnn_type(x.dtype()),
-                                                int(x.size(0)), int(x.size(1)), spatial ? int(x.size(2)) : 1,
+    DUET_CUDNN_CHECK(cudnnSetTensor4dDescriptor(data.get(), CUDNN_TENSOR_NCHW, cudnn_type(x.dtype()), int(x.size(0)),
+                                                int(x.size(1)), spatial ? int(x.size(2)) : 1,
                                                 spatial ? int(x.size(3)) : 1));
     DUET_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(channel.get(), data.get(), kMode));
   }
@@ -113,9 +113,8 @@ void* data_or_null(const Tensor& t) { return t.defined() ? t.data_ptr() : nullpt
 }  // namespace
 
 bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                              const Tensor& running_var, bool training, double momentum, double eps,
-                              const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, Device device,
-                              cudaStream_t stream) {
+                              const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                              const Tensor& save_mean, const Tensor& save_invstd, Device device, cudaStream_t stream) {
   if (!takes(eps, x, {x, weight, bias, running_mean, running_var, out, save_mean, save_invstd})) return false;
   const Tensor scale = channel_or(weight, 1.0, x, stream), shift = channel_or(bias, 0.0, x, stream);
   const Descriptors d(x);
@@ -137,10 +136,9 @@ bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tenso
   return accepted(status, "cudnnBatchNormalizationForwardTraining", __LINE__, device);
 }
 
-bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                               const Tensor& save_mean, const Tensor& save_invstd, bool training,
-                               const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias, Device device,
-                               cudaStream_t stream) {
+bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
+                               const Tensor& save_invstd, bool training, const Tensor& grad_x,
+                               const Tensor& grad_weight, const Tensor& grad_bias, Device device, cudaStream_t stream) {
   // With the statistics held constant (inference) out is affine in x: a gradient cuDNN does not compute.
   if (!training) return false;
   if (!takes(kBackwardEps, x, {grad_out, x, weight, save_mean, save_invstd, grad_x, grad_weight, grad_bias}))

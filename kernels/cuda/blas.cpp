@@ -48,10 +48,10 @@ cublasOperation_t op_of(bool transposed) { return transposed ? CUBLAS_OP_T : CUB
 
 }  // namespace
 
-template <class T>
-void gemm_strided_batched(Device device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha,
-                          const T* a, int64_t lda, int64_t stride_a, const T* b, int64_t ldb, int64_t stride_b,
-                          T beta, T* c, int64_t ldc, int64_t stride_c, int64_t batch) {
+template <class T> void gemm_strided_batched(Device device, bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                                             T alpha, const T* a, int64_t lda, int64_t stride_a, const T* b,
+                                             int64_t ldb, int64_t stride_b, T beta, T* c, int64_t ldc, int64_t stride_c,
+                                             int64_t batch) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   cublasHandle_t handle = handle_for(device);
   std::lock_guard<std::mutex> lock(handles().in_use[static_cast<size_t>(device.index)]);
@@ -68,11 +68,11 @@ void gemm_strided_batched(Device device, bool trans_a, bool trans_b, int64_t m, 
   }
 }
 
-template void gemm_strided_batched<float>(Device, bool, bool, int64_t, int64_t, int64_t, float, const float*,
-                                          int64_t, int64_t, const float*, int64_t, int64_t, float, float*, int64_t,
-                                          int64_t, int64_t);
+template void gemm_strided_batched<float>(Device, bool, bool, int64_t, int64_t, int64_t, float, const float*, int64_t,
+                                          int64_t, const float*, int64_t, int64_t, float, float*, int64_t, int64_t,
+                                          int64_t);
 template void gemm_strided_batched<double>(Device, bool, bool, int64_t, int64_t, int64_t, double, const double*,
-                                           int64_t, int64_t, const double*, int64_t, int64_t, double, double*,
-                                           int64_t, int64_t, int64_t);
+                                           int64_t, int64_t, const double*, int64_t, int64_t, double, double*, int64_t,
+                                           int64_t, int64_t);
 
 }  // namespace duet::cuda

@@ -27,18 +27,13 @@ inline int reduce_threads_for(int64_t n) {
 }
 
 // -infinity as a constant that device code may read (numeric_limits is host-only code).
-template <class T>
-inline constexpr T kNegInfinity = -std::numeric_limits<T>::infinity();
+template <class T> inline constexpr T kNegInfinity = -std::numeric_limits<T>::infinity();
 
-template <class T>
-struct alignas(T) RawSlot {
-  unsigned char bytes[sizeof(T)];
-};
+template <class T> struct alignas(T) RawSlot { unsigned char bytes[sizeof(T)]; };
 
 // Combines `value` of every thread of the block (blockDim.x a power of two <= kMaxReduceThreads)
 // and returns the total to every thread. All threads of the block must call it.
-template <class T, class Combine>
-__device__ T block_reduce(T value, Combine combine) {
+template <class T, class Combine> __device__ T block_reduce(T value, Combine combine) {
   __shared__ RawSlot<T> slots[kMaxReduceThreads];
   T* shared = reinterpret_cast<T*>(slots);
   const unsigned tid = threadIdx.x;
@@ -53,13 +48,11 @@ __device__ T block_reduce(T value, Combine combine) {
   return total;
 }
 
-template <class T>
-struct SumOf {
+template <class T> struct SumOf {
   __device__ T operator()(T a, T b) const { return a + b; }
 };
 
-template <class T>
-struct MaxOf {
+template <class T> struct MaxOf {
   __device__ T operator()(T a, T b) const { return a < b ? b : a; }
 };
 

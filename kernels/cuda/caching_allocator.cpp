@@ -164,8 +164,8 @@ class CachingAllocator final : public Allocator {
     if (!pool(device).give_back(ptr)) {
       // Called from Storage's destructor, which cannot throw; a foreign pointer means memory
       // corruption, so stop here rather than carry on.
-      std::fprintf(stderr, "duet: CUDA caching allocator asked to free %p on %s, which it never allocated\n",
-                   ptr, device.str().c_str());
+      std::fprintf(stderr, "duet: CUDA caching allocator asked to free %p on %s, which it never allocated\n", ptr,
+                   device.str().c_str());
       std::abort();
     }
     record_memory(device, -static_cast<int64_t>(bytes), 0);
@@ -186,7 +186,6 @@ class CachingAllocator final : public Allocator {
   }
 
  private:
-
   // cudaMalloc, retried once after freeing the caches of every logical device on the same GPU.
   void* malloc_from_driver(size_t bytes, size_t size, Device device) {
     DeviceGuard guard(device);
@@ -204,10 +203,9 @@ class CachingAllocator final : public Allocator {
       MemoryStats stats = memory_stats(device);
       size_t free_bytes = 0, total_bytes = 0;
       cudaMemGetInfo(&free_bytes, &total_bytes);
-      DUET_FAIL("CUDA out of memory on ", device, ": failed to allocate ", bytes, " bytes (",
-                size, " with rounding); ", device, " has ", stats.current, " bytes in use by tensors and ",
-                stats.reserved, " reserved by the caching allocator; the GPU has ", free_bytes,
-                " of ", total_bytes, " bytes free");
+      DUET_FAIL("CUDA out of memory on ", device, ": failed to allocate ", bytes, " bytes (", size, " with rounding); ",
+                device, " has ", stats.current, " bytes in use by tensors and ", stats.reserved,
+                " reserved by the caching allocator; the GPU has ", free_bytes, " of ", total_bytes, " bytes free");
     }
     DUET_CUDA_CHECK(status);
     return ptr;

@@ -14,22 +14,19 @@
 
 namespace duet::cuda::detail {
 
-[[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* expr, const char* file,
-                                          int line) {
+[[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* expr, const char* file, int line) {
   // Clears the (non-sticky) error so that the next unrelated check does not report it again.
   cudaGetLastError();
-  DUET_FAIL("CUDA error at ", file, ":", line, ": ", expr, " failed: ", cudaGetErrorName(status),
-            " (", cudaGetErrorString(status), ")");
+  DUET_FAIL("CUDA error at ", file, ":", line, ": ", expr, " failed: ", cudaGetErrorName(status), " (",
+            cudaGetErrorString(status), ")");
 }
 
-[[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* expr, const char* file,
-                                            int line) {
+[[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* expr, const char* file, int line) {
   DUET_FAIL("cuBLAS error at ", file, ":", line, ": ", expr, " failed: ", cublasGetStatusName(status), " (",
             cublasGetStatusString(status), ")");
 }
 
-[[noreturn]] inline void throw_cudnn_error(cudnnStatus_t status, const char* expr, const char* file,
-                                           int line) {
+[[noreturn]] inline void throw_cudnn_error(cudnnStatus_t status, const char* expr, const char* file, int line) {
   DUET_FAIL("cuDNN error at ", file, ":", line, ": ", expr, " failed: ", cudnnGetErrorString(status));
 }
 
@@ -46,35 +43,35 @@ namespace duet::cuda::detail {
 
 // One macro per library, not one generic macro: forwarding `expr` would expand it before #expr, so
 // errors would quote cublasCreate_v2(...) where the code says cublasCreate(...).
-#define DUET_CUDA_CHECK(expr)                                                     \
-  do {                                                                            \
-    cudaError_t duet_cuda_status_ = (expr);                                       \
-    if (duet_cuda_status_ != cudaSuccess)                                         \
+#define DUET_CUDA_CHECK(expr)                                                               \
+  do {                                                                                      \
+    cudaError_t duet_cuda_status_ = (expr);                                                 \
+    if (duet_cuda_status_ != cudaSuccess)                                                   \
       ::duet::cuda::detail::throw_cuda_error(duet_cuda_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: reports bad launch configurations (the launch itself returns nothing).
 #define DUET_CUDA_CHECK_LAUNCH() DUET_CUDA_CHECK(cudaGetLastError())
 
-#define DUET_CUBLAS_CHECK(expr)                                                     \
-  do {                                                                              \
-    cublasStatus_t duet_cublas_status_ = (expr);                                    \
-    if (duet_cublas_status_ != CUBLAS_STATUS_SUCCESS)                               \
+#define DUET_CUBLAS_CHECK(expr)                                                                 \
+  do {                                                                                          \
+    cublasStatus_t duet_cublas_status_ = (expr);                                                \
+    if (duet_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                           \
       ::duet::cuda::detail::throw_cublas_error(duet_cublas_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
-#define DUET_CUDNN_CHECK(expr)                                                     \
-  do {                                                                             \
-    cudnnStatus_t duet_cudnn_status_ = (expr);                                     \
-    if (duet_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                \
+#define DUET_CUDNN_CHECK(expr)                                                                \
+  do {                                                                                        \
+    cudnnStatus_t duet_cudnn_status_ = (expr);                                                \
+    if (duet_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                           \
       ::duet::cuda::detail::throw_cudnn_error(duet_cudnn_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 #ifdef DUET_HAS_NCCL
-#define DUET_NCCL_CHECK(expr)                                                     \
-  do {                                                                            \
-    ncclResult_t duet_nccl_status_ = (expr);                                      \
-    if (duet_nccl_status_ != ncclSuccess)                                         \
+#define DUET_NCCL_CHECK(expr)                                                               \
+  do {                                                                                      \
+    ncclResult_t duet_nccl_status_ = (expr);                                                \
+    if (duet_nccl_status_ != ncclSuccess)                                                   \
       ::duet::cuda::detail::throw_nccl_error(duet_nccl_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 #endif

@@ -40,8 +40,9 @@ void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& 
                            cudaStream_t stream) {
   if (out.numel() == 0) return;
   const ConvLayout g = ConvLayout::of(x, weight, out, geometry);
-  run_direction(g, out, stream, [&] { return cudnn_conv2d_forward(g, x, weight, out, device); },
-                [&] { im2col_conv2d_forward(g, x, weight, out, device, stream); });
+  run_direction(
+      g, out, stream, [&] { return cudnn_conv2d_forward(g, x, weight, out, device); },
+      [&] { im2col_conv2d_forward(g, x, weight, out, device, stream); });
   if (bias.defined()) add_channel_bias(out, bias, stream);
 }
 
@@ -49,8 +50,9 @@ void launch_conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, 
                                   const Tensor& grad_x, Device device, cudaStream_t stream) {
   if (grad_x.numel() == 0) return;
   const ConvLayout g = ConvLayout::of(grad_x, weight, grad_out, geometry);
-  run_direction(g, grad_x, stream, [&] { return cudnn_conv2d_backward_input(g, grad_out, weight, grad_x, device); },
-                [&] { im2col_conv2d_backward_input(g, grad_out, weight, grad_x, device, stream); });
+  run_direction(
+      g, grad_x, stream, [&] { return cudnn_conv2d_backward_input(g, grad_out, weight, grad_x, device); },
+      [&] { im2col_conv2d_backward_input(g, grad_out, weight, grad_x, device, stream); });
 }
 
 void launch_conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const kernels::Conv2dGeometry& geometry,

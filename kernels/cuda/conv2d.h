@@ -21,16 +21,15 @@ using kernels::ConvLayout;
 // overwrites whatever a failed attempt wrote). Errors outside the attempts throw, and so does
 // any failure while a CUDA graph records the device. They run on `device`'s stream, to which
 // its cuDNN handle is bound.
-bool cudnn_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out,
-                          Device device);
+bool cudnn_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out, Device device);
 bool cudnn_conv2d_backward_input(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight,
                                  const Tensor& grad_x, Device device);
 bool cudnn_conv2d_backward_weight(const ConvLayout& g, const Tensor& grad_out, const Tensor& x,
                                   const Tensor& grad_weight, Device device);
 
 // im2col + cuBLAS, images in chunks whose column matrices fit a bounded scratch buffer.
-void im2col_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out,
-                           Device device, cudaStream_t stream);
+void im2col_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out, Device device,
+                           cudaStream_t stream);
 void im2col_conv2d_backward_input(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight,
                                   const Tensor& grad_x, Device device, cudaStream_t stream);
 void im2col_conv2d_backward_weight(const ConvLayout& g, const Tensor& grad_out, const Tensor& x,

@@ -49,8 +49,8 @@ class Descriptors {
     DUET_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&conv));
     DUET_CUDNN_CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, int(g.batch), int(g.channels),
                                                 int(g.height), int(g.width)));
-    DUET_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, int(g.batch), int(g.filters),
-                                                int(g.out_h), int(g.out_w)));
+    DUET_CUDNN_CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, int(g.batch), int(g.filters), int(g.out_h),
+                                                int(g.out_w)));
     DUET_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, int(g.filters), int(g.group_channels()),
                                                 int(g.kernel_h), int(g.kernel_w)));
     DUET_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(conv, int(g.padding.h), int(g.padding.w), int(g.stride.h),
@@ -82,11 +82,9 @@ struct Pointers {
 // The cuDNN entry points of each direction, so the search, the cache and the call are written once.
 // The three specialisations look alike on purpose: each names its direction's cuDNN types and calls
 // with their own argument order, which a merged table would hide (issue 17).
-template <Direction D>
-struct Ops;
+template <Direction D> struct Ops;
 
-template <>
-struct Ops<Direction::forward> {
+template <> struct Ops<Direction::forward> {
   using Perf = cudnnConvolutionFwdAlgoPerf_t;
   using Algo = cudnnConvolutionFwdAlgo_t;
   static constexpr int kAlgorithms = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
@@ -97,14 +95,13 @@ struct Ops<Direction::forward> {
   static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo algo, size_t* bytes) {
     return cudnnGetConvolutionForwardWorkspaceSize(h, d.x, d.w, d.conv, d.y, algo, bytes);
   }
-  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes,
-                           const void* alpha, const void* beta, const Pointers& p) {
+  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes, const void* alpha,
+                           const void* beta, const Pointers& p) {
     return cudnnConvolutionForward(h, alpha, d.x, p.x, d.w, p.w, d.conv, algo, ws, bytes, beta, d.y, p.y);
   }
 };
 
-template <>
-struct Ops<Direction::backward_data> {
+template <> struct Ops<Direction::backward_data> {
   using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
   using Algo = cudnnConvolutionBwdDataAlgo_t;
   static constexpr int kAlgorithms = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
@@ -115,14 +112,13 @@ struct Ops<Direction::backward_data> {
   static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo algo, size_t* bytes) {
     return cudnnGetConvolutionBackwardDataWorkspaceSize(h, d.w, d.y, d.conv, d.x, algo, bytes);
   }
-  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes,
-                           const void* alpha, const void* beta, const Pointers& p) {
+  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes, const void* alpha,
+                           const void* beta, const Pointers& p) {
     return cudnnConvolutionBackwardData(h, alpha, d.w, p.w, d.y, p.y, d.conv, algo, ws, bytes, beta, d.x, p.x);
   }
 };
 
-template <>
-struct Ops<Direction::backward_filter> {
+template <> struct Ops<Direction::backward_filter> {
   using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
   using Algo = cudnnConvolutionBwdFilterAlgo_t;
   static constexpr int kAlgorithms = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
@@ -133,8 +129,8 @@ struct Ops<Direction::backward_filter> {
   static cudnnStatus_t workspace(cudnnHandle_t h, const Descriptors& d, Algo algo, size_t* bytes) {
     return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, d.x, d.y, d.conv, d.w, algo, bytes);
   }
-  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes,
-                           const void* alpha, const void* beta, const Pointers& p) {
+  static cudnnStatus_t run(cudnnHandle_t h, const Descriptors& d, Algo algo, void* ws, size_t bytes, const void* alpha,
+                           const void* beta, const Pointers& p) {
     return cudnnConvolutionBackwardFilter(h, alpha, d.x, p.x, d.y, p.y, d.conv, algo, ws, bytes, beta, d.w, p.w);
   }
 };
@@ -165,8 +161,8 @@ std::string describe(const ConvLayout& g, DType dtype, Device device) {
   std::ostringstream out;
   out << dtype_name(dtype) << " input [" << g.batch << ", " << g.channels << ", " << g.height << ", " << g.width
       << "], weight [" << g.filters << ", " << g.group_channels() << ", " << g.kernel_h << ", " << g.kernel_w
-      << "], stride " << g.stride << ", padding " << g.padding << ", dilation " << g.dilation << ", groups "
-      << g.groups << " on " << device.str();
+      << "], stride " << g.stride << ", padding " << g.padding << ", dilation " << g.dilation << ", groups " << g.groups
+      << " on " << device.str();
   return out.str();
 }
 
@@ -198,8 +194,8 @@ std::vector<Candidate> candidates(cudnnHandle_t h, const Descriptors& d, DType d
 }
 
 bool fits_int(const ConvLayout& g) {
-  const int64_t largest = std::max({g.batch * g.image_size(), g.batch * g.filters * g.out_pixels(),
-                                    g.filters * g.patch_size()});
+  const int64_t largest =
+      std::max({g.batch * g.image_size(), g.batch * g.filters * g.out_pixels(), g.filters * g.patch_size()});
   return largest <= INT_MAX;
 }
 
@@ -210,9 +206,8 @@ constexpr const char* kCaptureRemedy =
 // Runs one candidate. A failure is Attempt::failed (the next candidate is tried), except while
 // a CUDA graph records the device, where any failure but cuDNN's not-supported answer (given
 // before anything is queued) may be the recording's doing and throws instead.
-template <Direction D>
-Attempt attempt(cudnnHandle_t h, const Descriptors& d, const Candidate& c, const ConvLayout& g, DType dtype,
-                const Pointers& p, Device device) {
+template <Direction D> Attempt attempt(cudnnHandle_t h, const Descriptors& d, const Candidate& c, const ConvLayout& g,
+                                       DType dtype, const Pointers& p, Device device) {
   // Strings only on the paths that print them: this runs for every convolution.
   const auto call = [&] { return std::string(Ops<D>::kName) + " (algorithm " + std::to_string(c.algo) + ")"; };
   DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(d.conv, c.math));
@@ -221,30 +216,30 @@ Attempt attempt(cudnnHandle_t h, const Descriptors& d, const Candidate& c, const
   try {
     if (c.workspace > 0) workspace = empty_contiguous({static_cast<int64_t>(c.workspace)}, DType::u8, device);
   } catch (const Error& e) {  // as PyTorch, a workspace too large for the memory left moves on
-    report(call() + " for " + describe(g, dtype, device) + ": no memory for its workspace of " + std::to_string(c.workspace) +
-           " bytes (" + e.what() + "); trying cuDNN's next candidate");
+    report(call() + " for " + describe(g, dtype, device) + ": no memory for its workspace of " +
+           std::to_string(c.workspace) + " bytes (" + e.what() + "); trying cuDNN's next candidate");
     return Attempt::failed;
   }
   // cuDNN's scaling factors are double for double data, float otherwise.
   const float one_f = 1, zero_f = 0;
   const double one_d = 1, zero_d = 0;
   const bool f64 = dtype == DType::f64;
-  const cudnnStatus_t status =
-      Ops<D>::run(h, d, static_cast<typename Ops<D>::Algo>(c.algo), workspace.defined() ? workspace.data_ptr() : nullptr,
-                  c.workspace, f64 ? static_cast<const void*>(&one_d) : &one_f,
-                  f64 ? static_cast<const void*>(&zero_d) : &zero_f, p);
+  const cudnnStatus_t status = Ops<D>::run(h, d, static_cast<typename Ops<D>::Algo>(c.algo),
+                                           workspace.defined() ? workspace.data_ptr() : nullptr, c.workspace,
+                                           f64 ? static_cast<const void*>(&one_d) : &one_f,
+                                           f64 ? static_cast<const void*>(&zero_d) : &zero_f, p);
   const bool ran = status == CUDNN_STATUS_SUCCESS;
   if (capturing(device) && !cudnn_not_supported(status))
     check_recording(device, call(), ran ? "" : cudnnGetErrorString(status), kCaptureRemedy);
   if (ran) return Attempt::ran;
   cudaGetLastError();  // a failed launch may leave a (non-sticky) CUDA error behind
-  report(call() + " failed for " + describe(g, dtype, device) + ": " + cudnnGetErrorString(status) + "; trying cuDNN's next candidate");
+  report(call() + " failed for " + describe(g, dtype, device) + ": " + cudnnGetErrorString(status) +
+         "; trying cuDNN's next candidate");
   return Attempt::failed;
 }
 
-template <Direction D>
-bool run(const ConvLayout& g, DType dtype, const Pointers& p, Device device) {
-  if (!fits_int(g)) return false;  // 4-d descriptors take int sizes and strides
+template <Direction D> bool run(const ConvLayout& g, DType dtype, const Pointers& p, Device device) {
+  if (!fits_int(g)) return false;    // 4-d descriptors take int sizes and strides
   const CudnnHandle handle(device);  // held until the convolution is queued
   cudnnHandle_t h = handle.get();
   const bool tf32 = dtype == DType::f32 && allow_tf32();
@@ -252,9 +247,24 @@ bool run(const ConvLayout& g, DType dtype, const Pointers& p, Device device) {
   // f32 asks for FMA math unless TF32 is allowed; each candidate's own math type is set before it runs.
   DUET_CUDNN_CHECK(cudnnSetConvolutionMathType(
       d.conv, dtype == DType::f32 ? (tf32 ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH) : CUDNN_DEFAULT_MATH));
-  const CacheKey key{static_cast<int64_t>(D), static_cast<int64_t>(dtype), tf32, device.index,
-                     g.batch, g.channels, g.height, g.width, g.filters, g.kernel_h, g.kernel_w,
-                     g.stride.h, g.stride.w, g.padding.h, g.padding.w, g.dilation.h, g.dilation.w, g.groups};
+  const CacheKey key{static_cast<int64_t>(D),
+                     static_cast<int64_t>(dtype),
+                     tf32,
+                     device.index,
+                     g.batch,
+                     g.channels,
+                     g.height,
+                     g.width,
+                     g.filters,
+                     g.kernel_h,
+                     g.kernel_w,
+                     g.stride.h,
+                     g.stride.w,
+                     g.padding.h,
+                     g.padding.w,
+                     g.dilation.h,
+                     g.dilation.w,
+                     g.groups};
   RankedCandidates<Candidate>* ranked = nullptr;
   bool searched = false;
   {
@@ -285,14 +295,14 @@ bool cudnn_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& we
 
 bool cudnn_conv2d_backward_input(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight,
                                  const Tensor& grad_x, Device device) {
-  return run<Direction::backward_data>(g, grad_x.dtype(),
-                                       {grad_x.data_ptr(), weight.data_ptr(), grad_out.data_ptr()}, device);
+  return run<Direction::backward_data>(g, grad_x.dtype(), {grad_x.data_ptr(), weight.data_ptr(), grad_out.data_ptr()},
+                                       device);
 }
 
 bool cudnn_conv2d_backward_weight(const ConvLayout& g, const Tensor& grad_out, const Tensor& x,
                                   const Tensor& grad_weight, Device device) {
-  return run<Direction::backward_filter>(g, x.dtype(),
-                                         {x.data_ptr(), grad_weight.data_ptr(), grad_out.data_ptr()}, device);
+  return run<Direction::backward_filter>(g, x.dtype(), {x.data_ptr(), grad_weight.data_ptr(), grad_out.data_ptr()},
+                                         device);
 }
 
 }  // namespace duet::cuda

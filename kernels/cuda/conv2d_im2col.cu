@@ -28,8 +28,7 @@ constexpr int64_t kColumnBudget = int64_t(1) << 26;
 // open as pool2d.cu's do; the three directions below open alike too, around Chunks::for_each.
 
 // col[b] for images b of a chunk starting at x: one thread per column entry.
-template <class T>
-struct Im2col {
+template <class T> struct Im2col {
   const T* x;
   T* col;
   ConvLayout g;
@@ -45,8 +44,7 @@ struct Im2col {
 };
 
 // grad_x at one input element of a chunk: the sum of the column entries it was copied to.
-template <class T>
-struct Col2im {
+template <class T> struct Col2im {
   const T* col;
   T* grad_x;
   ConvLayout g;
@@ -70,8 +68,7 @@ struct Col2im {
   }
 };
 
-template <class T>
-struct AddChannelBias {
+template <class T> struct AddChannelBias {
   T* out;
   const T* bias;
   int64_t channels, pixels;
@@ -89,16 +86,14 @@ struct Chunks {
     if (!g.is_pointwise()) scratch = empty_contiguous({size * g.col_size()}, dtype, device);
   }
   // Calls chunk(first, n) for the images [first, first + n) of each chunk, in image order.
-  template <class ChunkFn>
-  void for_each(const ConvLayout& g, ChunkFn&& chunk) const {
+  template <class ChunkFn> void for_each(const ConvLayout& g, ChunkFn&& chunk) const {
     for (int64_t first = 0; first < g.batch; first += size) chunk(first, std::min(size, g.batch - first));
   }
 };
 
 // The column matrices of images [first, first + n) of x: the images themselves when pointwise.
 template <class T>
-const T* columns(const ConvLayout& g, const Chunks& chunks, const T* x, int64_t first, int64_t n,
-                 cudaStream_t stream) {
+const T* columns(const ConvLayout& g, const Chunks& chunks, const T* x, int64_t first, int64_t n, cudaStream_t stream) {
   const T* images = x + first * g.image_size();
   if (g.is_pointwise()) return images;
   T* col = chunks.scratch.data<T>();
@@ -106,9 +101,8 @@ const T* columns(const ConvLayout& g, const Chunks& chunks, const T* x, int64_t 
   return col;
 }
 
-template <class T>
-void forward_typed(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out, Device device,
-                   cudaStream_t stream) {
+template <class T> void forward_typed(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out,
+                                      Device device, cudaStream_t stream) {
   const Chunks chunks(g, x.dtype(), device);
   const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_size();
   chunks.for_each(g, [&](int64_t first, int64_t n) {
@@ -124,9 +118,8 @@ void forward_typed(const ConvLayout& g, const Tensor& x, const Tensor& weight, c
   });
 }
 
-template <class T>
-void backward_input_typed(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight, const Tensor& grad_x,
-                          Device device, cudaStream_t stream) {
+template <class T> void backward_input_typed(const ConvLayout& g, const Tensor& grad_out, const Tensor& weight,
+                                             const Tensor& grad_x, Device device, cudaStream_t stream) {
   const Chunks chunks(g, grad_x.dtype(), device);
   const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_size();
   chunks.for_each(g, [&](int64_t first, int64_t n) {
@@ -141,14 +134,12 @@ void backward_input_typed(const ConvLayout& g, const Tensor& grad_out, const Ten
                               weight.data<T>() + g.group_weight(gi), patch, 0, T(0), dcol + g.group_col(gi), pixels,
                               image_cols, n);
     }
-    if (!g.is_pointwise())
-      launch_indexed(n * g.image_size(), Col2im<T>{dcol, grad_x_chunk, g}, stream);
+    if (!g.is_pointwise()) launch_indexed(n * g.image_size(), Col2im<T>{dcol, grad_x_chunk, g}, stream);
   });
 }
 
-template <class T>
-void backward_weight_typed(const ConvLayout& g, const Tensor& grad_out, const Tensor& x, const Tensor& grad_weight,
-                           Device device, cudaStream_t stream) {
+template <class T> void backward_weight_typed(const ConvLayout& g, const Tensor& grad_out, const Tensor& x,
+                                              const Tensor& grad_weight, Device device, cudaStream_t stream) {
   const Chunks chunks(g, x.dtype(), device);
   const int64_t patch = g.patch_size(), pixels = g.out_pixels(), image_cols = g.col_size();
   chunks.for_each(g, [&](int64_t first, int64_t n) {
@@ -157,8 +148,8 @@ void backward_weight_typed(const ConvLayout& g, const Tensor& grad_out, const Te
       // grad_W[gi] [K/g, P] (+)= grad_out_b[gi] [K/g, HW] @ col_b[gi]^T [HW, P], as
       // grad_W[gi]^T = col_b[gi] grad_out_b[gi]^T, batched over the groups (group_*(1): one group's step).
       const T beta = first + b == 0 ? T(0) : T(1);
-      gemm_strided_batched<T>(device, true, false, patch, g.group_filters(), pixels, T(1), col + b * image_cols,
-                              pixels, g.group_col(1), grad_out.data<T>() + (first + b) * g.filters * pixels, pixels,
+      gemm_strided_batched<T>(device, true, false, patch, g.group_filters(), pixels, T(1), col + b * image_cols, pixels,
+                              g.group_col(1), grad_out.data<T>() + (first + b) * g.filters * pixels, pixels,
                               g.group_out(1), beta, grad_weight.data<T>(), patch, g.group_weight(1), g.groups);
     }
   });
@@ -166,8 +157,8 @@ void backward_weight_typed(const ConvLayout& g, const Tensor& grad_out, const Te
 
 }  // namespace
 
-void im2col_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out,
-                           Device device, cudaStream_t stream) {
+void im2col_conv2d_forward(const ConvLayout& g, const Tensor& x, const Tensor& weight, const Tensor& out, Device device,
+                           cudaStream_t stream) {
   dispatch_floating(x.dtype(), "conv2d_forward",
                     [&]<class T>() { forward_typed<T>(g, x, weight, out, device, stream); });
 }
@@ -186,8 +177,8 @@ void im2col_conv2d_backward_weight(const ConvLayout& g, const Tensor& grad_out, 
 
 void add_channel_bias(const Tensor& out, const Tensor& bias, cudaStream_t stream) {
   dispatch_floating(out.dtype(), "conv2d_forward", [&]<class T>() {
-    launch_indexed(out.numel(), AddChannelBias<T>{out.data<T>(), bias.data<T>(), out.size(1), out.size(2) * out.size(3)},
-                   stream);
+    launch_indexed(out.numel(),
+                   AddChannelBias<T>{out.data<T>(), bias.data<T>(), out.size(1), out.size(2) * out.size(3)}, stream);
   });
 }
 

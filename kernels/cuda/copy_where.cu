@@ -7,15 +7,13 @@
 namespace duet::cuda {
 namespace {
 
-template <class D, class S>
-struct CastCopy {
+template <class D, class S> struct CastCopy {
   D* dst;
   const S* src;
   __device__ void operator()(const Offsets<2>& o) const { dst[o.v[0]] = kernels::cast_value<D>(src[o.v[1]]); }
 };
 
-template <class T>
-struct Where {
+template <class T> struct Where {
   T* out;
   const uint8_t* cond;
   const T* a;

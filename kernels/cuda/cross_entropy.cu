@@ -15,12 +15,12 @@
 #include <cstring>
 #include <mutex>
 
+#include "duet/kernels/cross_entropy_math.h"
 #include "duet/kernels/cuda/bad_label.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/elementwise.cuh"
 #include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/softmax_rows.cuh"
-#include "duet/kernels/cross_entropy_math.h"
 
 namespace duet::cuda {
 namespace {
@@ -44,12 +44,13 @@ BadLabel* records_for_kernels() {
     void* host = nullptr;
     // Portable: valid in every device's context. Mapped: kernels write it directly. Under
     // unified addressing (every 64-bit platform) the host pointer is the device pointer.
-    DUET_CUDA_CHECK(cudaHostAlloc(&host, sizeof(BadLabel) * kMaxDevicesPerType,
-                                  cudaHostAllocPortable | cudaHostAllocMapped));
+    DUET_CUDA_CHECK(
+        cudaHostAlloc(&host, sizeof(BadLabel) * kMaxDevicesPerType, cudaHostAllocPortable | cudaHostAllocMapped));
     std::memset(host, 0, sizeof(BadLabel) * kMaxDevicesPerType);
     void* device = nullptr;
     DUET_CUDA_CHECK(cudaHostGetDevicePointer(&device, host, 0));
-    DUET_CHECK(device == host, "cross_entropy: mapped host memory has another address on the device; duet needs "
+    DUET_CHECK(device == host,
+               "cross_entropy: mapped host memory has another address on the device; duet needs "
                "unified addressing");
     records.store(static_cast<BadLabel*>(host));
   });
@@ -62,9 +63,9 @@ struct MinOf {
 
 // Records the first bad target unless an earlier call's bad target waits to be reported (calls
 // on one stream run in order, so the earliest is kept), and writes the sum of the rows' weights.
-template <class T>
-__global__ void scan_targets_kernel(const int64_t* target, int64_t n, kernels::CrossEntropyMath<T> math,
-                                    BadLabel* record, T* total_weight) {
+template <class T> __global__ void scan_targets_kernel(const int64_t* target, int64_t n,
+                                                       kernels::CrossEntropyMath<T> math, BadLabel* record,
+                                                       T* total_weight) {
   int64_t first = n;
   double total = 0;
   for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
@@ -86,17 +87,15 @@ __global__ void scan_targets_kernel(const int64_t* target, int64_t n, kernels::C
   }
 }
 
-template <class T>
-void scan_targets(const Tensor& target, const kernels::CrossEntropyMath<T>& math, const Tensor& total_weight,
-                  cudaStream_t stream) {
+template <class T> void scan_targets(const Tensor& target, const kernels::CrossEntropyMath<T>& math,
+                                     const Tensor& total_weight, cudaStream_t stream) {
   BadLabel* record = records_for_kernels() + target.device().index;
   scan_targets_kernel<<<1, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), target.numel(), math, record,
                                                            total_weight.data<T>());
   DUET_CUDA_CHECK_LAUNCH();
 }
 
-template <class T>
-struct ForwardRow {
+template <class T> struct ForwardRow {
   const T* x;
   const int64_t* target;
   T* log_probs;
@@ -108,7 +107,8 @@ struct ForwardRow {
     const T* xr = x + offset;
     T* lp = log_probs + offset;
     const RowStats<T> stats = row_stats(xr, classes, stride);
-    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x) lp[j * stride] = log_softmax_value(xr[j * stride], stats);
+    for (int64_t j = threadIdx.x; j < classes; j += blockDim.x)
+      lp[j * stride] = log_softmax_value(xr[j * stride], stats);
     const int64_t t = target[row];  // the same in every thread: the branches below are the block's
     if (math.ignored(t)) {
       if (threadIdx.x == 0) losses[row] = T(0);
@@ -128,8 +128,7 @@ struct ForwardRow {
 };
 
 // The gradient of logit j of one row; zero in an ignored row or one with a bad target.
-template <class T>
-struct BackwardMath {
+template <class T> struct BackwardMath {
   const T* g;
   const T* log_probs;
   const int64_t* target;
@@ -147,8 +146,7 @@ struct BackwardMath {
 };
 
 // One thread per element; the weights' sum, where needed, is C.
-template <class T>
-struct Backward {
+template <class T> struct Backward {
   BackwardMath<T> b;
   __device__ void operator()(int64_t i) const {
     const kernels::RowLayout& l = b.layout;
@@ -158,8 +156,7 @@ struct Backward {
 };
 
 // One block per row, which first sums the class weights (weights and smoothing both set).
-template <class T>
-struct BackwardRow {
+template <class T> struct BackwardRow {
   BackwardMath<T> b;
   __device__ void operator()(int64_t row) const {
     const int64_t classes = b.layout.size;
@@ -193,10 +190,10 @@ void launch_cross_entropy_forward(const Tensor& logits, const Tensor& target, co
     const kernels::CrossEntropyMath<T> math(kernels::data_or_null<T>(weight), layout.size, terms);
     scan_targets(target, math, total_weight, stream);
     if (logits.numel() == 0) return;
-    launch_per_row(layout.rows(), layout.size,
-                   ForwardRow<T>{logits.data<T>(), target.data<int64_t>(), log_probs.data<T>(), losses.data<T>(),
-                                 layout, math},
-                   stream);
+    launch_per_row(
+        layout.rows(), layout.size,
+        ForwardRow<T>{logits.data<T>(), target.data<int64_t>(), log_probs.data<T>(), losses.data<T>(), layout, math},
+        stream);
   });
 }
 
@@ -208,8 +205,8 @@ void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_
   const kernels::RowLayout layout = kernels::RowLayout::of(log_probs, 1);
   dispatch_floating(log_probs.dtype(), op, [&]<class T>() {
     const kernels::CrossEntropyMath<T> math(kernels::data_or_null<T>(weight), layout.size, terms);
-    const BackwardMath<T> b{grad_losses.data<T>(), log_probs.data<T>(), target.data<int64_t>(), grad_logits.data<T>(),
-                            layout, math};
+    const BackwardMath<T> b{
+        grad_losses.data<T>(), log_probs.data<T>(), target.data<int64_t>(), grad_logits.data<T>(), layout, math};
     if (weight.defined() && math.smoothing) launch_per_row(layout.rows(), layout.size, BackwardRow<T>{b}, stream);
     else launch_indexed(log_probs.numel(), Backward<T>{b}, stream);
   });

@@ -34,8 +34,7 @@ void unary(UnaryOp op, const Tensor& in, const Tensor& out) {
   launch_unary(op, in, out, on.stream());
 }
 
-void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
-                    const Tensor& grad_in) {
+void unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out, const Tensor& grad_in) {
   OnDevice on(kernels::name(op), grad_in, {&grad, &in, &out});
   launch_unary_backward(op, grad, in, out, grad_in, on.stream());
 }
@@ -45,8 +44,8 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   launch_binary(op, a, b, out, on.stream());
 }
 
-void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b,
-                     const Tensor& out, const Tensor& grad_a, const Tensor& grad_b) {
+void binary_backward(BinaryOp op, const Tensor& grad, const Tensor& a, const Tensor& b, const Tensor& out,
+                     const Tensor& grad_a, const Tensor& grad_b) {
   OnDevice on(kernels::name(op), grad, {&a, &b, &out, &grad_a, &grad_b});
   if (grad_a.defined()) launch_binary_backward(op, /*wrt_a=*/true, grad, a, b, out, grad_a, on.stream());
   if (grad_b.defined()) launch_binary_backward(op, /*wrt_a=*/false, grad, a, b, out, grad_b, on.stream());
@@ -161,8 +160,8 @@ void batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
                         const Tensor& save_mean, const Tensor& save_invstd) {
   OnDevice on("batch_norm_forward", out, {&x, &weight, &bias, &running_mean, &running_var, &save_mean, &save_invstd});
   if (own_batch_norm_kernels_requested() ||
-      !ran_in_cudnn(cudnn_batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps,
-                                             out, save_mean, save_invstd, on.device(), on.stream())))
+      !ran_in_cudnn(cudnn_batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps, out,
+                                             save_mean, save_invstd, on.device(), on.stream())))
     launch_batch_norm_forward(x, weight, bias, running_mean, running_var, training, momentum, eps, out, save_mean,
                               save_invstd, on.stream());
 }
@@ -170,18 +169,17 @@ void batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& 
                          const Tensor& save_invstd, bool training, const Tensor& grad_x, const Tensor& grad_weight,
                          const Tensor& grad_bias) {
   // Any of the three gradients may be undefined; the device is the input's.
-  OnDevice on("batch_norm_backward", x, {&grad_out, &weight, &save_mean, &save_invstd, &grad_x, &grad_weight,
-                                          &grad_bias});
+  OnDevice on("batch_norm_backward", x,
+              {&grad_out, &weight, &save_mean, &save_invstd, &grad_x, &grad_weight, &grad_bias});
   if (own_batch_norm_kernels_requested() ||
       !ran_in_cudnn(cudnn_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x,
                                               grad_weight, grad_bias, on.device(), on.stream())))
-    launch_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x, grad_weight,
-                               grad_bias, on.stream());
+    launch_batch_norm_backward(grad_out, x, weight, save_mean, save_invstd, training, grad_x, grad_weight, grad_bias,
+                               on.stream());
 }
 
 // softmax (kLog false) and log_softmax (kLog true) share their launchers.
-template <bool kLog>
-void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
+template <bool kLog> void softmax_forward(const Tensor& x, int64_t dim, const Tensor& out) {
   OnDevice on(kLog ? "log_softmax_forward" : "softmax_forward", out, {&x});
   launch_softmax_forward(kLog, x, dim, out, on.stream());
 }
@@ -198,8 +196,7 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Ten
   launch_cross_entropy_forward(logits, target, weight, terms, losses, log_probs, total_weight, on.stream());
 }
 void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, const Tensor& target,
-                            const Tensor& weight, const kernels::CrossEntropyTerms& terms,
-                            const Tensor& grad_logits) {
+                            const Tensor& weight, const kernels::CrossEntropyTerms& terms, const Tensor& grad_logits) {
   OnDevice on("cross_entropy_backward", grad_logits, {&grad_losses, &log_probs, &target, &weight});
   launch_cross_entropy_backward(grad_losses, log_probs, target, weight, terms, grad_logits, on.stream());
 }

@@ -26,22 +26,18 @@ inline unsigned blocks_for(int64_t n) {
   return static_cast<unsigned>(std::min((n + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks));
 }
 
-template <int N, class Op>
-__global__ void elementwise_kernel(int64_t n, OffsetCalculator<N> calc, Op op) {
+template <int N, class Op> __global__ void elementwise_kernel(int64_t n, OffsetCalculator<N> calc, Op op) {
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
-    op(calc.get(i));
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) op(calc.get(i));
 }
 
-template <class Op>
-__global__ void indexed_kernel(int64_t n, Op op) {
+template <class Op> __global__ void indexed_kernel(int64_t n, Op op) {
   int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) op(i);
 }
 
-template <int N, class Op>
-void launch_elementwise(const char* name, const std::array<const Tensor*, N>& operands, const Op& op,
-                        cudaStream_t stream) {
+template <int N, class Op> void launch_elementwise(const char* name, const std::array<const Tensor*, N>& operands,
+                                                   const Op& op, cudaStream_t stream) {
   int64_t n = operands[0]->numel();
   if (n == 0) return;
   OffsetCalculator<N> calc = make_offset_calculator<N>(operands, name);
@@ -49,8 +45,7 @@ void launch_elementwise(const char* name, const std::array<const Tensor*, N>& op
   DUET_CUDA_CHECK_LAUNCH();
 }
 
-template <class Op>
-void launch_indexed(int64_t n, const Op& op, cudaStream_t stream) {
+template <class Op> void launch_indexed(int64_t n, const Op& op, cudaStream_t stream) {
   if (n == 0) return;
   indexed_kernel<<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(n, op);
   DUET_CUDA_CHECK_LAUNCH();

@@ -17,19 +17,15 @@ using kernels::BinaryOp;
 namespace fn = kernels::functors;
 
 // R is T for arithmetic and uint8_t for comparisons.
-template <class F, class T, class R>
-struct BinaryForward {
+template <class F, class T, class R> struct BinaryForward {
   R* out;
   const T* a;
   const T* b;
-  __device__ void operator()(const Offsets<3>& o) const {
-    out[o.v[0]] = static_cast<R>(F{}(a[o.v[1]], b[o.v[2]]));
-  }
+  __device__ void operator()(const Offsets<3>& o) const { out[o.v[0]] = static_cast<R>(F{}(a[o.v[1]], b[o.v[2]])); }
 };
 
 // One partial derivative at out's shape. `out` may be null: the forward value is recomputed.
-template <class F, class T, bool kWrtA>
-struct BinaryPartial {
+template <class F, class T, bool kWrtA> struct BinaryPartial {
   T* grad_x;
   const T* grad;
   const T* a;
@@ -38,10 +34,8 @@ struct BinaryPartial {
   __device__ void operator()(const Offsets<5>& o) const {
     T g = grad[o.v[1]], x = a[o.v[2]], y = b[o.v[3]];
     T z = out ? out[o.v[4]] : F{}(x, y);
-    if constexpr (kWrtA)
-      grad_x[o.v[0]] = F{}.grad_a(g, x, y, z);
-    else
-      grad_x[o.v[0]] = F{}.grad_b(g, x, y, z);
+    if constexpr (kWrtA) grad_x[o.v[0]] = F{}.grad_a(g, x, y, z);
+    else grad_x[o.v[0]] = F{}.grad_b(g, x, y, z);
   }
 };
 
@@ -68,10 +62,8 @@ void launch_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
       launch_elementwise<3>(name, {&out, &a, &b}, BinaryForward<F, T, T>{out.data<T>(), a.data<T>(), b.data<T>()},
                             stream);
     };
-    if constexpr (std::is_same_v<F, fn::Pow>)
-      dispatch_floating(a.dtype(), name, run);
-    else
-      dispatch_dtype(a.dtype(), run);
+    if constexpr (std::is_same_v<F, fn::Pow>) dispatch_floating(a.dtype(), name, run);
+    else dispatch_dtype(a.dtype(), run);
   });
 }
 
@@ -85,13 +77,13 @@ void launch_binary_backward(BinaryOp op, bool wrt_a, const Tensor& grad, const T
       const T* out_data = out.defined() ? out.data<T>() : nullptr;
       std::array<const Tensor*, 5> operands{&grad_x, &grad, &a, &b, &out_layout};
       if (wrt_a)
-        launch_elementwise<5>(name, operands,
-                              BinaryPartial<F, T, true>{grad_x.data<T>(), grad.data<T>(), a.data<T>(), b.data<T>(), out_data},
-                              stream);
+        launch_elementwise<5>(
+            name, operands,
+            BinaryPartial<F, T, true>{grad_x.data<T>(), grad.data<T>(), a.data<T>(), b.data<T>(), out_data}, stream);
       else
-        launch_elementwise<5>(name, operands,
-                              BinaryPartial<F, T, false>{grad_x.data<T>(), grad.data<T>(), a.data<T>(), b.data<T>(), out_data},
-                              stream);
+        launch_elementwise<5>(
+            name, operands,
+            BinaryPartial<F, T, false>{grad_x.data<T>(), grad.data<T>(), a.data<T>(), b.data<T>(), out_data}, stream);
     });
   });
 }

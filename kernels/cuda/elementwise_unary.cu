@@ -11,22 +11,19 @@ namespace {
 using kernels::UnaryOp;
 namespace fn = kernels::functors;
 
-template <class F, class T>
-struct UnaryForward {
+template <class F, class T> struct UnaryForward {
   T* out;
   const T* in;
   __device__ void operator()(const Offsets<2>& o) const {
     if constexpr (std::is_same_v<F, fn::Abs> && std::is_unsigned_v<T>)
       out[o.v[0]] = in[o.v[1]];  // |x| = x, without a pointless compare with 0
-    else
-      out[o.v[0]] = static_cast<T>(F{}(in[o.v[1]]));
+    else out[o.v[0]] = static_cast<T>(F{}(in[o.v[1]]));
   }
 };
 
 // `in` or `out` may be null: y is then recomputed from x, or x is passed as 0 to a backward
 // that reads only y (functors::backward_needs_only_output). The branch is uniform per launch.
-template <class F, class T>
-struct UnaryBackward {
+template <class F, class T> struct UnaryBackward {
   T* grad_in;
   const T* grad;
   const T* in;
@@ -38,10 +35,7 @@ struct UnaryBackward {
   }
 };
 
-template <class T>
-const T* data_or_null(const Tensor& t) {
-  return t.defined() ? t.data<T>() : nullptr;
-}
+template <class T> const T* data_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 
 }  // namespace
 
@@ -52,15 +46,13 @@ void launch_unary(UnaryOp op, const Tensor& in, const Tensor& out, cudaStream_t 
       launch_elementwise<2>(name, {&out, &in}, UnaryForward<F, T>{out.data<T>(), in.data<T>()}, stream);
     };
     // neg and abs are defined for every dtype, the rest for floating ones (kernels.h).
-    if constexpr (std::is_same_v<F, fn::Neg> || std::is_same_v<F, fn::Abs>)
-      dispatch_dtype(in.dtype(), run);
-    else
-      dispatch_floating(in.dtype(), name, run);
+    if constexpr (std::is_same_v<F, fn::Neg> || std::is_same_v<F, fn::Abs>) dispatch_dtype(in.dtype(), run);
+    else dispatch_floating(in.dtype(), name, run);
   });
 }
 
-void launch_unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out,
-                           const Tensor& grad_in, cudaStream_t stream) {
+void launch_unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, const Tensor& out, const Tensor& grad_in,
+                           cudaStream_t stream) {
   const char* name = kernels::name(op);
   fn::dispatch_unary(op, [&]<class F>() {
     DUET_CHECK(in.defined() || (out.defined() && fn::backward_needs_only_output<F>), name,
@@ -69,10 +61,9 @@ void launch_unary_backward(UnaryOp op, const Tensor& grad, const Tensor& in, con
       // A missing operand borrows grad's layout; its null pointer is never read.
       const Tensor& in_layout = in.defined() ? in : grad;
       const Tensor& out_layout = out.defined() ? out : grad;
-      launch_elementwise<4>(name, {&grad_in, &grad, &in_layout, &out_layout},
-                            UnaryBackward<F, T>{grad_in.data<T>(), grad.data<T>(), data_or_null<T>(in),
-                                                data_or_null<T>(out)},
-                            stream);
+      launch_elementwise<4>(
+          name, {&grad_in, &grad, &in_layout, &out_layout},
+          UnaryBackward<F, T>{grad_in.data<T>(), grad.data<T>(), data_or_null<T>(in), data_or_null<T>(out)}, stream);
     });
   });
 }

@@ -11,15 +11,13 @@
 namespace duet::cuda {
 namespace {
 
-template <class T>
-struct Fill {
+template <class T> struct Fill {
   T* out;
   T value;
   __device__ void operator()(const Offsets<1>& o) const { out[o.v[0]] = value; }
 };
 
-template <class T>
-struct Arange {
+template <class T> struct Arange {
   T* out;
   int64_t stride;
   double start, step;
@@ -28,8 +26,7 @@ struct Arange {
   }
 };
 
-template <class T>
-struct Uniform {
+template <class T> struct Uniform {
   T* out;
   uint64_t seed, offset;
   double low, scale;
@@ -39,8 +36,7 @@ struct Uniform {
   }
 };
 
-template <class T>
-struct Normal {
+template <class T> struct Normal {
   T* out;
   uint64_t seed, offset;
   double mean, stddev;
@@ -51,10 +47,9 @@ struct Normal {
 };
 
 // The Philox draws are defined for a contiguous floating output (kernels.h).
-template <class Write>
-void draw(const char* name, const Tensor& out, cudaStream_t stream, Write write) {
-  DUET_CHECK(out.is_contiguous(), name, ": expected a contiguous output, got ", out.describe(),
-             " with strides ", shape_str(out.strides()));
+template <class Write> void draw(const char* name, const Tensor& out, cudaStream_t stream, Write write) {
+  DUET_CHECK(out.is_contiguous(), name, ": expected a contiguous output, got ", out.describe(), " with strides ",
+             shape_str(out.strides()));
   dispatch_floating(out.dtype(), name, [&]<class T>() { launch_indexed(out.numel(), write(out.data<T>()), stream); });
 }
 
@@ -73,14 +68,12 @@ void launch_arange(const Tensor& out, double start, double step, cudaStream_t st
   });
 }
 
-void launch_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high,
-                    cudaStream_t stream) {
+void launch_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high, cudaStream_t stream) {
   const double scale = high - low;  // computed once, as on the CPU
   draw("uniform", out, stream, [&]<class T>(T* data) { return Uniform<T>{data, seed, offset, low, scale}; });
 }
 
-void launch_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev,
-                   cudaStream_t stream) {
+void launch_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev, cudaStream_t stream) {
   draw("normal", out, stream, [&]<class T>(T* data) { return Normal<T>{data, seed, offset, mean, stddev}; });
 }
 

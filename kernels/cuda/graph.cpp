@@ -26,9 +26,7 @@ struct CapturedWork::Graph {
   int pool = 0;  // the private pool of the captured work's memory; 0 before capture()
 };
 
-CapturedWork::CapturedWork(Device device) : device_(device), graph_(std::make_unique<Graph>()) {
-  check_device(device);
-}
+CapturedWork::CapturedWork(Device device) : device_(device), graph_(std::make_unique<Graph>()) { check_device(device); }
 
 CapturedWork::~CapturedWork() {
   // An in-flight replay is not cut short: CUDA frees a running graph when it completes, and the

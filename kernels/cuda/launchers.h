@@ -21,16 +21,14 @@ void launch_unary_backward(kernels::UnaryOp op, const Tensor& grad, const Tensor
 
 // elementwise_binary.cu: arithmetic on every dtype but pow (floating), comparisons on every
 // dtype (writing u8), derivatives on floating dtypes.
-void launch_binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out,
-                   cudaStream_t stream);
+void launch_binary(kernels::BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, cudaStream_t stream);
 // Writes one partial derivative: d out / d a into grad_x when `wrt_a`, else d out / d b.
-void launch_binary_backward(kernels::BinaryOp op, bool wrt_a, const Tensor& grad, const Tensor& a,
-                            const Tensor& b, const Tensor& out, const Tensor& grad_x, cudaStream_t stream);
+void launch_binary_backward(kernels::BinaryOp op, bool wrt_a, const Tensor& grad, const Tensor& a, const Tensor& b,
+                            const Tensor& out, const Tensor& grad_x, cudaStream_t stream);
 
 // copy_where.cu: every dtype (and every dtype pair for copy).
 void launch_copy(const Tensor& src, const Tensor& dst, cudaStream_t stream);
-void launch_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out,
-                  cudaStream_t stream);
+void launch_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out, cudaStream_t stream);
 
 // reduce.cu: the contract of kernels::reduce (kernels.h). sum, max, min and argmax on every
 // dtype, mean and logsumexp on floating ones; out has in's dtype (i64 for argmax). Deterministic:
@@ -46,10 +44,8 @@ void launch_matmul(const Tensor& a, const Tensor& b, const Tensor& out, Device d
 // contiguous `out`.
 void launch_fill(const Tensor& out, double value, cudaStream_t stream);
 void launch_arange(const Tensor& out, double start, double step, cudaStream_t stream);
-void launch_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high,
-                    cudaStream_t stream);
-void launch_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev,
-                   cudaStream_t stream);
+void launch_uniform(const Tensor& out, uint64_t seed, uint64_t offset, double low, double high, cudaStream_t stream);
+void launch_normal(const Tensor& out, uint64_t seed, uint64_t offset, double mean, double stddev, cudaStream_t stream);
 
 // optim_update.cu: the contract of kernels/optim_kernels.h (f32 and f64, contiguous); the
 // momentum buffer is undefined without momentum, max_exp_avg_sq without amsgrad.

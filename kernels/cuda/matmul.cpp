@@ -59,8 +59,7 @@ void check_operands(const Tensor& a, const Tensor& b, const Tensor& out) {
              b.describe(), " -> ", out.describe());
 }
 
-template <class T>
-void gemm_typed(Matrix a, Matrix b, Matrix c, int64_t batch, Device device) {
+template <class T> void gemm_typed(Matrix a, Matrix b, Matrix c, int64_t batch, Device device) {
   if (c.column_major_layout()->first) {  // row-major c: compute c^T = b^T a^T instead
     std::swap(a, b);
     a = a.transposed();

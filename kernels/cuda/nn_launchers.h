@@ -14,8 +14,7 @@
 namespace duet::cuda {
 
 // softmax.cu: one block per row, sums in double as on the CPU; log_softmax when `log_softmax`.
-void launch_softmax_forward(bool log_softmax, const Tensor& x, int64_t dim, const Tensor& out,
-                            cudaStream_t stream);
+void launch_softmax_forward(bool log_softmax, const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream);
 void launch_softmax_backward(bool log_softmax, const Tensor& grad_out, const Tensor& out, int64_t dim,
                              const Tensor& grad_x, cudaStream_t stream);
 
@@ -47,13 +46,11 @@ void launch_adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, cons
 //
 // batch_norm.cu: duet's own kernels, one block per channel.
 void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                               const Tensor& running_var, bool training, double momentum, double eps,
-                               const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd,
-                               cudaStream_t stream);
-void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                                const Tensor& save_mean, const Tensor& save_invstd, bool training,
-                                const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias,
-                                cudaStream_t stream);
+                               const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                               const Tensor& save_mean, const Tensor& save_invstd, cudaStream_t stream);
+void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
+                                const Tensor& save_invstd, bool training, const Tensor& grad_x,
+                                const Tensor& grad_weight, const Tensor& grad_bias, cudaStream_t stream);
 // What an inference forward leaves for the backward pass, as launch_batch_norm_forward writes it:
 // save_mean = running_mean, save_invstd = 1 / sqrt(running_var + eps). For the cuDNN path, whose
 // inference call writes neither.
@@ -67,13 +64,11 @@ void launch_batch_norm_inference_stats(const Tensor& running_mean, const Tensor&
 // status, which cuDNN gives before it launches anything; every other failure throws. They run on
 // `device`'s stream, to which its cuDNN handle is bound.
 bool cudnn_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
-                              const Tensor& running_var, bool training, double momentum, double eps,
-                              const Tensor& out, const Tensor& save_mean, const Tensor& save_invstd, Device device,
-                              cudaStream_t stream);
-bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight,
-                               const Tensor& save_mean, const Tensor& save_invstd, bool training,
-                               const Tensor& grad_x, const Tensor& grad_weight, const Tensor& grad_bias, Device device,
-                               cudaStream_t stream);
+                              const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
+                              const Tensor& save_mean, const Tensor& save_invstd, Device device, cudaStream_t stream);
+bool cudnn_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& save_mean,
+                               const Tensor& save_invstd, bool training, const Tensor& grad_x,
+                               const Tensor& grad_weight, const Tensor& grad_bias, Device device, cudaStream_t stream);
 
 // conv2d.cpp: cuDNN, or im2col + cuBLAS under DUET_CONV_IM2COL=1 or where cuDNN declines.
 void launch_conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias,

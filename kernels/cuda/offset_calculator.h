@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 
 #include "duet/core/error.h"
 #include "duet/core/macros.h"
@@ -18,16 +18,12 @@ namespace duet::cuda {
 // operand; a layout that needs more is rejected with an error.
 inline constexpr int kMaxElementwiseDims = 8;
 
-template <int N>
-struct Offsets {
-  int64_t v[N];
-};
+template <int N> struct Offsets { int64_t v[N]; };
 
-template <int N>
-struct OffsetCalculator {
+template <int N> struct OffsetCalculator {
   int ndim = 0;
-  int64_t sizes[kMaxElementwiseDims] = {};             // innermost dim first
-  int64_t strides[kMaxElementwiseDims][N] = {};        // in elements, per operand
+  int64_t sizes[kMaxElementwiseDims] = {};       // innermost dim first
+  int64_t strides[kMaxElementwiseDims][N] = {};  // in elements, per operand
 
   DUET_HD Offsets<N> get(int64_t linear) const {
     Offsets<N> out;
@@ -84,9 +80,8 @@ OffsetCalculator<N> make_offset_calculator(const std::array<const Tensor*, N>& o
   // addresses even for a transposed output. Stable: a contiguous output keeps its order.
   int order[64];
   for (int d = 0; d < ndim; ++d) order[d] = ndim - 1 - d;
-  std::stable_sort(order, order + ndim, [&](int x, int y) {
-    return std::abs(strides[x][0]) < std::abs(strides[y][0]);
-  });
+  std::stable_sort(order, order + ndim,
+                   [&](int x, int y) { return std::abs(strides[x][0]) < std::abs(strides[y][0]); });
 
   // Merge an outer dim into the inner one where every operand steps through both as one.
   int64_t merged_sizes[64];
@@ -105,8 +100,8 @@ OffsetCalculator<N> make_offset_calculator(const std::array<const Tensor*, N>& o
     for (int k = 0; k < N; ++k) merged_strides[merged][k] = strides[d][k];
     ++merged;
   }
-  DUET_CHECK(merged <= kMaxElementwiseDims, op, " on CUDA: the layout of ", operands[0]->describe(),
-             " needs ", merged, " dims after merging, at most ", kMaxElementwiseDims, " are supported");
+  DUET_CHECK(merged <= kMaxElementwiseDims, op, " on CUDA: the layout of ", operands[0]->describe(), " needs ", merged,
+             " dims after merging, at most ", kMaxElementwiseDims, " are supported");
 
   OffsetCalculator<N> calc;
   calc.ndim = merged;

@@ -14,8 +14,8 @@ namespace duet::cuda {
 // Catching a mix here beats an illegal-address fault, which would poison the whole context.
 inline Device common_device(const char* op, const Tensor& out, std::initializer_list<const Tensor*> inputs) {
   for (const Tensor* t : inputs)
-    DUET_CHECK(!t->defined() || t->device() == out.device(), op, " on CUDA: ", t->describe(), " and ",
-               out.describe(), " are on different devices");
+    DUET_CHECK(!t->defined() || t->device() == out.device(), op, " on CUDA: ", t->describe(), " and ", out.describe(),
+               " are on different devices");
   return out.device();
 }
 

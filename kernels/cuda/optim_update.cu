@@ -9,8 +9,7 @@
 namespace duet::cuda {
 namespace {
 
-template <class T>
-struct SgdElement {
+template <class T> struct SgdElement {
   kernels::functors::SgdMath<T> math;
   T* p;
   const T* g;
@@ -21,8 +20,7 @@ struct SgdElement {
   }
 };
 
-template <class T>
-struct AdamElement {
+template <class T> struct AdamElement {
   kernels::functors::AdamMath<T> math;
   T* p;
   const T* g;

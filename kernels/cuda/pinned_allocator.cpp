@@ -57,8 +57,8 @@ void wait_and_destroy(std::vector<cudaEvent_t>& reads) {
 }
 
 struct Block {
-  size_t size = 0;                  // bytes page-locked (the bin size)
-  std::vector<cudaEvent_t> reads;   // asynchronous copies that may still read it
+  size_t size = 0;                 // bytes page-locked (the bin size)
+  std::vector<cudaEvent_t> reads;  // asynchronous copies that may still read it
 };
 
 class PinnedAllocator final : public Allocator {
@@ -172,7 +172,7 @@ class PinnedAllocator final : public Allocator {
   }
 
   std::mutex mutex_;
-  std::unordered_map<void*, Block> live_;                      // blocks owned by storages
+  std::unordered_map<void*, Block> live_;                       // blocks owned by storages
   std::map<Key, std::vector<std::pair<void*, Block>>> cached_;  // freed blocks, maybe still read
 };
 

@@ -28,8 +28,7 @@ using kernels::Window;
 // so each opens alike: its operands, its layout, operator()(index); the index math is PoolLayout's.
 
 // The first maximum in row-major window order, or the last NaN (NaN propagates).
-template <class T>
-struct MaxForward {
+template <class T> struct MaxForward {
   const T* x;
   T* out;
   int64_t* indices;
@@ -56,8 +55,7 @@ struct MaxForward {
 
 // One thread per plane: zero it, then add each output's gradient at its saved position, in
 // output order (the CPU's order, so the sums are bit-identical).
-template <class T>
-struct MaxBackwardPlane {
+template <class T> struct MaxBackwardPlane {
   const T* grad_out;
   const int64_t* indices;
   T* grad_x;
@@ -69,8 +67,7 @@ struct MaxBackwardPlane {
   }
 };
 
-template <class T>
-struct AverageForward {
+template <class T> struct AverageForward {
   const T* x;
   T* out;
   PoolLayout g;
@@ -87,8 +84,7 @@ struct AverageForward {
 
 // grad_x at one input element: the shares of every output window covering it, added in
 // row-major output order as the CPU's scatter does.
-template <class T>
-struct AverageBackward {
+template <class T> struct AverageBackward {
   const T* grad_out;
   T* grad_x;
   PoolLayout g;
@@ -153,8 +149,8 @@ void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& g
   average_forward("avg_pool2d_forward", x, PoolLayout::sliding(x, out, geometry), out, stream);
 }
 
-void launch_avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeometry& geometry,
-                                const Tensor& grad_x, cudaStream_t stream) {
+void launch_avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeometry& geometry, const Tensor& grad_x,
+                                cudaStream_t stream) {
   average_backward("avg_pool2d_backward", grad_out, PoolLayout::sliding(grad_x, grad_out, geometry), grad_x, stream);
 }
 

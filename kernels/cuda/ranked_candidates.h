@@ -14,8 +14,7 @@ namespace duet::cuda {
 
 enum class Attempt { ran, failed };
 
-template <class Candidate>
-class RankedCandidates {
+template <class Candidate> class RankedCandidates {
  public:
   explicit RankedCandidates(std::vector<Candidate> ranked) : ranked_(std::move(ranked)) {}
 
@@ -24,8 +23,7 @@ class RankedCandidates {
   // kept and returned. When all fail, returns nullptr, and later calls try none (the caller's
   // fallback runs at once). An exception from `attempt` passes through; the candidates that
   // failed before it stay failed, and the one that threw is tried first next time.
-  template <class F>
-  const Candidate* run(F&& attempt) {
+  template <class F> const Candidate* run(F&& attempt) {
     for (; kept_ < ranked_.size(); ++kept_) {
       if (attempt(ranked_[kept_], kept_) == Attempt::ran) return &ranked_[kept_];
     }

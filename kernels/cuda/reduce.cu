@@ -30,47 +30,39 @@ constexpr int64_t kTargetBlocks = 1024;
 // ...and give each part at least this many elements.
 constexpr int64_t kMinElementsPerPart = 4096;
 
-template <class T>
-__device__ bool is_nan(T v) {
+template <class T> __device__ bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
   else return false;
 }
 
-template <class T>
-using SumType = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+template <class T> using SumType = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
 // A sum's output: the input's floating dtype, or i64 for integers (as torch.sum).
-template <class T>
-using SumOutput = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
+template <class T> using SumOutput = std::conditional_t<std::is_floating_point_v<T>, T, int64_t>;
 
 // Accumulators: add(v, index) folds in one element (index: its position along the reduced
 // dims), merge(other) another accumulator, result(count) gives the output value. Each starts as
 // the identity of its merge.
-template <class T>
-struct SumAcc {
+template <class T> struct SumAcc {
   SumType<T> sum = 0;
   __device__ void add(T v, int64_t) { sum += v; }
   __device__ void merge(const SumAcc& o) { sum += o.sum; }
   __device__ SumType<T> result(int64_t) const { return sum; }
 };
 
-template <class T>
-struct MeanAcc : SumAcc<T> {
+template <class T> struct MeanAcc : SumAcc<T> {
   __device__ void merge(const MeanAcc& o) { this->sum += o.sum; }
-  __device__ double result(int64_t count) const {
-    return static_cast<double>(this->sum) / static_cast<double>(count);
-  }
+  __device__ double result(int64_t count) const { return static_cast<double>(this->sum) / static_cast<double>(count); }
 };
 
 // The identity of max (kMax) or min: an infinity for floating types, so an all -inf input
 // gives -inf, else the type's extreme. (A constant: numeric_limits is host-only code.)
 template <class T, bool kMax>
-inline constexpr T kExtremumIdentity =
-    std::is_floating_point_v<T>
-        ? (kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity())
-        : (kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+inline constexpr T kExtremumIdentity = std::is_floating_point_v<T>
+                                           ? (kMax ? -std::numeric_limits<T>::infinity()
+                                                   : std::numeric_limits<T>::infinity())
+                                           : (kMax ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
 
-template <class T, bool kMax>
-struct ExtremumAcc {
+template <class T, bool kMax> struct ExtremumAcc {
   T best = kExtremumIdentity<T, kMax>;
   __device__ void add(T v, int64_t) {
     if ((kMax ? v > best : v < best) || is_nan(v)) best = v;
@@ -81,8 +73,7 @@ struct ExtremumAcc {
 
 // The first index of the maximum (kMax) or minimum, NaN counting as either. merge() may see its
 // operands in any index order (the tree pairs threads, not ranges), so ties go to the smaller index.
-template <class T, bool kMax>
-struct ArgExtremumAcc {
+template <class T, bool kMax> struct ArgExtremumAcc {
   T best{};
   int64_t index = -1;
   __device__ void add(T v, int64_t i) { merge(ArgExtremumAcc{v, i}); }
@@ -99,8 +90,7 @@ struct ArgExtremumAcc {
 };
 
 // Online log-sum-exp: the running maximum and sum(exp(x - max)), so it never overflows.
-template <class T>
-struct LogSumExpAcc {
+template <class T> struct LogSumExpAcc {
   using A = SumType<T>;
   A max = kNegInfinity<A>, sum = 0;
   __device__ void combine(A m, A s) {
@@ -120,8 +110,7 @@ struct LogSumExpAcc {
   __device__ A result(int64_t) const { return std::isinf(max) && !std::isnan(sum) ? max : max + std::log(sum); }
 };
 
-template <class Acc>
-struct MergeAcc {
+template <class Acc> struct MergeAcc {
   __device__ Acc operator()(Acc a, const Acc& b) const {
     a.merge(b);
     return a;
@@ -156,8 +145,7 @@ __global__ void reduce_kernel(const T* in, O* out, Acc* partials, ReduceIndexing
 }
 
 // One thread per output: the parts' accumulators merged in part order.
-template <class O, class Acc>
-__global__ void merge_parts_kernel(const Acc* partials, O* out, ReduceIndexing ix) {
+template <class O, class Acc> __global__ void merge_parts_kernel(const Acc* partials, O* out, ReduceIndexing ix) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t output = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; output < ix.outputs;
        output += step) {
@@ -180,8 +168,8 @@ void run_reduce(const Tensor& in, const Tensor& out, const ReduceIndexing& ix, c
   }
   // Freed when this returns: the caching allocator reuses it only on this same stream, after
   // the merge below.
-  Tensor scratch = empty_contiguous({ix.outputs * ix.parts * static_cast<int64_t>(sizeof(Acc))}, DType::u8,
-                                    in.device());
+  Tensor scratch =
+      empty_contiguous({ix.outputs * ix.parts * static_cast<int64_t>(sizeof(Acc))}, DType::u8, in.device());
   Acc* partials = reinterpret_cast<Acc*>(scratch.data_ptr());
   reduce_kernel<T, O, Acc><<<blocks, threads, 0, stream>>>(in_data, out_data, partials, ix);
   DUET_CUDA_CHECK_LAUNCH();
@@ -199,14 +187,13 @@ ReduceIndexing make_indexing(ReduceOp op, const Tensor& in, const std::vector<in
                ": dims must be ascending, unique and in [0, ", nd, "), for ", in.describe());
     is_reduced[static_cast<size_t>(dims[i])] = true;
   }
-  DUET_CHECK(out.dim() == nd, op_name, ": output ", out.describe(), " must keep the rank of the input ",
-             in.describe());
+  DUET_CHECK(out.dim() == nd, op_name, ": output ", out.describe(), " must keep the rank of the input ", in.describe());
   Shape kept_sizes, kept_out_strides, kept_in_strides, reduced_sizes, reduced_strides;
   for (int64_t d = 0; d < nd; ++d) {
     const bool reduced = is_reduced[static_cast<size_t>(d)];
     DUET_CHECK(out.size(d) == (reduced ? 1 : in.size(d)), op_name, ": output ", out.describe(),
-               " does not match input ", in.describe(), " reduced over ", shape_str(dims), " with keepdim (dim ",
-               d, ")");
+               " does not match input ", in.describe(), " reduced over ", shape_str(dims), " with keepdim (dim ", d,
+               ")");
     if (reduced) {
       reduced_sizes.push_back(in.size(d));
       reduced_strides.push_back(in.stride(d));
@@ -251,11 +238,16 @@ void launch_reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& di
   if (ix.outputs == 0) return;
   dispatch_dtype(in.dtype(), [&]<class T>() {
     switch (op) {
-      case ReduceOp::sum: return run_reduce<T, SumOutput<T>, SumAcc<T>>(in, out, ix, stream);
-      case ReduceOp::max: return run_reduce<T, T, ExtremumAcc<T, true>>(in, out, ix, stream);
-      case ReduceOp::min: return run_reduce<T, T, ExtremumAcc<T, false>>(in, out, ix, stream);
-      case ReduceOp::argmax: return run_reduce<T, int64_t, ArgExtremumAcc<T, true>>(in, out, ix, stream);
-      case ReduceOp::argmin: return run_reduce<T, int64_t, ArgExtremumAcc<T, false>>(in, out, ix, stream);
+      case ReduceOp::sum:
+        return run_reduce<T, SumOutput<T>, SumAcc<T>>(in, out, ix, stream);
+      case ReduceOp::max:
+        return run_reduce<T, T, ExtremumAcc<T, true>>(in, out, ix, stream);
+      case ReduceOp::min:
+        return run_reduce<T, T, ExtremumAcc<T, false>>(in, out, ix, stream);
+      case ReduceOp::argmax:
+        return run_reduce<T, int64_t, ArgExtremumAcc<T, true>>(in, out, ix, stream);
+      case ReduceOp::argmin:
+        return run_reduce<T, int64_t, ArgExtremumAcc<T, false>>(in, out, ix, stream);
       case ReduceOp::mean:
       case ReduceOp::logsumexp:
         if constexpr (std::is_floating_point_v<T>) {

@@ -19,10 +19,10 @@ namespace {
 constexpr const char* kVirtualDevicesEnv = "DUET_CUDA_VIRTUAL_DEVICES";
 
 struct Topology {
-  int physical = 0;           // GPUs the driver reports
-  int logical = 0;            // what device_count() returns
+  int physical = 0;  // GPUs the driver reports
+  int logical = 0;   // what device_count() returns
   bool virtual_devices = false;
-  std::string unavailable;    // why there is no device at all, for error messages
+  std::string unavailable;  // why there is no device at all, for error messages
 };
 
 // 0 when unset; -1 when set to something other than an integer in 1..kMaxDevicesPerType.
@@ -52,8 +52,8 @@ Topology discover() {
   int requested = virtual_devices_requested();
   if (requested < 0) {
     // device_count() cannot throw, so a bad value is reported once and ignored.
-    std::fprintf(stderr, "duet: ignoring %s=%s (expected an integer from 1 to %d)\n",
-                 kVirtualDevicesEnv, std::getenv(kVirtualDevicesEnv), kMaxDevicesPerType);
+    std::fprintf(stderr, "duet: ignoring %s=%s (expected an integer from 1 to %d)\n", kVirtualDevicesEnv,
+                 std::getenv(kVirtualDevicesEnv), kMaxDevicesPerType);
   } else if (requested > 0) {
     t.logical = requested;
     t.virtual_devices = true;

@@ -8,8 +8,7 @@ namespace {
 
 enum class Kind { softmax, log_softmax };
 
-template <class T, Kind kKind>
-struct ForwardRow {
+template <class T, Kind kKind> struct ForwardRow {
   const T* x;
   T* y;
   RowLayout l;
@@ -26,8 +25,7 @@ struct ForwardRow {
 
 // softmax:     grad_x = y * (g - sum(g * y))
 // log_softmax: grad_x = g - exp(y) * sum(g)
-template <class T, Kind kKind>
-struct BackwardRow {
+template <class T, Kind kKind> struct BackwardRow {
   const T* g;
   const T* y;
   T* gx;
@@ -54,21 +52,19 @@ void forward(const char* op, const Tensor& x, int64_t dim, const Tensor& out, cu
   });
 }
 
-template <Kind kKind>
-void backward(const char* op, const Tensor& grad_out, const Tensor& out, int64_t dim, const Tensor& grad_x,
-              cudaStream_t stream) {
+template <Kind kKind> void backward(const char* op, const Tensor& grad_out, const Tensor& out, int64_t dim,
+                                    const Tensor& grad_x, cudaStream_t stream) {
   const RowLayout l = RowLayout::of(out, dim);
   if (out.numel() == 0) return;
   dispatch_floating(out.dtype(), op, [&]<class T>() {
-    launch_per_row(l.rows(), l.size,
-                   BackwardRow<T, kKind>{grad_out.data<T>(), out.data<T>(), grad_x.data<T>(), l}, stream);
+    launch_per_row(l.rows(), l.size, BackwardRow<T, kKind>{grad_out.data<T>(), out.data<T>(), grad_x.data<T>(), l},
+                   stream);
   });
 }
 
 }  // namespace
 
-void launch_softmax_forward(bool log_softmax, const Tensor& x, int64_t dim, const Tensor& out,
-                            cudaStream_t stream) {
+void launch_softmax_forward(bool log_softmax, const Tensor& x, int64_t dim, const Tensor& out, cudaStream_t stream) {
   if (log_softmax) forward<Kind::log_softmax>("log_softmax_forward", x, dim, out, stream);
   else forward<Kind::softmax>("softmax_forward", x, dim, out, stream);
 }

@@ -16,20 +16,17 @@ std::shared_ptr<Module> xavier(Sequential net) {
 
 }  // namespace
 
-std::shared_ptr<Module> mlp() {
-  return xavier(Sequential(Flatten(), Linear(784, 256), ReLU(), Linear(256, 10)));
-}
+std::shared_ptr<Module> mlp() { return xavier(Sequential(Flatten(), Linear(784, 256), ReLU(), Linear(256, 10))); }
 
 std::shared_ptr<Module> lenet() {
   return xavier(Sequential(Conv2d(Conv2dOptions(1, 6, 5).padding(2)), Sigmoid(), AvgPool2d(2),
-                           Conv2d(Conv2dOptions(6, 16, 5)), Sigmoid(), AvgPool2d(2), Flatten(),
-                           Linear(400, 120), Sigmoid(), Linear(120, 84), Sigmoid(), Linear(84, 10)));
+                           Conv2d(Conv2dOptions(6, 16, 5)), Sigmoid(), AvgPool2d(2), Flatten(), Linear(400, 120),
+                           Sigmoid(), Linear(120, 84), Sigmoid(), Linear(84, 10)));
 }
 
 std::shared_ptr<Module> lenet_relu() {
-  return xavier(Sequential(Conv2d(Conv2dOptions(1, 20, 3)), ReLU(), AvgPool2d(2),
-                           Conv2d(Conv2dOptions(20, 50, 5)), ReLU(), AvgPool2d(2), Flatten(),
-                           Linear(800, 128), ReLU(), Linear(128, 10)));
+  return xavier(Sequential(Conv2d(Conv2dOptions(1, 20, 3)), ReLU(), AvgPool2d(2), Conv2d(Conv2dOptions(20, 50, 5)),
+                           ReLU(), AvgPool2d(2), Flatten(), Linear(800, 128), ReLU(), Linear(128, 10)));
 }
 
 std::shared_ptr<Module> resnet18() {
@@ -39,9 +36,9 @@ std::shared_ptr<Module> resnet18() {
     blocks->push_back(Residual(out, out));
     return blocks;
   };
-  return Sequential(Conv2d(Conv2dOptions(1, 64, 3).padding(1)), BatchNorm2d(64), ReLU(),
-                    stage(64, 64, true), stage(64, 128, false), stage(128, 256, false), stage(256, 512, false),
-                    AdaptiveAvgPool2d(1), Flatten(), Linear(512, 10))
+  return Sequential(Conv2d(Conv2dOptions(1, 64, 3).padding(1)), BatchNorm2d(64), ReLU(), stage(64, 64, true),
+                    stage(64, 128, false), stage(128, 256, false), stage(256, 512, false), AdaptiveAvgPool2d(1),
+                    Flatten(), Linear(512, 10))
       .ptr();
 }
 

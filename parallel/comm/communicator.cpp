@@ -10,8 +10,10 @@ namespace duet::parallel {
 
 const char* name(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return "sum";
-    case ReduceOp::avg: return "avg";
+    case ReduceOp::sum:
+      return "sum";
+    case ReduceOp::avg:
+      return "avg";
   }
   return "unknown reduce op";
 }

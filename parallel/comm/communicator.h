@@ -53,7 +53,7 @@ class Communicator {
 
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
-  virtual Device device() const = 0;  // where this rank's tensors must live
+  virtual Device device() const = 0;     // where this rank's tensors must live
   virtual std::string name() const = 0;  // "local-ring", "local-naive", "mpi"
 
   // Every tensor argument must be contiguous, on device(), with the same dtype and shape on

@@ -25,8 +25,7 @@ void add_into(const Tensor& acc, const Tensor& part) {
 
 class LocalCommunicator final : public QueuedCommunicator {
  public:
-  LocalCommunicator(std::shared_ptr<LocalRendezvous> rendezvous, int rank, Device device,
-                    LocalAlgorithm algorithm)
+  LocalCommunicator(std::shared_ptr<LocalRendezvous> rendezvous, int rank, Device device, LocalAlgorithm algorithm)
       : rendezvous_(std::move(rendezvous)), rank_(rank), device_(device), algorithm_(algorithm) {}
 
   ~LocalCommunicator() override {
@@ -87,8 +86,7 @@ class LocalCommunicator final : public QueuedCommunicator {
  private:
   // Runs one collective on this rank: its posts are all read when it returns. Any failure
   // fails the group, so the other ranks stop waiting for this one.
-  template <class Body>
-  void collective(std::string signature, Body body) {
+  template <class Body> void collective(std::string signature, Body body) {
     CollectiveCall call = rendezvous_->begin(rank_, std::move(signature));
     try {
       body(call);
@@ -144,10 +142,8 @@ class LocalCommunicator final : public QueuedCommunicator {
   // After reduce_to, a non-root's post has been read before the root posts here, so fetching
   // into t never overwrites data that the root is still reading.
   void broadcast_from(CollectiveCall& call, const Tensor& t, int root) {
-    if (rank_ == root)
-      rendezvous_->post(call, t, world_size() - 1);
-    else
-      rendezvous_->fetch(call, root, t);
+    if (rank_ == root) rendezvous_->post(call, t, world_size() - 1);
+    else rendezvous_->fetch(call, root, t);
   }
 
   std::shared_ptr<LocalRendezvous> rendezvous_;
@@ -162,13 +158,13 @@ std::vector<std::shared_ptr<Communicator>> make_local_group(const std::vector<De
                                                             LocalGroupOptions options) {
   DUET_CHECK(!devices.empty(), "make_local_group: no devices");
   for (size_t i = 0; i < devices.size(); ++i)
-    DUET_CHECK(std::count(devices.begin(), devices.end(), devices[i]) == 1, "make_local_group: device ",
-               devices[i], " appears more than once (one rank per device)");
+    DUET_CHECK(std::count(devices.begin(), devices.end(), devices[i]) == 1, "make_local_group: device ", devices[i],
+               " appears more than once (one rank per device)");
   auto rendezvous = std::make_shared<LocalRendezvous>(static_cast<int>(devices.size()), options.timeout);
   std::vector<std::shared_ptr<Communicator>> group;
   for (size_t i = 0; i < devices.size(); ++i)
-    group.push_back(std::make_shared<LocalCommunicator>(rendezvous, static_cast<int>(i), devices[i],
-                                                        options.algorithm));
+    group.push_back(
+        std::make_shared<LocalCommunicator>(rendezvous, static_cast<int>(i), devices[i], options.algorithm));
   return group;
 }
 

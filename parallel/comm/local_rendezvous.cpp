@@ -42,7 +42,8 @@ CollectiveCall LocalRendezvous::begin(int rank, std::string signature) {
 void LocalRendezvous::post(CollectiveCall& call, const Tensor& data, int readers) {
   std::unique_lock lock(mutex_);
   RankState& me = ranks_[static_cast<size_t>(call.rank)];
-  wait(lock, call, [&] { return me.readers_left == 0; }, -1);
+  wait(
+      lock, call, [&] { return me.readers_left == 0; }, -1);
   int index = call.posts++;
   if (readers == 0) return;
   me.post_seq = call.seq;
@@ -61,17 +62,15 @@ void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
   Tensor data;
   {
     std::unique_lock lock(mutex_);
-    wait(lock, call, [&] {
-      return src.post_seq == call.seq && src.post_index == index && src.readers_left > 0;
-    }, from);
+    wait(
+        lock, call, [&] { return src.post_seq == call.seq && src.post_index == index && src.readers_left > 0; }, from);
     data = src.post_data;
   }
   // The copy runs unlocked, so that the readers of one post (a broadcast) copy in parallel.
   // The sender cannot touch `data` until this reader has marked it read, below.
   if (dst.defined()) {
     DUET_CHECK(data.defined() && data.numel() == dst.numel(), where(call), ": rank ", from, " sent ",
-               data.defined() ? data.describe() : std::string("no data"), " where ", dst.describe(),
-               " was expected");
+               data.defined() ? data.describe() : std::string("no data"), " where ", dst.describe(), " was expected");
     if (dst.numel() > 0) kernels::copy(flat(data), flat(dst));
   }
   std::lock_guard lock(mutex_);
@@ -85,7 +84,8 @@ void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
 void LocalRendezvous::finish(CollectiveCall& call) {
   std::unique_lock lock(mutex_);
   RankState& me = ranks_[static_cast<size_t>(call.rank)];
-  wait(lock, call, [&] { return me.readers_left == 0; }, -1);
+  wait(
+      lock, call, [&] { return me.readers_left == 0; }, -1);
 }
 
 void LocalRendezvous::abort(int rank, const std::string& reason) {
@@ -104,9 +104,8 @@ void LocalRendezvous::wake_all() {
   for (RankState& rank : ranks_) rank.changed.notify_all();
 }
 
-template <class Ready>
-void LocalRendezvous::wait(std::unique_lock<std::mutex>& lock, const CollectiveCall& call, Ready ready,
-                           int waiting_for) {
+template <class Ready> void LocalRendezvous::wait(std::unique_lock<std::mutex>& lock, const CollectiveCall& call,
+                                                  Ready ready, int waiting_for) {
   RankState& me = ranks_[static_cast<size_t>(call.rank)];
   for (bool expired = false;;) {
     if (!abort_reason_.empty()) DUET_FAIL(where(call), " aborted, because ", abort_reason_);
@@ -124,7 +123,7 @@ void LocalRendezvous::check_peers(const CollectiveCall& call) {
     const RankState& peer = ranks_[q];
     if (peer.arrived == call.seq && peer.signature != call.signature)
       fail(call, detail::concat(where(call), ": rank ", q, " called ", peer.signature,
-                               " instead (every rank must issue the same collectives in the same order)"));
+                                " instead (every rank must issue the same collectives in the same order)"));
     if (peer.left && peer.arrived < call.seq)
       fail(call, detail::concat(where(call), ": rank ", q, "'s communicator was destroyed before it called it"));
   }

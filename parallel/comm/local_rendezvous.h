@@ -36,9 +36,9 @@ struct CollectiveCall {
   uint64_t seq = 0;       // 1-based; the same collective has the same seq on every rank
   std::string signature;  // "all_reduce(f32[7], sum)": must be equal on every rank
   std::chrono::steady_clock::time_point deadline;
-  int posts = 0;               // posts this rank made in this collective
-  std::vector<int> reads;      // posts read so far, per sending rank
-  int64_t bytes_sent = 0;      // payload bytes times readers, over this rank's posts
+  int posts = 0;           // posts this rank made in this collective
+  std::vector<int> reads;  // posts read so far, per sending rank
+  int64_t bytes_sent = 0;  // payload bytes times readers, over this rank's posts
 };
 
 class LocalRendezvous {
@@ -69,8 +69,8 @@ class LocalRendezvous {
   struct RankState {
     std::condition_variable changed;  // this rank sleeps on it
     int waiting_for = -1;             // the rank whose post it waits for (-1: none)
-    uint64_t arrived = 0;   // seq of the last collective this rank began
-    std::string signature;  // that collective's
+    uint64_t arrived = 0;             // seq of the last collective this rank began
+    std::string signature;            // that collective's
     bool left = false;
     // The outstanding post.
     uint64_t post_seq = 0;

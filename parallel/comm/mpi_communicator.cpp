@@ -53,18 +53,21 @@ void ensure_initialised() {
   } else {
     check_mpi(MPI_Query_thread(&provided), "MPI_Query_thread");
   }
-  DUET_CHECK(provided >= MPI_THREAD_SERIALIZED,
-             "make_mpi_communicator: MPI provides thread level ", provided,
+  DUET_CHECK(provided >= MPI_THREAD_SERIALIZED, "make_mpi_communicator: MPI provides thread level ", provided,
              ", but the communicator calls MPI from its own thread and needs MPI_THREAD_SERIALIZED "
              "(initialise MPI with MPI_Init_thread)");
 }
 
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return MPI_FLOAT;
-    case DType::f64: return MPI_DOUBLE;
-    case DType::i64: return MPI_INT64_T;
-    case DType::u8: return MPI_UINT8_T;
+    case DType::f32:
+      return MPI_FLOAT;
+    case DType::f64:
+      return MPI_DOUBLE;
+    case DType::i64:
+      return MPI_INT64_T;
+    case DType::u8:
+      return MPI_UINT8_T;
   }
   DUET_FAIL("MPI: unknown dtype ", static_cast<int>(dtype));
 }
@@ -79,8 +82,10 @@ int64_t bytes_of(const Tensor& t) { return t.numel() * static_cast<int64_t>(t.el
 class MpiCommunicator final : public QueuedCommunicator {
  public:
   explicit MpiCommunicator(MpiOptions options) : options_(options) {
-    DUET_CHECK(options.device.is_cpu(), "make_mpi_communicator: the MPI communicator moves host tensors, so its "
-               "device must be a CPU device, got ", options.device);
+    DUET_CHECK(options.device.is_cpu(),
+               "make_mpi_communicator: the MPI communicator moves host tensors, so its "
+               "device must be a CPU device, got ",
+               options.device);
     DUET_CHECK(options.timeout.count() > 0, "make_mpi_communicator: timeout must be positive");
     check_mpi(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check_mpi(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");
@@ -111,9 +116,8 @@ class MpiCommunicator final : public QueuedCommunicator {
   }
 
   void run_broadcast(const Tensor& t, int root) override {
-    start(numbered(describe_collective("broadcast", t, "root " + std::to_string(root))), [&](MPI_Request* r) {
-      return MPI_Ibcast(t.data_ptr(), mpi_count(t), mpi_type(t.dtype()), root, comm_, r);
-    });
+    start(numbered(describe_collective("broadcast", t, "root " + std::to_string(root))),
+          [&](MPI_Request* r) { return MPI_Ibcast(t.data_ptr(), mpi_count(t), mpi_type(t.dtype()), root, comm_, r); });
     if (rank_ == root) count_bytes_sent((size_ - 1) * bytes_of(t));
   }
 
@@ -121,8 +125,8 @@ class MpiCommunicator final : public QueuedCommunicator {
     start(numbered(describe_collective("reduce", t, "root " + std::to_string(root) + ", " + parallel::name(op))),
           [&](MPI_Request* r) {
             const bool is_root = rank_ == root;
-            return MPI_Ireduce(is_root ? MPI_IN_PLACE : t.data_ptr(), is_root ? t.data_ptr() : nullptr,
-                               mpi_count(t), mpi_type(t.dtype()), MPI_SUM, root, comm_, r);
+            return MPI_Ireduce(is_root ? MPI_IN_PLACE : t.data_ptr(), is_root ? t.data_ptr() : nullptr, mpi_count(t),
+                               mpi_type(t.dtype()), MPI_SUM, root, comm_, r);
           });
     if (rank_ == root && op == ReduceOp::avg) divide_in_place(t, size_);
     if (rank_ != root) count_bytes_sent(bytes_of(t));
@@ -145,8 +149,7 @@ class MpiCommunicator final : public QueuedCommunicator {
   std::string numbered(const std::string& what) { return what + " (collective #" + std::to_string(++seq_) + ")"; }
 
   // Starts one non-blocking MPI call and polls it until it completes or the timeout expires.
-  template <class Call>
-  void start(const std::string& where, Call call) {
+  template <class Call> void start(const std::string& where, Call call) {
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(call(&request), where);
     const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
@@ -159,10 +162,8 @@ class MpiCommunicator final : public QueuedCommunicator {
                   " ms: a rank died, is stuck, or issued a different collective");
       }
       // Spin briefly for latency, then back off so a waiting rank leaves the cores to compute.
-      if (polls < 1000)
-        std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (polls < 1000) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 

@@ -16,8 +16,8 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <unordered_set>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
 #include "duet/autograd/factory.h"
@@ -33,10 +33,14 @@ namespace {
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return ncclFloat32;
-    case DType::f64: return ncclFloat64;
-    case DType::i64: return ncclInt64;
-    case DType::u8: return ncclUint8;
+    case DType::f32:
+      return ncclFloat32;
+    case DType::f64:
+      return ncclFloat64;
+    case DType::i64:
+      return ncclInt64;
+    case DType::u8:
+      return ncclUint8;
   }
   DUET_FAIL("NCCL: unknown dtype ", static_cast<int>(dtype));
 }
@@ -227,10 +231,8 @@ class NcclWork final : public Work {
         }
       }
       // Spin briefly for latency, then back off so a waiting rank leaves the cores to others.
-      if (polls < 1000)
-        std::this_thread::yield();
-      else
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (polls < 1000) std::this_thread::yield();
+      else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 
@@ -262,22 +264,22 @@ class NcclCommunicator final : public Communicator {
 
  protected:
   std::shared_ptr<Work> all_reduce_impl(const Tensor& t, ReduceOp op) override {
-    auto work = launch(describe_collective("all_reduce", t, parallel::name(op)), {t}, [&](ncclComm_t c, cudaStream_t s) {
-      DUET_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), count(t), nccl_type(t.dtype()), nccl_op(op), c, s));
-    });
+    auto work =
+        launch(describe_collective("all_reduce", t, parallel::name(op)), {t}, [&](ncclComm_t c, cudaStream_t s) {
+          DUET_NCCL_CHECK(ncclAllReduce(t.data_ptr(), t.data_ptr(), count(t), nccl_type(t.dtype()), nccl_op(op), c, s));
+        });
     t.bump_version();
-    count_bytes_sent(ring::all_reduce_bytes_sent(t.numel(), static_cast<int64_t>(t.element_size()), world_size(),
-                                                 rank()));
+    count_bytes_sent(
+        ring::all_reduce_bytes_sent(t.numel(), static_cast<int64_t>(t.element_size()), world_size(), rank()));
     return work;
   }
 
   // The byte counts below are the MPI communicator's model (parallel/comm/mpi_communicator.cpp).
   std::shared_ptr<Work> broadcast_impl(const Tensor& t, int root) override {
-    auto work = launch(describe_collective("broadcast", t, "root " + std::to_string(root)), {t},
-                       [&](ncclComm_t c, cudaStream_t s) {
-                         DUET_NCCL_CHECK(
-                             ncclBroadcast(t.data_ptr(), t.data_ptr(), count(t), nccl_type(t.dtype()), root, c, s));
-                       });
+    auto work = launch(
+        describe_collective("broadcast", t, "root " + std::to_string(root)), {t}, [&](ncclComm_t c, cudaStream_t s) {
+          DUET_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), count(t), nccl_type(t.dtype()), root, c, s));
+        });
     if (rank() != root) t.bump_version();
     if (rank() == root) count_bytes_sent((world_size() - 1) * bytes_of(t));
     return work;
@@ -307,8 +309,8 @@ class NcclCommunicator final : public Communicator {
   // NCCL has no barrier: a one-element all-reduce completes only once every rank launched it.
   std::shared_ptr<Work> barrier_impl() override {
     return launch(describe_collective("barrier", Tensor()), {barrier_scratch_}, [&](ncclComm_t c, cudaStream_t s) {
-      DUET_NCCL_CHECK(ncclAllReduce(barrier_scratch_.data_ptr(), barrier_scratch_.data_ptr(), 1, ncclFloat32, ncclSum,
-                                    c, s));
+      DUET_NCCL_CHECK(
+          ncclAllReduce(barrier_scratch_.data_ptr(), barrier_scratch_.data_ptr(), 1, ncclFloat32, ncclSum, c, s));
     });
   }
 
@@ -435,7 +437,8 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
   const MpiLocality node = mpi_locality();
   const int gpus = cuda::device_count();
   DUET_CHECK(node.local_rank < gpus, "make_nccl_communicator: this process is rank ", node.local_rank, " of the ",
-             node.local_size, " processes on its machine, which has ", gpus, " GPU(s): start at most one process "
+             node.local_size, " processes on its machine, which has ", gpus,
+             " GPU(s): start at most one process "
              "per GPU");
   return make_nccl_communicator(std::move(bootstrap), cuda_device(node.local_rank), options);
 }
@@ -443,8 +446,10 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap, Device device,
                                                      NcclOptions options) {
   DUET_CHECK(bootstrap, "make_nccl_communicator: no bootstrap communicator");
-  DUET_CHECK(bootstrap->device().is_cpu(), "make_nccl_communicator: the bootstrap communicator must move host "
-             "tensors (the MPI one), got ", bootstrap->name(), " on ", bootstrap->device());
+  DUET_CHECK(bootstrap->device().is_cpu(),
+             "make_nccl_communicator: the bootstrap communicator must move host "
+             "tensors (the MPI one), got ",
+             bootstrap->name(), " on ", bootstrap->device());
   check_nccl_device("make_nccl_communicator", device);
   check_options("make_nccl_communicator", options);
 
@@ -468,8 +473,10 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
           return ncclCommInitRank(out, size, id, rank);
         },
         options.timeout,
-        "make_nccl_communicator: rank " + std::to_string(rank) + " of " + std::to_string(size) + " creating the NCCL "
-        "group on " + device.str())[0];
+        "make_nccl_communicator: rank " + std::to_string(rank) + " of " + std::to_string(size) +
+            " creating the NCCL "
+            "group on " +
+            device.str())[0];
   } catch (const Error& e) {
     bootstrap->abort(e.what());  // the other ranks are blocked in NCCL too: end them (MPI ends the job)
     throw;

@@ -57,7 +57,6 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
                                                      NcclOptions options = {});
 // The same on the GPU of this process's local rank: its rank among the processes on its machine,
 // from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) (mpi_locality(), a collective the first time).
-std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap,
-                                                     NcclOptions options = {});
+std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap, NcclOptions options = {});
 
 }  // namespace duet::parallel

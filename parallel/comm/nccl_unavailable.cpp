@@ -9,7 +9,8 @@ namespace duet::parallel {
 namespace {
 
 [[noreturn]] void built_without_nccl(const char* function) {
-  DUET_FAIL(function, ": duet was built without NCCL (it needs the CUDA backend and nccl.h/libnccl; set "
+  DUET_FAIL(function,
+            ": duet was built without NCCL (it needs the CUDA backend and nccl.h/libnccl; set "
             "NCCL_ROOT and reconfigure); for CPU or virtual devices use make_local_group");
 }
 

@@ -18,16 +18,14 @@ namespace duet::kernel_test {
 // A contiguous tensor on cpu:0 made without the autograd layer.
 inline Tensor empty_tensor(DType dtype, Shape sizes) {
   auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(sizes)) * element_size(dtype),
-                                            duet::cpu());
+  impl->storage = std::make_shared<Storage>(static_cast<size_t>(numel(sizes)) * element_size(dtype), duet::cpu());
   impl->strides = contiguous_strides(sizes);
   impl->sizes = std::move(sizes);
   impl->dtype = dtype;
   return Tensor(std::move(impl));
 }
 
-template <class T>
-Tensor make(Shape sizes, const std::vector<T>& values) {
+template <class T> Tensor make(Shape sizes, const std::vector<T>& values) {
   Tensor t = empty_tensor(dtype_of<T>(), std::move(sizes));
   REQUIRE(static_cast<int64_t>(values.size()) == t.numel());
   std::copy(values.begin(), values.end(), t.data<T>());
@@ -35,8 +33,7 @@ Tensor make(Shape sizes, const std::vector<T>& values) {
 }
 
 // The logical elements of any strided tensor, in row-major order.
-template <class T>
-std::vector<T> values(const Tensor& t) {
+template <class T> std::vector<T> values(const Tensor& t) {
   std::vector<T> out;
   const T* base = t.data<T>();
   const int64_t n = t.numel();
@@ -62,15 +59,13 @@ inline Tensor transposed(const Tensor& t) {
   return t.as_strided(sizes, strides, t.offset());
 }
 
-template <class T>
-std::vector<T> iota_values(int64_t n, double start = 0, double step = 1) {
+template <class T> std::vector<T> iota_values(int64_t n, double start = 0, double step = 1) {
   std::vector<T> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<T>(start + step * static_cast<double>(i));
   return v;
 }
 
-template <class T>
-void check_close(const std::vector<T>& got, const std::vector<double>& want, double tol = 1e-6) {
+template <class T> void check_close(const std::vector<T>& got, const std::vector<double>& want, double tol = 1e-6) {
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     INFO("element " << i << ": got " << got[i] << ", want " << want[i]);

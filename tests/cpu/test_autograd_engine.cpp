@@ -77,8 +77,7 @@ TEST_CASE("an in-place change to a saved tensor is detected", "[autograd][errors
   Tensor x = from_vector<float>({3, 4}, {2});
   Tensor y = sum(w * x);  // saves x for dw
   x.mul_(2.0);
-  REQUIRE_THROWS_WITH(y.backward(), Contains("modified in place") && Contains("version 1") &&
-                                        Contains("version 0"));
+  REQUIRE_THROWS_WITH(y.backward(), Contains("modified in place") && Contains("version 1") && Contains("version 0"));
 }
 
 TEST_CASE("in-place writes to tensors that require grad are refused outside NoGradGuard", "[autograd][errors]") {
@@ -144,8 +143,7 @@ TEST_CASE("post-accumulate hooks run once per leaf after its grad is complete", 
   sum(a * b + a * 3.0).backward();
   REQUIRE(order.size() == 2);
   CHECK(grad_seen == std::vector<float>{5});
-  CHECK_THROWS_WITH((a * 2.0).register_post_accumulate_grad_hook([](const Tensor&) {}),
-                    Contains("non-leaf"));
+  CHECK_THROWS_WITH((a * 2.0).register_post_accumulate_grad_hook([](const Tensor&) {}), Contains("non-leaf"));
 }
 
 TEST_CASE("gradients flow into several roots at once", "[autograd]") {

@@ -92,8 +92,8 @@ TEST_CASE("broadcasting over non-contiguous operands", "[broadcast]") {
 TEST_CASE("incompatible shapes name the op and both shapes", "[broadcast][errors]") {
   Tensor a = zeros({2, 3});
   Tensor b = zeros({4});
-  REQUIRE_THROWS_WITH(a + b, Contains("add") && Contains("[2, 3]") && Contains("[4]") &&
-                                 Contains("cannot be broadcast"));
+  REQUIRE_THROWS_WITH(a + b,
+                      Contains("add") && Contains("[2, 3]") && Contains("[4]") && Contains("cannot be broadcast"));
   REQUIRE_THROWS_WITH(mul(zeros({2, 3, 4}), zeros({3, 3})), Contains("mul") && Contains("[2, 3, 4]"));
   REQUIRE_THROWS_WITH(where(from_vector<uint8_t>({1, 0}), a, a), Contains("where") && Contains("[2]"));
 }

@@ -59,7 +59,8 @@ void write_checkpoint(const std::string& path, int64_t epochs_done = 1) {
   optim::SGD sgd(model->parameters(), {.lr = 0.1, .momentum = 0.9});
   sum(model->forward(rand({2, 1, 28, 28}))).backward();
   sgd.step();
-  optim::save_checkpoint(path, *model, sgd, default_generator(), {.epochs_done = epochs_done, .extra = {{"model", "mlp"}}});
+  optim::save_checkpoint(path, *model, sgd, default_generator(),
+                         {.epochs_done = epochs_done, .extra = {{"model", "mlp"}}});
 }
 
 // The checkpoint at `path` with one metadata entry replaced.

@@ -10,8 +10,8 @@
 #include "duet/duet.h"
 
 using namespace duet;
-using parallel::comm_counter;
 using Catch::Matchers::Contains;
+using parallel::comm_counter;
 
 namespace {
 
@@ -147,7 +147,7 @@ TEST_CASE("broadcast copies a list of tensors, and replica 0 is the master itsel
       }
       CHECK(replicas[d][0].grad_fn()->name() == "BroadcastBackward");
       CHECK(replicas[d][0].grad_fn() == replicas[1][1].grad_fn());  // one node for everything
-      CHECK_FALSE(replicas[d][2].requires_grad());                 // a buffer's copy is plain
+      CHECK_FALSE(replicas[d][2].requires_grad());                  // a buffer's copy is plain
     }
   }
   // A device list without the source: every result is a copy.
@@ -239,8 +239,8 @@ TEST_CASE("gradcheck: reduce_add", "[parallel][gradcheck]") {
         [n](const Inputs& x) {
           std::vector<std::vector<Tensor>> per_device;
           for (int d = 0; d < n; ++d) {
-            per_device.push_back({x[static_cast<size_t>(2 * d)].to(cpu(d)) * (d + 1.0),
-                                  x[static_cast<size_t>(2 * d + 1)].to(cpu(d))});
+            per_device.push_back(
+                {x[static_cast<size_t>(2 * d)].to(cpu(d)) * (d + 1.0), x[static_cast<size_t>(2 * d + 1)].to(cpu(d))});
           }
           return joined_on_cpu0(parallel::reduce_add(per_device, cpu(n - 1)));
         },

@@ -35,8 +35,7 @@ const LocalAlgorithm kAlgorithms[] = {LocalAlgorithm::ring, LocalAlgorithm::naiv
 
 const char* algorithm_name(LocalAlgorithm a) { return a == LocalAlgorithm::ring ? "ring" : "naive"; }
 
-template <class T>
-void check_all_reduce(LocalAlgorithm algorithm, int n) {
+template <class T> void check_all_reduce(LocalAlgorithm algorithm, int n) {
   Group group = make_group(n, algorithm);
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
     auto results = test::all_reduce_each_shape<T>(group, op, kShapes);
@@ -161,7 +160,8 @@ TEST_CASE("local communicators count the bytes each rank sends", "[comm]") {
 
       // Naive: every other rank sends its tensor to rank 0, which sends the sum to each of them.
       Group naive_group = make_group(n, LocalAlgorithm::naive);
-      auto naive_stats = on_each_rank(naive_group, [&](Communicator& comm) { return test::collective_stats(comm, count); });
+      auto naive_stats =
+          on_each_rank(naive_group, [&](Communicator& comm) { return test::collective_stats(comm, count); });
       for (int r = 0; r < n; ++r) {
         CHECK(naive_stats[r][0].bytes_sent == (r == 0 ? (n - 1) * bytes : (n > 1 ? bytes : 0)));
         int64_t broadcast = r == n - 1 ? (n - 1) * bytes : 0;

@@ -1,8 +1,8 @@
 // The CPU allocator's accounting and its cache of freed blocks.
 #include <catch2/catch.hpp>
 
-#include "duet/duet.h"
 #include "duet/core/cpu_allocator.h"
+#include "duet/duet.h"
 
 using namespace duet;
 

@@ -73,8 +73,8 @@ TEST_CASE("asking for more cores than the process has falls back to sharing and 
   const cpu_pool::CpuPlacement placement = cpu_pool::place_cpu_devices(have + 1, 1);
   CHECK_FALSE(placement.pinned());
   CHECK(placement.cores_per_device == 0);
-  CHECK_THAT(placement.note, Catch::Contains("need " + std::to_string(have + 1) + " cores") &&
-                                 Catch::Contains("share one pool"));
+  CHECK_THAT(placement.note,
+             Catch::Contains("need " + std::to_string(have + 1) + " cores") && Catch::Contains("share one pool"));
   cpu_pool::CpuDeviceScope scope(0);
   CHECK(cpu_pool::pool_size() == kernels::num_threads());
   REQUIRE_THROWS_WITH(cpu_pool::place_cpu_devices(0, 1), Catch::Contains("devices >= 1"));

@@ -48,8 +48,8 @@ TEST_CASE("DataLoader batches in order, converts to f32/255, keeps the short las
 }
 
 TEST_CASE("DataLoader: drop_last, normalisation and no-prefetch mode", "[data]") {
-  data::DataLoader loader(tiny(), {.batch_size = 4, .drop_last = true, .normalize_mean = 0.5, .normalize_std = 0.25,
-                                   .prefetch = 0});
+  data::DataLoader loader(
+      tiny(), {.batch_size = 4, .drop_last = true, .normalize_mean = 0.5, .normalize_std = 0.25, .prefetch = 0});
   CHECK(loader.num_batches() == 2);
   std::vector<float> first;
   for (auto& [x, y] : loader) {
@@ -96,8 +96,8 @@ TEST_CASE("DistributedSampler partitions the (padded) order across ranks", "[dat
 TEST_CASE("DataLoader delivers each batch on the requested device, the same values as on cpu:0", "[data]") {
   for (int prefetch : {0, 2}) {
     data::DataLoader host(tiny(), {.batch_size = 4, .shuffle = true, .seed = 3, .prefetch = prefetch});
-    data::DataLoader moved(tiny(), {.batch_size = 4, .shuffle = true, .seed = 3, .prefetch = prefetch,
-                                    .device = cpu(1)});
+    data::DataLoader moved(tiny(),
+                           {.batch_size = 4, .shuffle = true, .seed = 3, .prefetch = prefetch, .device = cpu(1)});
     std::vector<data::Batch> expected;
     for (auto& batch : host) expected.push_back(batch);
     size_t b = 0;
@@ -116,9 +116,9 @@ TEST_CASE("DataLoader delivers each batch on the requested device, the same valu
 TEST_CASE("DataLoader: pin_memory and a CUDA device without a GPU fail at construction, saying why", "[data][errors]") {
   if (cuda::device_count() > 0) return;  // tests/cuda/test_cuda_pinned.cpp covers the working case
   const std::string reason = cuda::is_built() ? "no CUDA device is available" : "built without CUDA";
-  REQUIRE_THROWS_WITH(data::DataLoader(tiny(), {.pin_memory = true}),
-                      Contains("DataLoader: pin_memory: cannot allocate pinned (page-locked) host memory") &&
-                          Contains(reason));
+  REQUIRE_THROWS_WITH(
+      data::DataLoader(tiny(), {.pin_memory = true}),
+      Contains("DataLoader: pin_memory: cannot allocate pinned (page-locked) host memory") && Contains(reason));
   REQUIRE_THROWS_WITH(data::DataLoader(tiny(), {.device = cuda_device(0)}),
                       Contains("DataLoader: device: cannot use cuda:0") && Contains(reason));
   // The default loader needs nothing of the sort.

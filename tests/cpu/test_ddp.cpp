@@ -64,8 +64,8 @@ Params values(const nn::NamedTensors& tensors) {
 
 OptimizerFactory sgd_with(double momentum, double weight_decay) {
   return [=](std::vector<Tensor> params) {
-    return std::make_unique<optim::SGD>(std::move(params),
-                                        optim::SGDOptions{.lr = 0.1, .momentum = momentum, .weight_decay = weight_decay});
+    return std::make_unique<optim::SGD>(
+        std::move(params), optim::SGDOptions{.lr = 0.1, .momentum = momentum, .weight_decay = weight_decay});
   };
 }
 
@@ -197,13 +197,15 @@ TEST_CASE("DDP with SyncBatchNorm in f64 equals single-device training to 1e-10 
   // so f32 cannot tell SyncBatchNorm's roundings from a mistake. f64 can.
   auto residual_f64 = [] {
     manual_seed(9);
-    std::shared_ptr<nn::Module> m = nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8),
-                                                   nn::ReLU(), nn::Residual(8, 8), nn::Residual(8, 16, true, 2),
-                                                   nn::AdaptiveAvgPool2d(1), nn::Flatten(), nn::Linear(16, 10))
-                                        .ptr();
+    std::shared_ptr<nn::Module> m =
+        nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8), nn::ReLU(),
+                       nn::Residual(8, 8), nn::Residual(8, 16, true, 2), nn::AdaptiveAvgPool2d(1), nn::Flatten(),
+                       nn::Linear(16, 10))
+            .ptr();
     std::vector<Tensor> params, buffers;
     for (const Tensor& p : m->parameters()) params.push_back(p.detach().to(DType::f64).requires_grad_());
-    for (const auto& [name, b] : m->named_buffers()) buffers.push_back(b.dtype() == DType::f32 ? b.to(DType::f64) : b.clone());
+    for (const auto& [name, b] : m->named_buffers())
+      buffers.push_back(b.dtype() == DType::f32 ? b.to(DType::f64) : b.clone());
     return m->replicate(params, buffers);
   };
   std::vector<data::Batch> batches;
@@ -231,7 +233,8 @@ TEST_CASE("sync_batch_norm over two ranks: BatchNorm's values and an f64 gradche
     std::vector<Tensor> xs = {x.narrow(0, 0, 4), x.narrow(0, 4, 2).to(cpu(1))};
     std::vector<Tensor> ws = {in[1], in[1].to(cpu(1))}, bs = {in[2], in[2].to(cpu(1))};
     std::vector<Tensor> out(2);
-    run_on_devices(cpus(2), [&](size_t r) { out[r] = sync_batch_norm(xs[r], ws[r], bs[r], {}, {}, 0.1, 1e-5, group[r]); });
+    run_on_devices(cpus(2),
+                   [&](size_t r) { out[r] = sync_batch_norm(xs[r], ws[r], bs[r], {}, {}, 0.1, 1e-5, group[r]); });
     return cat({out[0], out[1].to(cpu(0))}, 0);
   };
   Generator g(5);
@@ -271,8 +274,9 @@ TEST_CASE("gradient accumulation: K micro-batches equal one step on their concat
   for (LossReduction loss : {LossReduction::mean, LossReduction::sum}) {
     INFO((loss == LossReduction::mean ? "mean" : "sum") << " loss");
     const OptimizerFactory make = [loss](std::vector<Tensor> params) {
-      return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{
-          .lr = loss == LossReduction::mean ? 0.1 : 0.01, .momentum = 0.9, .weight_decay = 0.01});
+      return std::make_unique<optim::SGD>(
+          std::move(params),
+          optim::SGDOptions{.lr = loss == LossReduction::mean ? 0.1 : 0.01, .momentum = 0.9, .weight_decay = 0.01});
     };
     std::shared_ptr<nn::Module> reference_model = fresh("lenet-relu");
     SingleDevice reference(reference_model, make(reference_model->parameters()), cpu(0), loss);

@@ -15,9 +15,9 @@
 #include "duet/duet.h"
 
 using namespace duet;
-using Catch::Matchers::Contains;
 using autograd::Node;
 using autograd::TensorList;
+using Catch::Matchers::Contains;
 
 namespace {
 

@@ -85,7 +85,7 @@ TEST_CASE("the per-step check: every correct step within a few ulps, a wrong one
     INFO(model);
     Experiment experiment(small_config(model), random_images());
     CHECK(experiment.run({"single", 1}).max_check_ulps == 0.0);  // the same math, the same roundings
-    for (int n : {2, 3}) {  // 16 rows over 3 devices: 6 + 5 + 5
+    for (int n : {2, 3}) {                                       // 16 rows over 3 devices: 6 + 5 + 5
       for (const std::string& strategy : {"dp", "ddp", "ddp-unbucketed"}) {
         INFO(strategy << " on " << n);
         RunMeasurement m = experiment.run({strategy, n});
@@ -130,8 +130,15 @@ TEST_CASE("Experiment needs a single-device run before it can profile", "[experi
 TEST_CASE("the cost model adds latency plus bytes over bandwidth", "[experiment]") {
   // 1 us and 1 GB/s: a message of b bytes costs 0.001 + b * 1e-6 ms.
   const Link link{"test", 1, 1};
-  StepProfile p{.forward_ms = 8, .loss_ms = 1, .backward_ms = 16, .step_ms = 2, .parameter_bytes = 1000000,
-                .buffer_bytes = 0, .input_bytes = 400000, .output_bytes = 4000, .bucket_bytes = {200000, 800000},
+  StepProfile p{.forward_ms = 8,
+                .loss_ms = 1,
+                .backward_ms = 16,
+                .step_ms = 2,
+                .parameter_bytes = 1000000,
+                .buffer_bytes = 0,
+                .input_bytes = 400000,
+                .output_bytes = 4000,
+                .bucket_bytes = {200000, 800000},
                 .parameter_count = 4};
   auto message = [](double bytes) { return 0.001 + bytes * 1e-6; };
 

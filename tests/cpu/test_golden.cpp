@@ -93,22 +93,24 @@ void check_against_golden(const nn::SafeTensors& golden, nn::Module& model, cons
 
 TEST_CASE("LeNet matches PyTorch: logits, loss, gradients and 5 SGD steps", "[golden]") {
   auto model = nn::models::lenet();
-  check_against_golden(load_golden("lenet"), *model, [](const Tensor& logits, const Tensor& y) { return F::cross_entropy(logits, y); },
-                       [](std::vector<Tensor> params, double lr) {
-                         return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = lr});
-                       });
+  check_against_golden(
+      load_golden("lenet"), *model, [](const Tensor& logits, const Tensor& y) { return F::cross_entropy(logits, y); },
+      [](std::vector<Tensor> params, double lr) {
+        return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = lr});
+      });
 }
 
-TEST_CASE("A CNN with grouped and dilated convolutions, ceil-mode pooling and label smoothing matches PyTorch: "
-          "logits, loss, gradients and 5 Adam steps",
-          "[golden]") {
+TEST_CASE(
+    "A CNN with grouped and dilated convolutions, ceil-mode pooling and label smoothing matches PyTorch: "
+    "logits, loss, gradients and 5 Adam steps",
+    "[golden]") {
   // tools/make_golden.py's options_cnn, layer for layer (the state dicts' names are the indices).
-  nn::Sequential model(
-      nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)), nn::ReLU(),
-      nn::Conv2d(nn::Conv2dOptions(4, 8, 3).padding(1).groups(2)), nn::ReLU(),
-      nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).ceil_mode(true)),
-      nn::Conv2d(nn::Conv2dOptions(8, 8, 3).padding(2).dilation(2)), nn::ReLU(),
-      nn::AvgPool2d(nn::AvgPool2dOptions(3).stride(2).ceil_mode(true)), nn::Flatten(), nn::Linear(72, 10));
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 4, 3).padding(1)), nn::ReLU(),
+                       nn::Conv2d(nn::Conv2dOptions(4, 8, 3).padding(1).groups(2)), nn::ReLU(),
+                       nn::MaxPool2d(nn::MaxPool2dOptions(3).stride(2).ceil_mode(true)),
+                       nn::Conv2d(nn::Conv2dOptions(8, 8, 3).padding(2).dilation(2)), nn::ReLU(),
+                       nn::AvgPool2d(nn::AvgPool2dOptions(3).stride(2).ceil_mode(true)), nn::Flatten(),
+                       nn::Linear(72, 10));
   const nn::SafeTensors golden = load_golden("options_cnn");
   F::CrossEntropyOptions label_smoothing;
   label_smoothing.label_smoothing = std::stod(golden.metadata.at("label_smoothing"));

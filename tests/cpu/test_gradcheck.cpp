@@ -89,32 +89,29 @@ TEST_CASE("gradcheck: binary ops with broadcasting", "[gradcheck]") {
       {"add", add}, {"sub", sub}, {"mul", mul}, {"maximum", maximum}, {"minimum", minimum}};
   for (const auto& [name, op] : smooth) {
     INFO(name);
-    check_all([op](const Inputs& x) { return op(x[0], x[1]); },
-              {{input({2, 3}), input({2, 3})},
-               {input({3, 1}), input({4})},          // both broadcast
-               {input({2, 3, 4}), input({3, 1})},    // new leading dim
-               {transposed(3, 2), input({2})},       // non-contiguous
-               {input({}), strided(2, 3)}});         // a 0-d operand
+    check_all([op](const Inputs& x) { return op(x[0], x[1]); }, {{input({2, 3}), input({2, 3})},
+                                                                 {input({3, 1}), input({4})},        // both broadcast
+                                                                 {input({2, 3, 4}), input({3, 1})},  // new leading dim
+                                                                 {transposed(3, 2), input({2})},     // non-contiguous
+                                                                 {input({}), strided(2, 3)}});       // a 0-d operand
     // Only one operand requires grad: the other is a constant.
     Tensor constant = uniform({2, 3}, -1, 1);
     check_all([op, constant](const Inputs& x) { return op(x[0], constant); }, {{input({2, 3})}, {input({3})}});
     check_all([op, constant](const Inputs& x) { return op(constant, x[0]); }, {{input({2, 1})}});
   }
-  check_all([](const Inputs& x) { return div(x[0], x[1]); },
-            {{input({2, 3}), input({2, 3}, 0.5, 2)}, {input({3, 1}), input({4}, -2, -0.5)},
-             {transposed(2, 3), input({}, 1, 2)}});
-  check_all([](const Inputs& x) { return pow(x[0], x[1]); },
-            {{input({2, 3}, 0.5, 2), input({2, 3}, -1, 2)}, {input({3, 1}, 0.5, 2), input({4}, 0.5, 3)},
-             {transposed(2, 3, 0.5, 2), input({})}});
+  check_all([](const Inputs& x) { return div(x[0], x[1]); }, {{input({2, 3}), input({2, 3}, 0.5, 2)},
+                                                              {input({3, 1}), input({4}, -2, -0.5)},
+                                                              {transposed(2, 3), input({}, 1, 2)}});
+  check_all([](const Inputs& x) { return pow(x[0], x[1]); }, {{input({2, 3}, 0.5, 2), input({2, 3}, -1, 2)},
+                                                              {input({3, 1}, 0.5, 2), input({4}, 0.5, 3)},
+                                                              {transposed(2, 3, 0.5, 2), input({})}});
   check_all([](const Inputs& x) { return pow(x[0], 3.0) + pow(x[0], -0.5); }, {{input({4}, 0.5, 2)}});
 }
 
 TEST_CASE("gradcheck: operators with scalars", "[gradcheck]") {
   check_all([](const Inputs& x) { return (x[0] + 2.0) * (3.0 - x[0]) + (x[0] - 1.0) / 4.0; }, {{input({3})}});
-  check_all([](const Inputs& x) { return 2.0 / x[0] + 0.5 * x[0] + 1.0 + x[0] * 5.0; },
-            {{input({2, 2}, 0.5, 1.5)}});
-  check_all([](const Inputs& x) { return x[0] * x[1] - x[0] / x[1]; },
-            {{input({2, 3}), input({3}, 1, 2)}});
+  check_all([](const Inputs& x) { return 2.0 / x[0] + 0.5 * x[0] + 1.0 + x[0] * 5.0; }, {{input({2, 2}, 0.5, 1.5)}});
+  check_all([](const Inputs& x) { return x[0] * x[1] - x[0] / x[1]; }, {{input({2, 3}), input({3}, 1, 2)}});
 }
 
 TEST_CASE("gradcheck: reductions", "[gradcheck]") {
@@ -127,8 +124,7 @@ TEST_CASE("gradcheck: reductions", "[gradcheck]") {
     check_all([keepdim](const Inputs& x) { return max(x[0], {}, keepdim); }, {{input({2, 3})}});
     check_all([keepdim](const Inputs& x) { return max(x[0], {1}, keepdim); }, {{input({3, 4})}, {transposed(3, 4)}});
     check_all([keepdim](const Inputs& x) { return max(x[0], {0, 2}, keepdim); }, {{input({2, 3, 4})}});
-    check_all([keepdim](const Inputs& x) { return logsumexp(x[0], {1}, keepdim); },
-              {{input({3, 4})}, {strided(2, 5)}});
+    check_all([keepdim](const Inputs& x) { return logsumexp(x[0], {1}, keepdim); }, {{input({3, 4})}, {strided(2, 5)}});
     check_all([keepdim](const Inputs& x) { return logsumexp(x[0], {0, 1}, keepdim); }, {{input({2, 3})}});
   }
 }
@@ -212,15 +208,15 @@ TEST_CASE("argmax picks indices and is not differentiable", "[gradcheck][reduce]
 TEST_CASE("gradcheck: matmul in every NumPy form", "[gradcheck][matmul]") {
   check_all([](const Inputs& x) { return matmul(x[0], x[1]); },
             {{input({2, 3}), input({3, 4})},
-             {transposed(2, 3), transposed(3, 4)},   // transposed operands (no copies)
+             {transposed(2, 3), transposed(3, 4)},  // transposed operands (no copies)
              {strided(3, 2), input({2, 2})},
-             {input({3}), input({3, 4})},           // vector @ matrix
-             {input({2, 3}), input({3})},           // matrix @ vector
-             {input({3}), input({3})},              // dot product: a 0-d result
-             {input({2, 2, 3}), input({2, 3, 4})},  // batched
+             {input({3}), input({3, 4})},              // vector @ matrix
+             {input({2, 3}), input({3})},              // matrix @ vector
+             {input({3}), input({3})},                 // dot product: a 0-d result
+             {input({2, 2, 3}), input({2, 3, 4})},     // batched
              {input({2, 1, 2, 3}), input({3, 3, 2})},  // broadcast batch dims
-             {input({2, 2, 3}), input({3, 2})},     // a matrix against a batch
-             {input({3}), input({2, 3, 2})},        // a vector against a batch
+             {input({2, 2, 3}), input({3, 2})},        // a matrix against a batch
+             {input({3}), input({2, 3, 2})},           // a vector against a batch
              {input({2, 4, 3}), input({3})}});
   // Only one operand requires grad.
   Tensor constant = uniform({3, 2}, -1, 1);
@@ -234,18 +230,24 @@ TEST_CASE("gradcheck: cat, stack, split, chunk", "[gradcheck][join]") {
   check_all([](const Inputs& x) { return cat({x[0], x[0] * 2.0, x[1]}, 1); }, {{input({2, 2}), input({2, 1})}});
   check_all([](const Inputs& x) { return stack(x, 0); }, {{input({2, 3}), transposed(2, 3)}});
   check_all([](const Inputs& x) { return stack(x, 2); }, {{input({2, 3}), input({2, 3}), input({2, 3})}});
-  check_all([](const Inputs& x) {
-    std::vector<Tensor> parts = split(x[0], 2, 1);  // sizes 2, 2, 1
-    return parts[0] * 2.0 + parts[1] * parts[0] + sum(parts[2]);
-  }, {{input({3, 5})}, {transposed(3, 5)}});
-  check_all([](const Inputs& x) {
-    std::vector<Tensor> parts = split(x[0], std::vector<int64_t>{1, 3}, 0);
-    return sum(parts[0]) * sum(parts[1], {0});
-  }, {{input({4, 2})}});
-  check_all([](const Inputs& x) {
-    std::vector<Tensor> parts = chunk(x[0], 3, -1);  // sizes 3, 3, 1
-    return cat({parts[2], parts[0], parts[1] * parts[0]}, 1);
-  }, {{input({2, 7})}});
+  check_all(
+      [](const Inputs& x) {
+        std::vector<Tensor> parts = split(x[0], 2, 1);  // sizes 2, 2, 1
+        return parts[0] * 2.0 + parts[1] * parts[0] + sum(parts[2]);
+      },
+      {{input({3, 5})}, {transposed(3, 5)}});
+  check_all(
+      [](const Inputs& x) {
+        std::vector<Tensor> parts = split(x[0], std::vector<int64_t>{1, 3}, 0);
+        return sum(parts[0]) * sum(parts[1], {0});
+      },
+      {{input({4, 2})}});
+  check_all(
+      [](const Inputs& x) {
+        std::vector<Tensor> parts = chunk(x[0], 3, -1);  // sizes 3, 3, 1
+        return cat({parts[2], parts[0], parts[1] * parts[0]}, 1);
+      },
+      {{input({2, 7})}});
 }
 
 TEST_CASE("split and chunk are views with torch's sizes", "[join]") {
@@ -254,8 +256,8 @@ TEST_CASE("split and chunk are views with torch's sizes", "[join]") {
   REQUIRE(parts.size() == 3);
   CHECK(parts[2].to_vector<float>() == std::vector<float>{8, 9});
   CHECK(parts[1].storage() == x.storage());
-  CHECK(chunk(x, 4).size() == 4);  // sizes 3, 3, 3, 1
-  CHECK(chunk(arange(6), 4).size() == 3);  // sizes 2, 2, 2: fewer than asked, as in torch
+  CHECK(chunk(x, 4).size() == 4);              // sizes 3, 3, 3, 1
+  CHECK(chunk(arange(6), 4).size() == 3);      // sizes 2, 2, 2: fewer than asked, as in torch
   CHECK(chunk(zeros({0, 2}), 3).size() == 3);  // an empty dim: `chunks` empty pieces, as in torch
   CHECK(chunk(x, 3)[2].numel() == 2);
   CHECK(cat(split(x, std::vector<int64_t>{3, 0, 7})).to_vector<float>() == x.to_vector<float>());
@@ -268,8 +270,7 @@ TEST_CASE("gradcheck: where", "[gradcheck][join]") {
   Tensor constant = uniform({3}, -1, 1);
   check_all([cond, constant](const Inputs& x) { return where(cond, x[0], constant); }, {{input({2, 3})}});
   check_all([cond, constant](const Inputs& x) { return where(cond, constant, x[0]); }, {{input({2, 1})}});
-  check_all([](const Inputs& x) { return where(gt(x[0], x[1]), x[0] * x[1], x[1]); },
-            {{input({4}), input({4})}});
+  check_all([](const Inputs& x) { return where(gt(x[0], x[1]), x[0] * x[1], x[1]); }, {{input({4}), input({4})}});
 }
 
 TEST_CASE("gradcheck: views", "[gradcheck][views]") {
@@ -293,10 +294,12 @@ TEST_CASE("gradcheck: views", "[gradcheck][views]") {
   check_all([](const Inputs& x) { return x[0].expand({-1, 3}); }, {{input({2, 1})}});
   check_all([](const Inputs& x) { return x[0].contiguous(); }, {{transposed(2, 3)}, {input({2, 2})}});
   // Views of views, and a view written into by several branches.
-  check_all([](const Inputs& x) {
-    Tensor v = x[0].t().slice(0, 0, 2).unsqueeze(0).expand({2, 2, 3});
-    return v * x[0].select(1, 0).view({1, 1, 3}) + x[0].narrow(1, 2, 1).t();
-  }, {{input({3, 4})}});
+  check_all(
+      [](const Inputs& x) {
+        Tensor v = x[0].t().slice(0, 0, 2).unsqueeze(0).expand({2, 2, 3});
+        return v * x[0].select(1, 0).view({1, 1, 3}) + x[0].narrow(1, 2, 1).t();
+      },
+      {{input({3, 4})}});
 }
 
 TEST_CASE("gradcheck: conversions", "[gradcheck][conversion]") {
@@ -347,8 +350,7 @@ Tensor wrongly_doubled(const Tensor& x) {
 
 TEST_CASE("gradcheck fails for a wrong gradient and says where", "[gradcheck][meta]") {
   Tensor b = input({3});
-  GradcheckResult result = gradcheck([](const Inputs& x) { return x[0] + wrongly_doubled(x[1]); },
-                                     {input({3}), b});
+  GradcheckResult result = gradcheck([](const Inputs& x) { return x[0] + wrongly_doubled(x[1]); }, {input({3}), b});
   CHECK_FALSE(result.ok);
   CHECK_THAT(result.message, Contains("input 1") && Contains("element 0") && Contains("analytic") &&
                                  Contains("numeric") && Contains("f64[3] on cpu:0"));
@@ -371,8 +373,8 @@ TEST_CASE("gradcheck treats unreached inputs as zero gradients, consistently", "
 
 TEST_CASE("gradcheck rejects inputs it cannot perturb", "[gradcheck][meta]") {
   Fn identity = [](const Inputs& x) { return x[0]; };
-  REQUIRE_THROWS_WITH(gradcheck(identity, {leaf(zeros({2}))}), Contains("input 0 must be an f64 CPU leaf") &&
-                                                                   Contains("f32[2]"));
+  REQUIRE_THROWS_WITH(gradcheck(identity, {leaf(zeros({2}))}),
+                      Contains("input 0 must be an f64 CPU leaf") && Contains("f32[2]"));
   REQUIRE_THROWS_WITH(gradcheck(identity, {uniform({2}, 0, 1)}), Contains("does not require grad"));
   REQUIRE_THROWS_WITH(gradcheck(identity, {input({2}) * 2.0}), Contains("not a leaf"));
   REQUIRE_THROWS_WITH(gradcheck(identity, {leaf(uniform({1}, 0, 1).expand({3}))}), Contains("expanded"));

@@ -1,6 +1,6 @@
 // The IDX reader: every header field is checked against the file, and errors name the file.
-#include <catch2/catch.hpp>
 #include <zlib.h>
+#include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -47,8 +47,8 @@ TEST_CASE("IDX: corrupt headers give errors that name the file and the problem",
   CHECK_THROWS_WITH(parse({1, 0, 8, 1, 0, 0, 0, 1, 7}), Contains("bad magic"));
   CHECK_THROWS_WITH(parse(idx_bytes(0x07, {1}, {1})), Contains("unknown element type"));
   CHECK_THROWS_WITH(parse({0, 0, 8, 3, 0, 0}), Contains("truncated IDX header"));
-  CHECK_THROWS_WITH(parse(idx_bytes(0x08, {2, 3}, {1, 2, 3})), Contains("[2, 3]") && Contains("need 18 bytes") &&
-                                                                   Contains("holds 15"));
+  CHECK_THROWS_WITH(parse(idx_bytes(0x08, {2, 3}, {1, 2, 3})),
+                    Contains("[2, 3]") && Contains("need 18 bytes") && Contains("holds 15"));
   CHECK_THROWS_WITH(parse(idx_bytes(0x08, {0xFFFFFFFF, 0xFFFFFFFF}, {1})), Contains("more than"));
   CHECK_THROWS_WITH(parse(idx_bytes(0x08, {}, {})), Contains("0 dimensions"));
 }
@@ -56,7 +56,8 @@ TEST_CASE("IDX: corrupt headers give errors that name the file and the problem",
 TEST_CASE("IDX: gzip and plain files read the same, and a truncated gzip is an error", "[data][idx]") {
   std::vector<uint8_t> bytes = idx_bytes(0x08, {4}, {9, 8, 7, 6});
   std::string plain = temp_path("plain.idx"), gz = temp_path("packed.idx.gz");
-  std::ofstream(plain, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+  std::ofstream(plain, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
   gzFile f = gzopen(gz.c_str(), "wb");
   gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
   gzclose(f);

@@ -80,8 +80,7 @@ TEST_CASE("every arithmetic binary op, f32 and i64", "[kernels]") {
 }
 
 namespace {
-template <class T>
-void check_comparisons() {
+template <class T> void check_comparisons() {
   Tensor a = make<T>({3}, {1, 2, 3});
   Tensor b = make<T>({1}, {2});  // broadcast
   Tensor out = empty_tensor(DType::u8, {3});
@@ -112,8 +111,7 @@ TEST_CASE("mismatched dtypes and shapes are clear errors", "[kernels][errors]") 
   Tensor out = empty_tensor(DType::f32, {3});
   REQUIRE_THROWS_WITH(binary(BinaryOp::add, a, d, out), Contains("add") && Contains("f64[3]"));
   Tensor wrong = make<float>({2}, {1, 2});
-  REQUIRE_THROWS_WITH(binary(BinaryOp::add, a, wrong, out),
-                      Contains("add") && Contains("f32[2]") && Contains("[3]"));
+  REQUIRE_THROWS_WITH(binary(BinaryOp::add, a, wrong, out), Contains("add") && Contains("f32[2]") && Contains("[3]"));
   Tensor wrong_out = empty_tensor(DType::u8, {3});
   REQUIRE_THROWS_WITH(binary(BinaryOp::add, a, a, wrong_out), Contains("add") && Contains("u8[3]"));
 }
@@ -138,8 +136,8 @@ TEST_CASE("binary_backward writes both partials at out's shape, and either may b
 
   binary(BinaryOp::pow, a, b, out);
   binary_backward(BinaryOp::pow, g, a, b, Tensor(), Tensor(), gb);  // out recomputed
-  check_close(values<double>(gb), {2 * std::log(2.0), 4 * std::log(2.0), 16 * std::log(2.0),
-                                   3 * std::log(3.0), 9 * std::log(3.0), 81 * std::log(3.0)});
+  check_close(values<double>(gb), {2 * std::log(2.0), 4 * std::log(2.0), 16 * std::log(2.0), 3 * std::log(3.0),
+                                   9 * std::log(3.0), 81 * std::log(3.0)});
   binary_backward(BinaryOp::pow, g, a, b, out, ga, Tensor());
   check_close(values<double>(ga), {1, 4, 32, 1, 6, 108});
 

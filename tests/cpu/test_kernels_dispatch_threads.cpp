@@ -41,9 +41,10 @@ TEST_CASE("the thread pool covers a range once, runs nested loops inline, rethro
   for (auto& h : hits) once &= h.load() == 1;
   CHECK(once);
   CHECK(nested_inline.load() >= 2);  // one per chunk, each run inline
-  REQUIRE_THROWS_WITH(cpu::parallel_for(n, 10, [](int64_t begin, int64_t) {
-                        if (begin > 0) DUET_FAIL("chunk failed");
-                      }),
+  REQUIRE_THROWS_WITH(cpu::parallel_for(n, 10,
+                                        [](int64_t begin, int64_t) {
+                                          if (begin > 0) DUET_FAIL("chunk failed");
+                                        }),
                       Contains("chunk failed"));
   REQUIRE_THROWS(set_num_threads(0));
   set_num_threads(saved);

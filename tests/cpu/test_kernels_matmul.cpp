@@ -24,7 +24,8 @@ std::vector<double> naive_matmul(const Tensor& a, const Tensor& b) {
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double s = 0;
-        for (int64_t q = 0; q < k; ++q) s += av[static_cast<size_t>((p * m + i) * k + q)] * bv[static_cast<size_t>((p * k + q) * n + j)];
+        for (int64_t q = 0; q < k; ++q)
+          s += av[static_cast<size_t>((p * m + i) * k + q)] * bv[static_cast<size_t>((p * k + q) * n + j)];
         out[static_cast<size_t>((p * m + i) * n + j)] = s;
       }
   return out;

@@ -28,9 +28,8 @@ TEST_CASE("every unary op on a few values", "[kernels]") {
   check_close(run(UnaryOp::relu, x), {0, 0, 0, 0.5, 3});
   check_close(run(UnaryOp::exp, x), {std::exp(-2.0), std::exp(-0.5), 1, std::exp(0.5), std::exp(3.0)});
   check_close(run(UnaryOp::tanh, x), {std::tanh(-2.0), std::tanh(-0.5), 0, std::tanh(0.5), std::tanh(3.0)});
-  check_close(run(UnaryOp::sigmoid, x),
-              {1 / (1 + std::exp(2.0)), 1 / (1 + std::exp(0.5)), 0.5, 1 / (1 + std::exp(-0.5)),
-               1 / (1 + std::exp(-3.0))});
+  check_close(run(UnaryOp::sigmoid, x), {1 / (1 + std::exp(2.0)), 1 / (1 + std::exp(0.5)), 0.5,
+                                         1 / (1 + std::exp(-0.5)), 1 / (1 + std::exp(-3.0))});
   check_close(run(UnaryOp::log, positive), {std::log(0.25), 0, std::log(4.0)});
   check_close(run(UnaryOp::sqrt, positive), {0.5, 1, 2});
 
@@ -89,8 +88,7 @@ TEST_CASE("unary_backward uses x or y as each op needs", "[kernels]") {
   double t1 = std::tanh(-1.0), t2 = std::tanh(0.5), t3 = std::tanh(2.0);
   check_close(grad_of(UnaryOp::tanh), {1 - t1 * t1, 2 * (1 - t2 * t2), 3 * (1 - t3 * t3)});
   auto s = [](double v) { return 1 / (1 + std::exp(-v)); };
-  check_close(grad_of(UnaryOp::sigmoid),
-              {s(-1) * (1 - s(-1)), 2 * s(0.5) * (1 - s(0.5)), 3 * s(2) * (1 - s(2))});
+  check_close(grad_of(UnaryOp::sigmoid), {s(-1) * (1 - s(-1)), 2 * s(0.5) * (1 - s(0.5)), 3 * s(2) * (1 - s(2))});
 
   Tensor p = make<double>({2}, {0.25, 4.0});
   Tensor gp = make<double>({2}, {1.0, 1.0});

@@ -82,7 +82,8 @@ TEST_CASE("load_state_dict names the first mismatch and changes nothing on error
   auto wrong_shape = state;
   wrong_shape["0.bias"] = zeros({3});  // fine
   wrong_shape["2.0.weight"] = zeros({2, 4});
-  CHECK_THROWS_WITH(b->load_state_dict(wrong_shape), Contains("'2.0.weight'") && Contains("[2, 4]") && Contains("[2, 3]"));
+  CHECK_THROWS_WITH(b->load_state_dict(wrong_shape),
+                    Contains("'2.0.weight'") && Contains("[2, 4]") && Contains("[2, 3]"));
   CHECK(b->parameters()[1].to_vector<float>() == before);  // the good tensor was not written either
 
   auto missing = state;
@@ -114,8 +115,8 @@ TEST_CASE("Conv2d takes PyTorch's options: per-axis sizes, dilation and groups",
   Tensor x = randn({2, 8, 9, 5});
   Tensor out = depthwise(x);
   CHECK(out.sizes() == Shape{2, 16, 4, 5});
-  const Tensor want = nn::functional::conv2d(
-      x, depthwise->weight(), depthwise->bias(), {.stride = {2, 1}, .padding = {1, 0}, .dilation = 2, .groups = 8});
+  const Tensor want = nn::functional::conv2d(x, depthwise->weight(), depthwise->bias(),
+                                             {.stride = {2, 1}, .padding = {1, 0}, .dilation = 2, .groups = 8});
   CHECK(out.to_vector<float>() == want.to_vector<float>());
   // The bound of PyTorch's default init comes from the channels one output reads, 1 here.
   CHECK(max(abs(depthwise->weight())).item<float>() <= 1 / std::sqrt(3.0f));
@@ -136,10 +137,10 @@ TEST_CASE("pooling layers take PyTorch's options", "[nn][module]") {
   CHECK(ceil_max(x).sizes() == Shape{1, 2, 4, 3});
   nn::AvgPool2d avg(nn::AvgPool2dOptions({3, 2}).stride({2, 1}).padding({1, 0}).count_include_pad(false));
   CHECK(avg->name() == "AvgPool2d(kernel=(3, 2), stride=(2, 1), padding=(1, 0), count_include_pad=false)");
-  CHECK(avg(x).to_vector<float>() ==
-        nn::functional::avg_pool2d(
-            x, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .count_include_pad = false})
-            .to_vector<float>());
+  CHECK(
+      avg(x).to_vector<float>() ==
+      nn::functional::avg_pool2d(x, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .count_include_pad = false})
+          .to_vector<float>());
   // Today's spellings: kernel, stride (0: the kernel's), padding.
   CHECK(nn::MaxPool2d(2)->name() == "MaxPool2d(kernel=2, stride=2, padding=0)");
   CHECK(nn::AvgPool2d(3, 2, 1)(x).sizes() == Shape{1, 2, 4, 4});

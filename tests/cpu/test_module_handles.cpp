@@ -23,7 +23,8 @@ class Block final : public nn::Cloneable<Block> {
 class Net final : public nn::Cloneable<Net> {
  public:
   Net() {
-    for (int i = 0; i < 2; ++i) blocks_.push_back(register_module("block" + std::to_string(i), std::make_shared<Block>(4)));
+    for (int i = 0; i < 2; ++i)
+      blocks_.push_back(register_module("block" + std::to_string(i), std::make_shared<Block>(4)));
     act_ = register_module("act", nn::Tanh());
     head_ = register_module("head", nn::Linear(4, 3));
   }
@@ -38,8 +39,7 @@ class Net final : public nn::Cloneable<Net> {
   nn::Child<nn::Linear> head_;
 };
 
-template <class T>
-class Templated final : public nn::Cloneable<Templated<T>> {
+template <class T> class Templated final : public nn::Cloneable<Templated<T>> {
  public:
   Tensor forward(const Tensor& x) override { return x; }
 };
@@ -60,7 +60,8 @@ std::vector<std::vector<float>> values(const nn::Module& module) {
 
 }  // namespace
 
-TEST_CASE("a handle calls the clone's child: the clone trains on cpu:1, the original is untouched", "[nn][module][handles]") {
+TEST_CASE("a handle calls the clone's child: the clone trains on cpu:1, the original is untouched",
+          "[nn][module][handles]") {
   manual_seed(3);
   auto net = std::make_shared<Net>();
   Tensor x = rand({8, 4});
@@ -100,7 +101,8 @@ TEST_CASE("a handle calls the clone's child: the clone trains on cpu:1, the orig
   CHECK(net->forward(x).to_vector<float>() == original_out);
 }
 
-TEST_CASE("a replica's handles call the replica's children, so gradients reach the given tensors", "[nn][module][handles]") {
+TEST_CASE("a replica's handles call the replica's children, so gradients reach the given tensors",
+          "[nn][module][handles]") {
   manual_seed(4);
   auto net = std::make_shared<Net>();
   Tensor x = rand({5, 4});
@@ -123,7 +125,8 @@ TEST_CASE("a replica's handles call the replica's children, so gradients reach t
   }
 }
 
-TEST_CASE("a handle follows replace_child, and a typed one refuses a module of another class", "[nn][module][handles][errors]") {
+TEST_CASE("a handle follows replace_child, and a typed one refuses a module of another class",
+          "[nn][module][handles][errors]") {
   manual_seed(5);
   Net net;
   auto relu = nn::ReLU().ptr();

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "duet/duet.h"
-#include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/backend.h"
+#include "duet/kernels/cuda/runtime.h"
 #include "duet/nn/functional.h"
 
 using namespace duet;
@@ -217,17 +217,17 @@ struct ConvCase {
 };
 
 const std::vector<ConvCase> kConvCases = {
-    {{2, 3, 7, 9}, {4, 3, 3, 2}, {.stride = 2, .padding = 1}, true},   // odd sizes, non-square kernel
-    {{1, 2, 5, 5}, {3, 2, 3, 3}, {}, false},                           // valid convolution
-    {{2, 2, 6, 5}, {2, 2, 3, 3}, {.padding = 1}, true},                // same padding
-    {{3, 4, 4, 3}, {5, 4, 1, 1}, {}, true},                            // pointwise (no im2col)
-    {{1, 1, 6, 7}, {2, 1, 1, 1}, {.stride = 2}, false},                // strided 1x1, as in a ResNet shortcut
-    {{2, 1, 5, 6}, {2, 1, 5, 5}, {.stride = 3, .padding = 2}, true},   // kernel as big as the input, wide stride
+    {{2, 3, 7, 9}, {4, 3, 3, 2}, {.stride = 2, .padding = 1}, true},  // odd sizes, non-square kernel
+    {{1, 2, 5, 5}, {3, 2, 3, 3}, {}, false},                          // valid convolution
+    {{2, 2, 6, 5}, {2, 2, 3, 3}, {.padding = 1}, true},               // same padding
+    {{3, 4, 4, 3}, {5, 4, 1, 1}, {}, true},                           // pointwise (no im2col)
+    {{1, 1, 6, 7}, {2, 1, 1, 1}, {.stride = 2}, false},               // strided 1x1, as in a ResNet shortcut
+    {{2, 1, 5, 6}, {2, 1, 5, 5}, {.stride = 3, .padding = 2}, true},  // kernel as big as the input, wide stride
     {{2, 4, 7, 9}, {6, 2, 3, 2}, {.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2}, true},
-    {{2, 3, 8, 7}, {3, 1, 3, 3}, {.padding = 2, .dilation = 2, .groups = 3}, false},      // depthwise, dilated
-    {{1, 4, 6, 5}, {8, 1, 3, 3}, {.stride = 2, .padding = 1, .groups = 4}, true},         // depthwise, 2 per channel
-    {{2, 4, 5, 6}, {6, 2, 1, 1}, {.groups = 2}, false},                                  // pointwise in groups
-    {{2, 4, 5, 6}, {6, 2, 1, 1}, {.stride = {1, 2}, .groups = 2}, true},                 // strided 1x1 in groups
+    {{2, 3, 8, 7}, {3, 1, 3, 3}, {.padding = 2, .dilation = 2, .groups = 3}, false},  // depthwise, dilated
+    {{1, 4, 6, 5}, {8, 1, 3, 3}, {.stride = 2, .padding = 1, .groups = 4}, true},     // depthwise, 2 per channel
+    {{2, 4, 5, 6}, {6, 2, 1, 1}, {.groups = 2}, false},                               // pointwise in groups
+    {{2, 4, 5, 6}, {6, 2, 1, 1}, {.stride = {1, 2}, .groups = 2}, true},              // strided 1x1 in groups
     {{1, 2, 9, 7}, {3, 2, 2, 3}, {.stride = {1, 2}, .padding = {0, 1}, .dilation = {3, 2}}, false},
 };
 
@@ -439,17 +439,17 @@ TEST_CASE("batch_norm gradcheck in training and eval", "[nn][gradcheck]") {
   for (bool training : {true, false}) {
     INFO("training " << training);
     Tensor running_mean = uniform({3}), running_var = uniform({3}, 0.5, 2);
-    auto fn = [&](const Inputs& in) {
-      return F::batch_norm(in[0], in[1], in[2], running_mean, running_var, training);
-    };
+    auto fn = [&](const Inputs& in) { return F::batch_norm(in[0], in[1], in[2], running_mean, running_var, training); };
     check_gradient(fn, {input({3, 3, 2, 3}), input({3}, 0.5, 1.5), input({3})});
     check_gradient(fn, {input({5, 3}), input({3}, 0.5, 1.5), input({3})});
     check_gradient(fn, {leaf(uniform({2, 3, 4, 3}).permute({0, 3, 1, 2})), input({3}), input({3})});
     // Without affine parameters (and, in training, without running statistics).
-    check_gradient([training, running_mean, running_var](const Inputs& in) {
-      return training ? F::batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true)
-                      : F::batch_norm(in[0], Tensor(), Tensor(), running_mean, running_var, false);
-    }, {input({4, 3, 2, 2})});
+    check_gradient(
+        [training, running_mean, running_var](const Inputs& in) {
+          return training ? F::batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true)
+                          : F::batch_norm(in[0], Tensor(), Tensor(), running_mean, running_var, false);
+        },
+        {input({4, 3, 2, 2})});
   }
 }
 
@@ -489,7 +489,8 @@ TEST_CASE("cross_entropy matches -log_softmax at the target", "[nn]") {
   Tensor target = from_vector<int64_t>({0, 6, 3, 3, 1});
   const Values log_probs = naive_log_softmax(logits);
   Values want;
-  for (int64_t i = 0; i < 5; ++i) want.push_back(-log_probs[static_cast<size_t>(i * 7 + target.to_vector<int64_t>()[i])]);
+  for (int64_t i = 0; i < 5; ++i)
+    want.push_back(-log_probs[static_cast<size_t>(i * 7 + target.to_vector<int64_t>()[i])]);
   check_close(F::cross_entropy(logits, target, F::Reduction::none), want, 1e-5);
   const double total = std::accumulate(want.begin(), want.end(), 0.0);
   check_close(F::cross_entropy(logits, target, F::Reduction::sum), {total}, 1e-5);
@@ -504,8 +505,7 @@ TEST_CASE("cross_entropy and mse_loss gradcheck", "[nn][gradcheck]") {
   for (F::Reduction r : {F::Reduction::mean, F::Reduction::sum, F::Reduction::none}) {
     INFO("reduction " << static_cast<int>(r));
     check_gradient([&](const Inputs& in) { return F::cross_entropy(in[0], target, r); }, {input({4, 5}, -2, 2)});
-    check_gradient([&](const Inputs& in) { return F::cross_entropy(in[0], target, r); },
-                   {leaf(uniform({5, 4}).t())});
+    check_gradient([&](const Inputs& in) { return F::cross_entropy(in[0], target, r); }, {leaf(uniform({5, 4}).t())});
     check_gradient([&](const Inputs& in) { return F::mse_loss(in[0], in[1], r); }, {input({3, 4}), input({3, 4})});
   }
 }
@@ -580,10 +580,12 @@ TEST_CASE("dropout zeroes with probability p and scales the rest by 1/(1-p)", "[
 
 TEST_CASE("dropout gradcheck with a fixed mask", "[nn][gradcheck]") {
   // A freshly seeded generator per call: every evaluation draws the same mask.
-  check_gradient([](const Inputs& in) {
-    Generator g(42);
-    return F::dropout(in[0], 0.4, true, &g);
-  }, {input({6, 5})});
+  check_gradient(
+      [](const Inputs& in) {
+        Generator g(42);
+        return F::dropout(in[0], 0.4, true, &g);
+      },
+      {input({6, 5})});
 }
 
 // ---- errors ----
@@ -619,8 +621,7 @@ TEST_CASE("nn ops name the op, the shapes and what clashed", "[nn][op_errors]") 
                       Contains("conv2d: kernel 3x3 with dilation 2 (spanning 5x5) is larger than input f32[1, 3, 4, 4] "
                                "on cpu:0 with padding 0"));
 
-  REQUIRE_THROWS_WITH(F::max_pool2d(zeros({2, 4, 4}), {.kernel = 2}),
-                      Contains("max_pool2d: expected input of rank 4"));
+  REQUIRE_THROWS_WITH(F::max_pool2d(zeros({2, 4, 4}), {.kernel = 2}), Contains("max_pool2d: expected input of rank 4"));
   REQUIRE_THROWS_WITH(F::avg_pool2d(x, {.kernel = 2, .padding = 2}),
                       Contains("avg_pool2d: padding 2 must be between 0 and half the kernel size 2"));
   REQUIRE_THROWS_WITH(F::avg_pool2d(x, {.kernel = {3, 2}, .padding = {1, 2}}),
@@ -648,8 +649,8 @@ TEST_CASE("nn ops name the op, the shapes and what clashed", "[nn][op_errors]") 
                                "cpu:0 expects 399"));
   REQUIRE_THROWS_WITH(F::linear(zeros({8, 4}), zeros({3, 4}), zeros({4})),
                       Contains("linear: bias f32[4] on cpu:0 does not match the 3 outputs"));
-  REQUIRE_THROWS_WITH(F::mse_loss(zeros({4, 3}), zeros({4})), Contains("mse_loss: input f32[4, 3]") &&
-                                                                  Contains("differ in shape"));
+  REQUIRE_THROWS_WITH(F::mse_loss(zeros({4, 3}), zeros({4})),
+                      Contains("mse_loss: input f32[4, 3]") && Contains("differ in shape"));
   REQUIRE_THROWS_WITH(F::softmax(zeros({2, 3}), 2), Contains("softmax"));
 }
 
@@ -689,8 +690,7 @@ TEST_CASE("cross_entropy names a bad target's value and index", "[nn][op_errors]
   // A target equal to ignore_index is no error, wherever ignore_index lies.
   options.label_smoothing = 0;
   options.ignore_index = -1;
-  CHECK(F::cross_entropy(logits, from_vector<int64_t>({1, -1, 0, 3}), options).item<float>() ==
-        Approx(std::log(10.0)));
+  CHECK(F::cross_entropy(logits, from_vector<int64_t>({1, -1, 0, 3}), options).item<float>() == Approx(std::log(10.0)));
 }
 
 TEST_CASE("NN kernels on a device without a kernel table say so", "[nn]") {

@@ -87,18 +87,18 @@ TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kern
   REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(zeros({1, 1, 8, 7}), ceil, zeros({1, 1, 4, 4})),
                       Contains("avg_pool2d_forward: out f32[1, 1, 4, 4] on cpu:0 does not match x f32[1, 1, 8, 7] on "
                                "cpu:0 with kernel 3, stride 2, padding 1, ceil_mode"));
-  REQUIRE_THROWS_WITH(kernels::max_pool2d_forward(x, {.kernel = {3, 2}, .stride = {1, 2}, .padding = {2, 0}}, out,
-                                                  indices),
-                      Contains("with kernel (3, 2), stride (1, 2), padding (2, 0)"));  // padding above half the kernel
+  REQUIRE_THROWS_WITH(
+      kernels::max_pool2d_forward(x, {.kernel = {3, 2}, .stride = {1, 2}, .padding = {2, 0}}, out, indices),
+      Contains("with kernel (3, 2), stride (1, 2), padding (2, 0)"));  // padding above half the kernel
   // adaptive max: i64 indices of out's shape, and a plane to take maxima from.
   CHECK_NOTHROW(kernels::adaptive_max_pool2d_forward(x, zeros({1, 2, 3, 1}), i64_zeros({1, 2, 3, 1})));
   REQUIRE_THROWS_WITH(kernels::adaptive_max_pool2d_forward(x, zeros({1, 2, 3, 1}), i64_zeros({1, 2, 1, 3})),
                       Contains("adaptive_max_pool2d_forward: indices i64[1, 2, 1, 3] on cpu:0 does not match out"));
   // Refused (today as not contiguous, since Tensor::is_contiguous says so of an empty tensor; the
   // kernel's own empty-plane check stands behind that).
-  REQUIRE_THROWS_WITH(kernels::adaptive_max_pool2d_forward(zeros({1, 2, 0, 4}), zeros({1, 2, 3, 1}),
-                                                           i64_zeros({1, 2, 3, 1})),
-                      Contains("adaptive_max_pool2d_forward: x f32[1, 2, 0, 4] on cpu:0"));
+  REQUIRE_THROWS_WITH(
+      kernels::adaptive_max_pool2d_forward(zeros({1, 2, 0, 4}), zeros({1, 2, 3, 1}), i64_zeros({1, 2, 3, 1})),
+      Contains("adaptive_max_pool2d_forward: x f32[1, 2, 0, 4] on cpu:0"));
 }
 
 // PyTorch's pooling_output_shape: ceil_mode rounds up, unless the last window would start in the
@@ -124,10 +124,10 @@ TEST_CASE("a pooling axis's divisor counts the padding, or not, and stops at the
   const auto with_pad = kernels::AxisWindows::sliding(8, 5, 3, 2, 1, true);
   const auto without_pad = kernels::AxisWindows::sliding(8, 5, 3, 2, 1, false);
   for (int64_t o = 0; o < 4; ++o) CHECK(with_pad.divisor(o) == 3);
-  CHECK(with_pad.divisor(4) == 2);  // [7, 10) reaches past the padded input's end, 9
+  CHECK(with_pad.divisor(4) == 2);     // [7, 10) reaches past the padded input's end, 9
   CHECK(without_pad.divisor(0) == 2);  // [-1, 2) holds 2 input elements
   CHECK(without_pad.divisor(2) == 3);
-  CHECK(without_pad.divisor(4) == 1);  // [7, 10) holds only element 7
+  CHECK(without_pad.divisor(4) == 1);                             // [7, 10) holds only element 7
   const auto adaptive = kernels::AxisWindows::adaptive_to(7, 3);  // [0, 3), [2, 5), [4, 7)
   CHECK(adaptive.divisor(1) == 3);
   // A window's divisor is its rows' times its columns'.
@@ -152,31 +152,31 @@ TEST_CASE("a pooling layout finds the plane, row and column of a flat index", "[
 
 TEST_CASE("batch norm kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
   Tensor x = zeros({4, 3, 2, 2}), out = zeros({4, 3, 2, 2}), mean = zeros({3}), invstd = zeros({3});
-  CHECK_NOTHROW(kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out, mean,
-                                            invstd));
-  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(x, zeros({4}), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out,
-                                                  mean, invstd),
-                      Contains("batch_norm_forward: weight f32[4] on cpu:0 does not match the 3 channels of x f32[4, "
-                               "3, 2, 2] on cpu:0 (expected shape [3])"));
-  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out,
-                                                  Tensor(), invstd),
-                      Contains("batch_norm_forward: save_mean is required but undefined"));
-  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), false, 0.1, 1e-5, out,
-                                                  mean, invstd),
-                      Contains("batch_norm_forward: inference needs running_mean and running_var"));
+  CHECK_NOTHROW(
+      kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out, mean, invstd));
+  REQUIRE_THROWS_WITH(
+      kernels::batch_norm_forward(x, zeros({4}), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out, mean, invstd),
+      Contains("batch_norm_forward: weight f32[4] on cpu:0 does not match the 3 channels of x f32[4, "
+               "3, 2, 2] on cpu:0 (expected shape [3])"));
+  REQUIRE_THROWS_WITH(
+      kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1, 1e-5, out, Tensor(), invstd),
+      Contains("batch_norm_forward: save_mean is required but undefined"));
+  REQUIRE_THROWS_WITH(
+      kernels::batch_norm_forward(x, Tensor(), Tensor(), Tensor(), Tensor(), false, 0.1, 1e-5, out, mean, invstd),
+      Contains("batch_norm_forward: inference needs running_mean and running_var"));
   REQUIRE_THROWS_WITH(kernels::batch_norm_forward(zeros({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1,
                                                   1e-5, zeros({1, 3}), mean, invstd),
                       Contains("batch_norm_forward: expected more than 1 value per channel when training"));
-  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(zeros({4, 3, 2}), Tensor(), Tensor(), Tensor(), Tensor(), true,
-                                                  0.1, 1e-5, zeros({4, 3, 2}), mean, invstd),
+  REQUIRE_THROWS_WITH(kernels::batch_norm_forward(zeros({4, 3, 2}), Tensor(), Tensor(), Tensor(), Tensor(), true, 0.1,
+                                                  1e-5, zeros({4, 3, 2}), mean, invstd),
                       Contains("batch_norm_forward: expected x of shape [N, C] or [N, C, H, W], got f32[4, 3, 2]"));
   REQUIRE_THROWS_WITH(kernels::batch_norm_backward(zeros({4, 3, 2, 2}), x, Tensor(), mean, invstd, true,
                                                    zeros({4, 3, 2, 1}), Tensor(), Tensor()),
                       Contains("batch_norm_backward: grad_x f32[4, 3, 2, 1] on cpu:0 does not match x f32[4, 3, 2, "
                                "2]"));
   // Nothing wanted: nothing to check or compute.
-  CHECK_NOTHROW(kernels::batch_norm_backward(Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), true, Tensor(),
-                                             Tensor(), Tensor()));
+  CHECK_NOTHROW(kernels::batch_norm_backward(Tensor(), Tensor(), Tensor(), Tensor(), Tensor(), true, Tensor(), Tensor(),
+                                             Tensor()));
 }
 
 TEST_CASE("softmax and cross-entropy kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
@@ -191,24 +191,25 @@ TEST_CASE("softmax and cross-entropy kernels name the op and each operand they r
   REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({3}), Tensor(), terms, losses, log_probs, total),
                       Contains("cross_entropy_forward: shapes do not match: logits f32[4, 3] on cpu:0, target i64[3] "
                                "on cpu:0, losses f32[4] on cpu:0"));
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), terms, losses, zeros({4, 2}),
-                                                     total),
-                      Contains("cross_entropy_forward: log_probs f32[4, 2] on cpu:0 does not match logits"));
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), zeros({2}), terms, losses, log_probs,
-                                                     total),
-                      Contains("cross_entropy_forward: weight f32[2] on cpu:0 does not match the 3 classes of logits"));
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), terms, losses, log_probs,
-                                                     zeros({1})),
-                      Contains("cross_entropy_forward: expected total_weight of shape [], got f32[1]"));
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), {.label_smoothing = 1.5},
-                                                     losses, log_probs, total),
+  REQUIRE_THROWS_WITH(
+      kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), terms, losses, zeros({4, 2}), total),
+      Contains("cross_entropy_forward: log_probs f32[4, 2] on cpu:0 does not match logits"));
+  REQUIRE_THROWS_WITH(
+      kernels::cross_entropy_forward(logits, i64_zeros({4}), zeros({2}), terms, losses, log_probs, total),
+      Contains("cross_entropy_forward: weight f32[2] on cpu:0 does not match the 3 classes of logits"));
+  REQUIRE_THROWS_WITH(
+      kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), terms, losses, log_probs, zeros({1})),
+      Contains("cross_entropy_forward: expected total_weight of shape [], got f32[1]"));
+  REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, i64_zeros({4}), Tensor(), {.label_smoothing = 1.5}, losses,
+                                                     log_probs, total),
                       Contains("cross_entropy_forward: label_smoothing must be in [0, 1], got 1.5"));
   // [N, C, d] logits take [N, d] targets and losses.
   REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(zeros({4, 3, 2}), i64_zeros({4, 3}), Tensor(), terms,
                                                      zeros({4, 3}), zeros({4, 3, 2}), total),
                       Contains("cross_entropy_forward: shapes do not match: logits f32[4, 3, 2]"));
-  REQUIRE_THROWS_WITH(kernels::cross_entropy_backward(zeros({4}), log_probs, zeros({4}), Tensor(), terms, zeros({4, 3})),
-                      Contains("cross_entropy_backward: expected target to be a contiguous i64 tensor"));
+  REQUIRE_THROWS_WITH(
+      kernels::cross_entropy_backward(zeros({4}), log_probs, zeros({4}), Tensor(), terms, zeros({4, 3})),
+      Contains("cross_entropy_backward: expected target to be a contiguous i64 tensor"));
   // The targets' values are the kernel's to check: only it reads their memory.
   REQUIRE_THROWS_WITH(kernels::cross_entropy_forward(logits, from_vector<int64_t>({0, 1, 3, 2}), Tensor(), terms,
                                                      losses, log_probs, total),
@@ -239,9 +240,8 @@ TEST_CASE("a pooling axis's covering outputs include every window that holds an 
       for (int64_t o = 0; o < a.out; ++o) {
         const kernels::Window w = a.at(o);
         if (i < w.begin || i >= w.end) continue;
-        INFO("in " << a.in << ", out " << a.out << ", kernel " << a.kernel << ", stride " << a.stride
-                   << ", padding " << a.padding << (a.adaptive ? ", adaptive" : "") << ": input " << i
-                   << ", output " << o);
+        INFO("in " << a.in << ", out " << a.out << ", kernel " << a.kernel << ", stride " << a.stride << ", padding "
+                   << a.padding << (a.adaptive ? ", adaptive" : "") << ": input " << i << ", output " << o);
         CHECK((o >= covering.begin && o < covering.end));
       }
     }

@@ -15,8 +15,7 @@ TEST_CASE("ops refuse tensors on different devices", "[op_errors]") {
                       Contains("matmul") && Contains("cpu:0") && Contains("cpu:1"));
   REQUIRE_THROWS_WITH(cat({a, zeros({2, 3}, {.device = cpu(1)})}),
                       Contains("cat: tensors on different devices") && Contains("tensor 1 is f32[2, 3] on cpu:1"));
-  REQUIRE_THROWS_WITH(where(gt(a, a), a, zeros({2, 3}, {.device = cpu(1)})),
-                      Contains("where") && Contains("cpu:1"));
+  REQUIRE_THROWS_WITH(where(gt(a, a), a, zeros({2, 3}, {.device = cpu(1)})), Contains("where") && Contains("cpu:1"));
   REQUIRE_THROWS_WITH(maximum(b, a), Contains("maximum") && Contains("f32[3] on cpu:1"));
 }
 
@@ -55,14 +54,14 @@ TEST_CASE("matmul names both shapes when they do not fit", "[op_errors]") {
 }
 
 TEST_CASE("cat and stack check shapes, naming the tensor that differs", "[op_errors]") {
-  REQUIRE_THROWS_WITH(cat({zeros({2, 3}), zeros({2, 4}), zeros({3, 3})}, 1),
-                      Contains("cat: tensor 2 is f32[3, 3] on cpu:0 but tensor 0 is f32[2, 3] on cpu:0") &&
-                          Contains("[2, *]"));
+  REQUIRE_THROWS_WITH(
+      cat({zeros({2, 3}), zeros({2, 4}), zeros({3, 3})}, 1),
+      Contains("cat: tensor 2 is f32[3, 3] on cpu:0 but tensor 0 is f32[2, 3] on cpu:0") && Contains("[2, *]"));
   REQUIRE_THROWS_WITH(cat({zeros({2, 3}), zeros({6})}), Contains("cat: tensor 1 is f32[6]"));
   REQUIRE_THROWS_WITH(cat({}), Contains("cat: expected a non-empty list"));
   REQUIRE_THROWS_WITH(cat({zeros({2})}, 1), Contains("cat: dim 1 out of range"));
-  REQUIRE_THROWS_WITH(stack({zeros({2}), zeros({3})}), Contains("stack: tensor 1 is f32[3]") &&
-                                                            Contains("equal shapes"));
+  REQUIRE_THROWS_WITH(stack({zeros({2}), zeros({3})}),
+                      Contains("stack: tensor 1 is f32[3]") && Contains("equal shapes"));
 }
 
 TEST_CASE("bad dims are rejected with the op and the valid range", "[op_errors]") {
@@ -74,8 +73,8 @@ TEST_CASE("bad dims are rejected with the op and the valid range", "[op_errors]"
   REQUIRE_THROWS_WITH(x.transpose(0, 2), Contains("transpose: dim 2 out of range"));
   REQUIRE_THROWS_WITH(x.slice(-3, 0, 1), Contains("slice: dim -3"));
   REQUIRE_THROWS_WITH(split(x, 0, 1), Contains("split: split_size must be positive"));
-  REQUIRE_THROWS_WITH(split(x, std::vector<int64_t>{1, 1}, 1), Contains("split: sizes [1, 1] add up to 2") &&
-                                                                   Contains("size 3"));
+  REQUIRE_THROWS_WITH(split(x, std::vector<int64_t>{1, 1}, 1),
+                      Contains("split: sizes [1, 1] add up to 2") && Contains("size 3"));
   REQUIRE_THROWS_WITH(chunk(x, 0), Contains("chunk"));
   REQUIRE_THROWS_WITH(stack({x, x}, 3), Contains("stack: dim 3 out of range"));
 }

@@ -45,7 +45,8 @@ TEST_CASE("SGD matches torch.optim.SGD", "[optim]") {
               }),
               {0.0949985906f, 1.0107231140f, 1.5149871111f});
   check_close(run([](auto ps) {
-                return std::make_unique<optim::SGD>(ps, optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true});
+                return std::make_unique<optim::SGD>(ps,
+                                                    optim::SGDOptions{.lr = 0.1, .momentum = 0.9, .nesterov = true});
               }),
               {-0.1083519831f, 0.8665919304f, 0.9819630384f});
 }
@@ -55,7 +56,9 @@ TEST_CASE("Adam and AdamW match torch.optim", "[optim]") {
                 return std::make_unique<optim::Adam>(ps, optim::AdamOptions{.lr = 0.1, .weight_decay = 0.01});
               }),
               {0.7015862465f, -1.7006233931f, 2.7003815174f});
-  check_close(run([](auto ps) { return std::make_unique<optim::AdamW>(ps, optim::AdamOptions{.lr = 0.1, .weight_decay = 0.01}); }),
+  check_close(run([](auto ps) {
+                return std::make_unique<optim::AdamW>(ps, optim::AdamOptions{.lr = 0.1, .weight_decay = 0.01});
+              }),
               {0.6989112496f, -1.6949446201f, 2.6917035580f});
 }
 
@@ -78,7 +81,8 @@ TEST_CASE("optimizer state round-trips and is checked on load", "[optim]") {
 
   saved["0.momentum_buffer"] = zeros({3});
   CHECK_THROWS_WITH(restored.load_state(saved), Contains("shape [3]") && Contains("[2]"));
-  CHECK_THROWS_WITH(restored.load_state({{"7.momentum_buffer", zeros({2})}}), Contains("unexpected entry '7.momentum_buffer'"));
+  CHECK_THROWS_WITH(restored.load_state({{"7.momentum_buffer", zeros({2})}}),
+                    Contains("unexpected entry '7.momentum_buffer'"));
 }
 
 TEST_CASE("Adam with amsgrad keeps max_exp_avg_sq in its state and resumes from a checkpoint exactly",

@@ -42,16 +42,15 @@ void require_bitwise_equal(const Tensor& actual, const Tensor& expected, const s
 }
 
 // Runs check(dtype, n, config) for f64 and f32, every size and every configuration.
-template <class Config, class Check>
-void for_every_case(const std::vector<Config>& configs, Check&& check) {
+template <class Config, class Check> void for_every_case(const std::vector<Config>& configs, Check&& check) {
   for (DType dtype : {DType::f64, DType::f32})
     for (int64_t n : kSizes)
       for (const Config& config : configs) check(dtype, n, config);
 }
 
 std::string label(const char* op, DType dtype, int64_t n, int step, const std::string& options) {
-  return std::string(op) + " " + dtype_name(dtype) + "[" + std::to_string(n) + "] step " + std::to_string(step) +
-         " " + options;
+  return std::string(op) + " " + dtype_name(dtype) + "[" + std::to_string(n) + "] step " + std::to_string(step) + " " +
+         options;
 }
 
 // optim::SGD::step before fusion, for one parameter.
@@ -145,8 +144,9 @@ TEST_CASE("fused updates name the op and the operands they refuse", "[optim][ker
   const kernels::AdamUpdateArgs adam{.lr = 0.1};
   const kernels::SgdUpdateArgs sgd{.lr = 0.1, .momentum = 0.9};
 
-  REQUIRE_THROWS_WITH(kernels::adam_update(p, zeros({2, 3}, {.device = cpu(1)}), m, v, Tensor(), adam),
-                      Contains("adam_update: grad f32[2, 3] on cpu:1 and param f32[2, 3] on cpu:0 are on different devices"));
+  REQUIRE_THROWS_WITH(
+      kernels::adam_update(p, zeros({2, 3}, {.device = cpu(1)}), m, v, Tensor(), adam),
+      Contains("adam_update: grad f32[2, 3] on cpu:1 and param f32[2, 3] on cpu:0 are on different devices"));
   REQUIRE_THROWS_WITH(kernels::adam_update(p, g, zeros({2, 3}, {.dtype = DType::f64}), v, Tensor(), adam),
                       Contains("adam_update: exp_avg f64[2, 3] on cpu:0 does not match param f32[2, 3] on cpu:0"));
   REQUIRE_THROWS_WITH(kernels::adam_update(p, g, m, zeros({3, 2}), Tensor(), adam),

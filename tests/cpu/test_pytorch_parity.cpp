@@ -125,9 +125,8 @@ TEST_CASE("sum of integers is i64 and mean of integers is refused", "[parity]") 
   // every integer d; duet names the tensor and the fix.
   for (DType dtype : {DType::u8, DType::i64}) {
     INFO(dtype_name(dtype));
-    CHECK_THROWS_WITH(mean(ones({3}, {.dtype = dtype})),
-                      Contains("mean: could not infer output dtype") && Contains(dtype_name(dtype)) &&
-                          Contains("to(DType::f32)"));
+    CHECK_THROWS_WITH(mean(ones({3}, {.dtype = dtype})), Contains("mean: could not infer output dtype") &&
+                                                             Contains(dtype_name(dtype)) && Contains("to(DType::f32)"));
   }
 }
 
@@ -344,9 +343,15 @@ TEST_CASE("CosineLR keeps following the cosine past its period, as CosineAnneali
   // leaves it (PyTorch's recursive form; its closed form agrees within 5e-15): past T_max it rises
   // again, back to the base lr at 2 * T_max.
   optim::CosineLR cosine(10, 0.1);
-  const std::vector<std::pair<int64_t, double>> torch_lrs = {
-      {0, 1.0}, {5, 0.55}, {10, 0.1}, {11, 0.12202456766718092}, {12, 0.185942352531274},
-      {15, 0.550000000000002}, {20, 1.0000000000000042}, {25, 0.5500000000000022}, {30, 0.1}};
+  const std::vector<std::pair<int64_t, double>> torch_lrs = {{0, 1.0},
+                                                             {5, 0.55},
+                                                             {10, 0.1},
+                                                             {11, 0.12202456766718092},
+                                                             {12, 0.185942352531274},
+                                                             {15, 0.550000000000002},
+                                                             {20, 1.0000000000000042},
+                                                             {25, 0.5500000000000022},
+                                                             {30, 0.1}};
   for (const auto& [epoch, lr] : torch_lrs) {
     INFO("epoch " << epoch);
     CHECK(cosine.lr_at(1.0, epoch) == Approx(lr).epsilon(1e-12));

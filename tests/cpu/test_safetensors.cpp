@@ -104,9 +104,9 @@ TEST_CASE("safetensors: a save removes the temporary files that killed writers l
   ::waitpid(child, nullptr, 0);
   const std::string dead = std::to_string(child), alive = std::to_string(::getppid());
   auto touch = [](const std::string& file) { std::ofstream(file) << "half a checkpoint"; };
-  touch(path + ".duet-partial-" + dead);  // killed mid-save
-  touch(path + ".tmp." + dead);           // the same, named as duet named them before
-  touch(path + ".duet-partial-" + alive); // a save still running in another process
+  touch(path + ".duet-partial-" + dead);                   // killed mid-save
+  touch(path + ".tmp." + dead);                            // the same, named as duet named them before
+  touch(path + ".duet-partial-" + alive);                  // a save still running in another process
   touch(dir + "/other.safetensors.duet-partial-" + dead);  // another checkpoint's: not ours to judge
   touch(path + ".duet-partial-notapid");
 

@@ -60,7 +60,7 @@ TEST_CASE("ddp's simulated step: a bucket ready early waits for the link", "[cos
   const SimulatedStep s = simulate_ddp_step(in);
   CHECK(s.launch_ms == std::vector<double>{6, 10});
   CHECK(s.finish_ms == std::vector<double>{10, 13});
-  CHECK(s.step_ms == 14);  // backward ends at 12, bucket 1 at 13, then the 1 ms step
+  CHECK(s.step_ms == 14);         // backward ends at 12, bucket 1 at 13, then the 1 ms step
   CHECK(s.comm_exposed_ms == 1);  // bucket 1 finished at 13, after backward's 12
 }
 

@@ -156,8 +156,8 @@ TEST_CASE("DataParallel keeps only replica 0's BatchNorm statistics", "[strategi
     for (size_t j = 0; j < g.size(); ++j) CHECK(g[j] == Approx(w[j]).epsilon(1e-6));
   }
   // And they are not the whole batch's: replica 1's update was dropped.
-  CHECK(max_relative_diff({{"mean", got[0].second.to_vector<double>()}}, {{"mean", all[0].second.to_vector<double>()}}) >
-        1e-4);
+  CHECK(max_relative_diff({{"mean", got[0].second.to_vector<double>()}},
+                          {{"mean", all[0].second.to_vector<double>()}}) > 1e-4);
 }
 
 TEST_CASE("DDP launches its buckets in the fixed reverse-parameter order", "[strategies]") {

@@ -42,8 +42,8 @@ TEST_CASE("lenet learns: the loss falls over 50 steps on Fashion-MNIST", "[train
   manual_seed(0);
   data::DataLoader loader(first(data::FashionMNIST::test(), 50 * 64), {.batch_size = 64, .shuffle = true});
   std::shared_ptr<nn::Module> model = nn::models::lenet();
-  parallel::SingleDevice strategy(model, std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = 0.9}),
-                                  cpu());
+  parallel::SingleDevice strategy(
+      model, std::make_unique<optim::SGD>(model->parameters(), optim::SGDOptions{.lr = 0.9}), cpu());
   std::vector<double> losses;
   for (auto& batch : loader) losses.push_back(strategy.train_step(batch).loss);
   REQUIRE(losses.size() == 50);
@@ -77,7 +77,8 @@ TEST_CASE("resuming from a checkpoint reproduces the uninterrupted run exactly",
   }
 
   auto resumed = make_strategy(99);  // a different init, overwritten by the checkpoint
-  optim::CheckpointInfo info = optim::load_checkpoint(path, resumed->model(), resumed->optimizer(), default_generator());
+  optim::CheckpointInfo info =
+      optim::load_checkpoint(path, resumed->model(), resumed->optimizer(), default_generator());
   CHECK(info.epochs_done == 1);
   {
     data::DataLoader train(train_set, {.batch_size = 64, .shuffle = true, .seed = 5});
@@ -92,7 +93,8 @@ TEST_CASE("resuming from a checkpoint reproduces the uninterrupted run exactly",
   std::remove(path.c_str());
 }
 
-TEST_CASE("loading a checkpoint into the wrong model names the tensor and both shapes", "[training][checkpoint][errors]") {
+TEST_CASE("loading a checkpoint into the wrong model names the tensor and both shapes",
+          "[training][checkpoint][errors]") {
   std::string path = (std::filesystem::temp_directory_path() / "duet-test-wrong.safetensors").string();
   auto lenet_relu = make_strategy(1);
   optim::save_checkpoint(path, lenet_relu->model(), lenet_relu->optimizer(), default_generator(), {.epochs_done = 1});

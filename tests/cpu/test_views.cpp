@@ -34,8 +34,8 @@ TEST_CASE("view of a transposed tensor fails clearly, and reshape copies", "[vie
   Tensor t = grid().t();  // [4, 3] with strides [1, 4]
   CHECK(t.strides() == Shape{1, 4});
   CHECK_FALSE(t.is_contiguous());
-  REQUIRE_THROWS_WITH(t.view({12}), Contains("view") && Contains("f32[4, 3] on cpu:0") &&
-                                        Contains("strides [1, 4]") && Contains("reshape"));
+  REQUIRE_THROWS_WITH(t.view({12}), Contains("view") && Contains("f32[4, 3] on cpu:0") && Contains("strides [1, 4]") &&
+                                        Contains("reshape"));
   Tensor flat = t.reshape({12});
   CHECK(flat.storage() != t.storage());  // no strides could express it: a copy
   CHECK(flat.to_vector<float>() == Values{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
@@ -139,8 +139,8 @@ TEST_CASE("expand repeats with stride 0 and grows only size-1 dims", "[views]") 
   CHECK(e.storage() == x.storage());
   CHECK(e.select(0, 1).select(0, 2).to_vector<float>() == Values{3, 3, 3, 3});
   CHECK(x.expand({-1, 2}).sizes() == Shape{3, 2});
-  REQUIRE_THROWS_WITH(x.expand({4, 1}), Contains("cannot expand f32[3, 1] on cpu:0 to [4, 1]") &&
-                                            Contains("only size-1 dims can grow"));
+  REQUIRE_THROWS_WITH(x.expand({4, 1}),
+                      Contains("cannot expand f32[3, 1] on cpu:0 to [4, 1]") && Contains("only size-1 dims can grow"));
   REQUIRE_THROWS_WITH(x.expand({3}), Contains("fewer dims"));
   REQUIRE_THROWS_WITH(x.expand({-1, 3, 1}), Contains("leading"));
 }

@@ -68,8 +68,8 @@ Tensor copy_to(const Tensor& t, Device device) {
   return out;
 }
 
-TensorPair random_pair(const Shape& sizes, const Shape& strides, int64_t offset, DType dtype, double low,
-                       double high, uint64_t seed, bool integral) {
+TensorPair random_pair(const Shape& sizes, const Shape& strides, int64_t offset, DType dtype, double low, double high,
+                       uint64_t seed, bool integral) {
   Tensor host = empty_tensor({offset + span_of(sizes, strides)}, dtype, cpu());
   std::mt19937_64 rng(seed);
   dispatch_dtype(dtype, [&]<class T>() {

@@ -21,10 +21,9 @@ Tensor copy_to(const Tensor& t, Device device);
 struct TensorPair {
   Tensor cpu, cuda;
 };
-TensorPair random_pair(const Shape& sizes, const Shape& strides, int64_t offset, DType dtype, double low,
-                       double high, uint64_t seed, bool integral = false);
-TensorPair random_pair(const Shape& sizes, DType dtype, double low, double high, uint64_t seed,
-                       bool integral = false);
+TensorPair random_pair(const Shape& sizes, const Shape& strides, int64_t offset, DType dtype, double low, double high,
+                       uint64_t seed, bool integral = false);
+TensorPair random_pair(const Shape& sizes, DType dtype, double low, double high, uint64_t seed, bool integral = false);
 
 // A CUDA output with guard bands: a buffer of kGuard sentinel elements, the view's span and
 // kGuard more, with `view` laid out (strides as given) in the middle. check() fails the test if
@@ -46,8 +45,7 @@ class GuardedOutput {
 
 // Every element of `actual` within atol + rtol * |expected| of `expected` (same shape; NaNs
 // must match). Reports the first mismatches with their index.
-void require_close(const Tensor& actual, const Tensor& expected, double rtol, double atol,
-                   const std::string& what);
+void require_close(const Tensor& actual, const Tensor& expected, double rtol, double atol, const std::string& what);
 // Bitwise equal values.
 void require_identical(const Tensor& actual, const Tensor& expected, const std::string& what);
 

@@ -54,10 +54,9 @@ const std::vector<BinaryCase> kBinaryCases = {
     {{{9, 1, 13}, {13, 0, 1}, 0}, {{9, 6, 13}, {200, 30, 2}, 7}, {{9, 6, 13}, {160, 26, 2}, 0}},
 };
 
-const std::vector<UnaryOp> kUnaryOps = {UnaryOp::neg,  UnaryOp::exp,     UnaryOp::log,
-                                        UnaryOp::sqrt, UnaryOp::abs,     UnaryOp::relu,
-                                        UnaryOp::sigmoid, UnaryOp::tanh};
-const std::vector<BinaryOp> kArithmeticOps = {BinaryOp::add,     BinaryOp::sub, BinaryOp::mul,
+const std::vector<UnaryOp> kUnaryOps = {UnaryOp::neg, UnaryOp::exp,  UnaryOp::log,     UnaryOp::sqrt,
+                                        UnaryOp::abs, UnaryOp::relu, UnaryOp::sigmoid, UnaryOp::tanh};
+const std::vector<BinaryOp> kArithmeticOps = {BinaryOp::add,     BinaryOp::sub,          BinaryOp::mul,
                                               BinaryOp::div,     BinaryOp::floor_divide, BinaryOp::pow,
                                               BinaryOp::maximum, BinaryOp::minimum};
 
@@ -71,9 +70,7 @@ struct Range {
   double low, high;
 };
 
-Range unary_domain(UnaryOp op) {
-  return (op == UnaryOp::log || op == UnaryOp::sqrt) ? Range{0.05, 4} : Range{-4, 4};
-}
+Range unary_domain(UnaryOp op) { return (op == UnaryOp::log || op == UnaryOp::sqrt) ? Range{0.05, 4} : Range{-4, 4}; }
 
 // Where an arithmetic op's floating operands are drawn from: pow's base positive, no divisor
 // near zero, and for maximum and minimum integral values, so that ties occur.

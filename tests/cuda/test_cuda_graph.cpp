@@ -110,8 +110,8 @@ TEST_CASE("a CUDA graph refuses dropout and out-of-range labels, and the device 
   manual_seed(1);
   std::shared_ptr<nn::Module> model(nn::Sequential(nn::Flatten(), nn::Linear(28 * 28, 10), nn::Dropout(0.5)));
   model->to(cuda_device(0));
-  parallel::GraphedSingleDevice graphed(model, sgd(model->parameters()), cuda_device(0),
-                                        parallel::LossReduction::mean, /*warmup_steps=*/1);
+  parallel::GraphedSingleDevice graphed(model, sgd(model->parameters()), cuda_device(0), parallel::LossReduction::mean,
+                                        /*warmup_steps=*/1);
   const data::Batch batch = random_batch(8, 5);
   graphed.train_step(batch);  // eager: dropout is fine there
   CHECK_THROWS_WITH(graphed.train_step(batch), Contains("random numbers cannot be recorded in a CUDA graph"));

@@ -1,8 +1,8 @@
 // The CUDA NN kernels against the CPU ones on the same random inputs: softmax, log-softmax and
 // cross-entropy, pooling (per-axis windows, ceil_mode, count_include_pad, adaptive average and
 // max, NaN), batch norm (cuDNN and duet's kernels) and conv2d (cuDNN and im2col paths, with
-// groups, dilation and per-axis geometry), forward and backward, f32 and f64, odd sizes. Outputs sit between sentinel guard
-// bands. (The NN kernels take contiguous operands only, so there are no strided cases.)
+// groups, dilation and per-axis geometry), forward and backward, f32 and f64, odd sizes. Outputs sit between sentinel
+// guard bands. (The NN kernels take contiguous operands only, so there are no strided cases.)
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -50,8 +50,8 @@ TEST_CASE("CUDA softmax and log-softmax match the CPU, forward and backward", "[
     Shape sizes;
     int64_t dim;
   };
-  const std::vector<Case> cases = {{{7, 1000}, 1}, {{3, 37, 5}, 0}, {{3, 37, 5}, 1}, {{3, 37, 5}, 2}, {{1}, 0},
-                                   {{2, 3000}, 1}};
+  const std::vector<Case> cases = {{{7, 1000}, 1},  {{3, 37, 5}, 0}, {{3, 37, 5}, 1},
+                                   {{3, 37, 5}, 2}, {{1}, 0},        {{2, 3000}, 1}};
   uint64_t seed = 3000;
   for (DType dtype : kFloating) {
     for (size_t c = 0; c < cases.size(); ++c) {
@@ -95,8 +95,8 @@ TEST_CASE("CUDA cross-entropy matches the CPU, with every option", "[cuda]") {
     double smoothing;
     int64_t ignore_index;  // set in every third row when >= 0, else the default -100 (never a target)
   };
-  const std::vector<Options> options = {{false, 0, -100}, {false, 0, 2}, {true, 0, -100}, {false, 0.2, 1},
-                                        {true, 0.3, 0}};
+  const std::vector<Options> options = {
+      {false, 0, -100}, {false, 0, 2}, {true, 0, -100}, {false, 0.2, 1}, {true, 0.3, 0}};
   uint64_t seed = 4000;
   for (DType dtype : kFloating) {
     for (const Shape& sizes : std::vector<Shape>{{13, 11}, {1, 1}, {300, 10}, {2, 1500}, {3, 5, 4, 2}}) {
@@ -156,10 +156,10 @@ TEST_CASE("CUDA cross-entropy reports a bad target with the CPU's error at the n
   Tensor cpu_losses = cpu_empty({4}, DType::f32), cpu_log_probs = cpu_empty({4, 3}, DType::f32);
   Tensor cpu_total = cpu_empty({}, DType::f32);
   const kernels::CrossEntropyTerms terms;
-  CHECK_THROWS_WITH(cpu_nn().cross_entropy_forward(logits.cpu, host_bad, Tensor(), terms, cpu_losses, cpu_log_probs,
-                                                   cpu_total),
-                    "cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= target < 3, or "
-                    "ignore_index -100)");
+  CHECK_THROWS_WITH(
+      cpu_nn().cross_entropy_forward(logits.cpu, host_bad, Tensor(), terms, cpu_losses, cpu_log_probs, cpu_total),
+      "cross_entropy_forward: target[2] = 3 is out of range for 3 classes (expected 0 <= target < 3, or "
+      "ignore_index -100)");
   // queued, not waited for
   CHECK_NOTHROW(kernels::cross_entropy_forward(logits.cuda, bad, Tensor(), terms, losses, log_probs, total));
   // The first bad target, with the CPU's very message, once; then the device is clean again.
@@ -195,8 +195,8 @@ TEST_CASE("CUDA cross-entropy reports a bad target with the CPU's error at the n
   const Tensor labels = from_vector<int64_t>({1, 2, 3, 10, 4}).to(kGpu);
   CHECK_THROWS_WITH(nn::functional::cross_entropy(scores, labels).item<float>(),
                     Catch::Contains("target[3] = 10 is out of range for 10 classes"));
-  CHECK(std::isfinite(nn::functional::cross_entropy(scores, from_vector<int64_t>({1, 2, 3, 9, 4}).to(kGpu))
-                          .item<float>()));
+  CHECK(std::isfinite(
+      nn::functional::cross_entropy(scores, from_vector<int64_t>({1, 2, 3, 9, 4}).to(kGpu)).item<float>()));
 }
 
 namespace {
@@ -265,9 +265,11 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
       compare(agx, agx_cpu, tol(dtype, 1e-6), label("avg_pool2d backward", dtype, c));
     }
     // Adaptive: shrinking, growing, to 1x1, to the same size, non-square.
-    const std::vector<std::pair<Shape, Shape>> adaptive = {
-        {{2, 3, 11, 9}, {2, 3, 3, 4}}, {{1, 2, 5, 4}, {1, 2, 13, 10}}, {{2, 4, 7, 7}, {2, 4, 1, 1}},
-        {{1, 1, 6, 5}, {1, 1, 6, 5}},  {{2, 3, 7, 5}, {2, 3, 8, 2}}};
+    const std::vector<std::pair<Shape, Shape>> adaptive = {{{2, 3, 11, 9}, {2, 3, 3, 4}},
+                                                           {{1, 2, 5, 4}, {1, 2, 13, 10}},
+                                                           {{2, 4, 7, 7}, {2, 4, 1, 1}},
+                                                           {{1, 1, 6, 5}, {1, 1, 6, 5}},
+                                                           {{2, 3, 7, 5}, {2, 3, 8, 2}}};
     for (size_t c = 0; c < adaptive.size(); ++c) {
       const auto& [in_sizes, out_sizes] = adaptive[c];
       auto x = test::random_pair(in_sizes, dtype, -3, 3, ++seed);
@@ -358,8 +360,7 @@ void check_batch_norm(DType dtype, const Shape& sizes, const BatchNormVariant& v
   const auto gpu_if = [](bool wanted, const test::TensorPair& t) { return wanted ? t.cuda : Tensor(); };
   const auto cpu_if = [](bool wanted, const test::TensorPair& t) { return wanted ? t.cpu : Tensor(); };
 
-  test::GuardedOutput out(sizes, dtype, kGpu), save_mean({channels}, dtype, kGpu),
-      save_invstd({channels}, dtype, kGpu);
+  test::GuardedOutput out(sizes, dtype, kGpu), save_mean({channels}, dtype, kGpu), save_invstd({channels}, dtype, kGpu);
   kernels::batch_norm_forward(x.cuda, gpu_if(v.affine, weight), gpu_if(v.affine, bias), gpu_if(v.running_stats, mean),
                               gpu_if(v.running_stats, var), v.training, 0.1, 1e-5, out.view(), save_mean.view(),
                               save_invstd.view());
@@ -384,8 +385,7 @@ void check_batch_norm(DType dtype, const Shape& sizes, const BatchNormVariant& v
   kernels::batch_norm_backward(grad.cuda, x.cuda, gpu_if(v.affine, weight), sm_gpu, si_gpu, v.training,
                                v.grad_x ? gx.view() : Tensor(), v.affine ? gw.view() : Tensor(),
                                v.affine ? gb.view() : Tensor());
-  Tensor gx_cpu = cpu_empty(sizes, dtype), gw_cpu = cpu_empty({channels}, dtype),
-         gb_cpu = cpu_empty({channels}, dtype);
+  Tensor gx_cpu = cpu_empty(sizes, dtype), gw_cpu = cpu_empty({channels}, dtype), gb_cpu = cpu_empty({channels}, dtype);
   cpu_nn().batch_norm_backward(grad.cpu, x.cpu, cpu_if(v.affine, weight), sm_cpu, si_cpu, v.training,
                                v.grad_x ? gx_cpu : Tensor(), v.affine ? gw_cpu : Tensor(),
                                v.affine ? gb_cpu : Tensor());
@@ -405,8 +405,8 @@ TEST_CASE("CUDA batch norm matches the CPU, through cuDNN and through duet's ker
   const ScopedBatchNormPath scoped_path(own_kernels);
   const std::string path = own_kernels ? " (duet kernels)" : " (cuDNN)";
   const std::vector<BatchNormVariant> variants = {
-      {true, true, true, true},   {true, false, true, true},  {false, true, true, true},
-      {false, false, true, true}, {true, true, false, true},  {true, true, true, false},
+      {true, true, true, true},   {true, false, true, true}, {false, true, true, true},
+      {false, false, true, true}, {true, true, false, true}, {true, true, true, false},
   };
   uint64_t seed = 6000;
   for (DType dtype : kFloating)

@@ -9,9 +9,7 @@
 
 using namespace duet;
 
-TEST_CASE("CUDA cross_entropy's options match PyTorch", "[cuda]") {
-  test::check_cross_entropy_golden(cuda_device(0));
-}
+TEST_CASE("CUDA cross_entropy's options match PyTorch", "[cuda]") { test::check_cross_entropy_golden(cuda_device(0)); }
 
 TEST_CASE("CUDA amin, min, argmin, var and std match PyTorch", "[cuda]") {
   test::check_reductions_golden(cuda_device(0));

@@ -62,8 +62,7 @@ Tensor values(const std::vector<double>& v, DType dtype) {
 TEST_CASE("CUDA elementwise ops follow PyTorch at NaN, signed zeros and base 0, as the CPU does", "[cuda]") {
   for (DType dtype : {DType::f32, DType::f64}) {
     const std::string name = dtype_name(dtype);
-    check_on_gpu("relu " + name, [](const Inputs& x) { return relu(x[0]); },
-                 {values({kNaN, -1, -0.0, 0, 2}, dtype)});
+    check_on_gpu("relu " + name, [](const Inputs& x) { return relu(x[0]); }, {values({kNaN, -1, -0.0, 0, 2}, dtype)});
     Tensor a = values({kNaN, 1, 2, 1, kNaN}, dtype), b = values({1, kNaN, 2, 3, kNaN}, dtype);
     check_on_gpu("maximum " + name, [](const Inputs& x) { return maximum(x[0], x[1]); }, {a, b});
     check_on_gpu("minimum " + name, [](const Inputs& x) { return minimum(x[0], x[1]); }, {a, b});

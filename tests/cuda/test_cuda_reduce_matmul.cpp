@@ -52,14 +52,14 @@ const std::vector<ReduceCase> kReduceCases = {
     {dense({37, 29}), {0}, {}},
     {dense({37, 29}), {1}, {}},
     {dense({37, 29}), {}, {}},
-    {{{37, 29}, {1, 40}, 5}, {0}, {}},                // transposed, with gaps
+    {{{37, 29}, {1, 40}, 5}, {0}, {}},  // transposed, with gaps
     {{{37, 29}, {1, 40}, 5}, {1}, {}},
     {dense({5, 7, 33}), {0, 2}, {}},
-    {dense({4, 5, 6}), {1}, {1, 24, 4}},               // a transposed output
+    {dense({4, 5, 6}), {1}, {1, 24, 4}},  // a transposed output
     {{{6, 5, 4}, {1, 6, 30}, 0}, {0, 2}, {}},
-    {dense({3, 20001}), {1}, {}},                      // few outputs, many elements: split into parts
+    {dense({3, 20001}), {1}, {}},  // few outputs, many elements: split into parts
     {dense({100003}), {0}, {}},
-    {{{2, 9000}, {1, 2}, 0}, {1}, {}},                 // split, strided
+    {{{2, 9000}, {1, 2}, 0}, {1}, {}},  // split, strided
 };
 
 bool single_dim(const ReduceCase& c) { return c.dims.size() == 1 || (c.dims.empty() && c.in.sizes.size() <= 1); }
@@ -106,11 +106,9 @@ TEST_CASE("CUDA reductions match the CPU over any dims and layouts", "[cuda]") {
 TEST_CASE("CUDA reductions reject what the CPU rejects", "[cuda]") {
   Tensor in = test::empty_tensor({4, 5}, DType::f32, kGpu);
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::sum, in, {0}, test::empty_tensor({4, 5}, DType::f32, kGpu)), Error);
-  CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmax, in, {0, 1}, test::empty_tensor({1, 1}, DType::i64, kGpu)),
-                  Error);
+  CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmax, in, {0, 1}, test::empty_tensor({1, 1}, DType::i64, kGpu)), Error);
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmax, in, {0}, test::empty_tensor({1, 5}, DType::f32, kGpu)), Error);
-  CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmin, in, {0, 1}, test::empty_tensor({1, 1}, DType::i64, kGpu)),
-                  Error);
+  CHECK_THROWS_AS(kernels::reduce(ReduceOp::argmin, in, {0, 1}, test::empty_tensor({1, 1}, DType::i64, kGpu)), Error);
   Tensor ints = test::empty_tensor({4, 5}, DType::i64, kGpu);
   CHECK_THROWS_AS(kernels::reduce(ReduceOp::mean, ints, {0}, test::empty_tensor({1, 5}, DType::i64, kGpu)), Error);
   Tensor bytes = test::empty_tensor({4, 5}, DType::u8, kGpu);
@@ -197,7 +195,7 @@ const std::vector<MatmulCase> kMatmulCases = {
     {dense({5, 9, 13}), dense({5, 13, 7}), dense({5, 9, 7})},
     {{{5, 9, 13}, {200, 1, 9}, 4}, {{5, 13, 7}, {100, 7, 1}, 0}, {{5, 9, 7}, {70, 7, 1}, 0}},
     {{{5, 9, 13}, {0, 13, 1}, 0}, dense({5, 13, 7}), {{5, 9, 7}, {63, 1, 9}, 0}},  // a broadcast batch
-    {dense({7, 0}), dense({0, 5}), dense({7, 5})},                                // k = 0: zeros
+    {dense({7, 0}), dense({0, 5}), dense({7, 5})},                                 // k = 0: zeros
 };
 
 }  // namespace
@@ -222,13 +220,13 @@ TEST_CASE("CUDA matmul matches the CPU for 2-D, batched and strided operands", "
 
 TEST_CASE("CUDA matmul rejects mismatched shapes and integer dtypes", "[cuda]") {
   Tensor a = test::empty_tensor({3, 4}, DType::f32, kGpu);
-  CHECK_THROWS_AS(kernels::matmul(a, test::empty_tensor({5, 2}, DType::f32, kGpu),
-                                  test::empty_tensor({3, 2}, DType::f32, kGpu)),
-                  Error);
+  CHECK_THROWS_AS(
+      kernels::matmul(a, test::empty_tensor({5, 2}, DType::f32, kGpu), test::empty_tensor({3, 2}, DType::f32, kGpu)),
+      Error);
   Tensor ints = test::empty_tensor({3, 4}, DType::i64, kGpu);
-  CHECK_THROWS_AS(kernels::matmul(ints, test::empty_tensor({4, 2}, DType::i64, kGpu),
-                                  test::empty_tensor({3, 2}, DType::i64, kGpu)),
-                  Error);
+  CHECK_THROWS_AS(
+      kernels::matmul(ints, test::empty_tensor({4, 2}, DType::i64, kGpu), test::empty_tensor({3, 2}, DType::i64, kGpu)),
+      Error);
 }
 
 TEST_CASE("CUDA matmul uses TF32 only while it is allowed", "[cuda]") {

@@ -57,7 +57,10 @@ TEST_CASE("the caching allocator accounts current, peak and reserved bytes and r
   }
   SECTION("small requests round to 512 bytes and share a bin") {
     void* small_ptr = nullptr;
-    { Storage a(1000, dev); small_ptr = a.data(); }
+    {
+      Storage a(1000, dev);
+      small_ptr = a.data();
+    }
     Storage b(1024, dev);  // 1000 and 1024 both round to 1024
     CHECK(b.data() == small_ptr);
   }

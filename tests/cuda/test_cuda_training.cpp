@@ -40,9 +40,9 @@ namespace {
 
 constexpr uint64_t kSeed = 42;
 constexpr int kSteps = 3;
-constexpr double kF64Bound = 1e-9;        // of a tensor's largest value
-constexpr double kF32Factor = 32;         // times the CPU's own f32 rounding error
-constexpr double kF32Floor = 1e-6;        // of a tensor's largest value
+constexpr double kF64Bound = 1e-9;  // of a tensor's largest value
+constexpr double kF32Factor = 32;   // times the CPU's own f32 rounding error
+constexpr double kF32Floor = 1e-6;  // of a tensor's largest value
 
 // `name` built from kSeed on the CPU, its parameters and floating buffers in `dtype`, on `device`:
 // every run starts from the very same values (f32's, widened for f64).

@@ -47,8 +47,7 @@ std::optional<Group> nccl_group(int n, NcclOptions options = {}) {
 }
 
 // What `call` threw, or "" when it returned.
-template <class Fn>
-std::string error_of(Fn call) {
+template <class Fn> std::string error_of(Fn call) {
   try {
     call();
   } catch (const std::exception& e) {
@@ -59,8 +58,7 @@ std::string error_of(Fn call) {
 
 // Equal within 1e-6 relative. NCCL's avg of floating tensors pre-multiplies every input by a
 // rounded 1/n before summing, so for n not a power of two it is not exact (n = 7 misses some).
-template <class T>
-bool close_to(const std::vector<T>& actual, const std::vector<T>& want) {
+template <class T> bool close_to(const std::vector<T>& actual, const std::vector<T>& want) {
   if (actual.size() != want.size()) return false;
   for (size_t i = 0; i < want.size(); ++i) {
     double a = static_cast<double>(actual[i]), w = static_cast<double>(want[i]);
@@ -74,8 +72,7 @@ const std::vector<Shape> kShapes = {{1}, {7}, {1001}, {3, 5}, {4099}};
 
 int max_ranks() { return cuda::device_count(); }
 
-template <class T>
-void check_all_reduce(int n) {
+template <class T> void check_all_reduce(int n) {
   std::optional<Group> group = nccl_group(n);
   if (!group) return;
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
@@ -145,8 +142,7 @@ TEST_CASE("NCCL all_gather returns every rank's tensor in rank order", "[cuda][m
   }
 }
 
-TEST_CASE("NCCL async all-reduces complete in order and their results reach the compute stream",
-          "[cuda][multigpu]") {
+TEST_CASE("NCCL async all-reduces complete in order and their results reach the compute stream", "[cuda][multigpu]") {
   const int n = 2;
   std::optional<Group> group = nccl_group(n);
   if (!group) return;

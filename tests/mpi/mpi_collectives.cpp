@@ -32,15 +32,13 @@ void check(bool ok, const std::string& what, int rank) {
 }
 
 // t[i] = (r + 1) * (i + 1): the sum over n ranks is n(n+1)/2 * (i + 1).
-template <class T>
-Tensor rank_tensor(Shape sizes, int r) {
+template <class T> Tensor rank_tensor(Shape sizes, int r) {
   std::vector<T> values(static_cast<size_t>(numel(sizes)));
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<T>((r + 1) * static_cast<double>(i + 1));
   return from_vector(values, sizes);
 }
 
-template <class T>
-bool all_equal(const Tensor& t, double (*expected)(size_t, int, int), int n, int root) {
+template <class T> bool all_equal(const Tensor& t, double (*expected)(size_t, int, int), int n, int root) {
   std::vector<T> v = t.to_vector<T>();
   for (size_t i = 0; i < v.size(); ++i)
     if (v[i] != static_cast<T>(expected(i, n, root))) return false;
@@ -51,8 +49,7 @@ double summed(size_t i, int n, int) { return n * (n + 1) / 2.0 * static_cast<dou
 double averaged(size_t i, int n, int) { return (n + 1) / 2.0 * static_cast<double>(i + 1); }
 double root_value(size_t i, int, int root) { return (root + 1) * static_cast<double>(i + 1); }
 
-template <class T>
-void run_collectives(Communicator& comm, Shape sizes) {
+template <class T> void run_collectives(Communicator& comm, Shape sizes) {
   const int n = comm.world_size(), r = comm.rank();
   const std::string where = std::string(dtype_name(dtype_of<T>())) + shape_str(sizes);
   const int64_t bytes = numel(sizes) * static_cast<int64_t>(sizeof(T));
@@ -108,10 +105,8 @@ int main(int argc, char** argv) {
   long timeout_ms = 2000;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--timeout-ms" && i + 1 < argc)
-      timeout_ms = std::atol(argv[++i]);
-    else
-      mode = arg;
+    if (arg == "--timeout-ms" && i + 1 < argc) timeout_ms = std::atol(argv[++i]);
+    else mode = arg;
   }
   auto comm = make_mpi_communicator({.timeout = std::chrono::milliseconds(timeout_ms)});
   const int r = comm->rank(), n = comm->world_size();
@@ -137,8 +132,8 @@ int main(int argc, char** argv) {
   check(comm->name() == "mpi", "name", r);
   // ctest starts every rank on this machine: each is its own local rank (what picks its GPU).
   const MpiLocality node = mpi_locality();
-  check(node.local_size == n && node.local_rank == r, "mpi_locality: local rank " + std::to_string(node.local_rank) +
-        " of " + std::to_string(node.local_size), r);
+  check(node.local_size == n && node.local_rank == r,
+        "mpi_locality: local rank " + std::to_string(node.local_rank) + " of " + std::to_string(node.local_size), r);
   check(mpi_locality().local_rank == node.local_rank, "mpi_locality again", r);
   std::printf("mpi_collectives: rank %d of %d: %d checks, %d failed\n", r, n, checks, failures);
   comm.reset();  // before MPI_Finalize at exit

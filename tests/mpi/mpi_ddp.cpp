@@ -49,7 +49,8 @@ data::Batch shard(const data::Batch& batch, int rank, int world) {
   std::vector<int64_t> ys;
   const size_t image = 28 * 28;
   for (int64_t i = rank; i < rows; i += world) {
-    xs.insert(xs.end(), x.begin() + static_cast<std::ptrdiff_t>(i * image), x.begin() + static_cast<std::ptrdiff_t>((i + 1) * image));
+    xs.insert(xs.end(), x.begin() + static_cast<std::ptrdiff_t>(i * image),
+              x.begin() + static_cast<std::ptrdiff_t>((i + 1) * image));
     ys.push_back(y[static_cast<size_t>(i)]);
   }
   const auto n = static_cast<int64_t>(ys.size());
@@ -94,7 +95,8 @@ std::vector<Tensor> buffers(const nn::Module& model) {
 void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::string& model, bool bucketed) {
   const int r = comm->rank(), n = comm->world_size();
   const std::string what = model + (bucketed ? " bucketed" : " unbucketed");
-  DDPOptions options{.bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
+  DDPOptions options{
+      .bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
   DistributedDataParallel ddp(fresh(model, r), sgd, comm, options);
   check(ddp.is_multi_process() == (n > 1) && ddp.world_size() == n && ddp.rank() == r, what + ": group", r);
   std::shared_ptr<nn::Module> reference = fresh(model, 0);
@@ -104,7 +106,8 @@ void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::strin
     data::Batch batch = global_batch(rows[step], step);
     StepResult got = ddp.train_step(shard(batch, r, n));
     StepResult want = single.train_step(batch);
-    check(got.count == want.count && got.correct == want.correct, what + ": global counts, step " + std::to_string(step), r);
+    check(got.count == want.count && got.correct == want.correct,
+          what + ": global counts, step " + std::to_string(step), r);
     check(std::fabs(got.loss - want.loss) < 1e-5 * std::fabs(want.loss),
           what + ": global loss " + std::to_string(got.loss) + " vs " + std::to_string(want.loss), r);
   }
@@ -118,7 +121,8 @@ void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::strin
 void run_accumulation(const std::shared_ptr<Communicator>& comm, bool bucketed) {
   const int r = comm->rank(), n = comm->world_size();
   const std::string what = std::string("accumulation, ") + (bucketed ? "bucketed" : "unbucketed");
-  DDPOptions options{.bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
+  DDPOptions options{
+      .bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
   DistributedDataParallel ddp(fresh("lenet-relu", r), sgd, comm, options);
   std::shared_ptr<nn::Module> reference = fresh("lenet-relu", 0);
   SingleDevice single(reference, sgd(reference->parameters()), cpu(0));
@@ -146,17 +150,17 @@ void run_accumulation(const std::shared_ptr<Communicator>& comm, bool bucketed) 
 // single-device reference, other weights on the other ranks' DDP models (the broadcast fixes them).
 std::shared_ptr<nn::Module> batch_norm_model(int rank) {
   manual_seed(3 + static_cast<uint64_t>(rank));
-  return std::shared_ptr<nn::Module>(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3),
-                                                    nn::ReLU(), nn::MaxPool2d(2), nn::Conv2d(nn::Conv2dOptions(3, 4, 3)),
-                                                    nn::BatchNorm2d(4), nn::Flatten(), nn::Linear(4 * 11 * 11, 10)));
+  return std::shared_ptr<nn::Module>(nn::Sequential(
+      nn::Conv2d(nn::Conv2dOptions(1, 3, 3)), nn::BatchNorm2d(3), nn::ReLU(), nn::MaxPool2d(2),
+      nn::Conv2d(nn::Conv2dOptions(3, 4, 3)), nn::BatchNorm2d(4), nn::Flatten(), nn::Linear(4 * 11 * 11, 10)));
 }
 
 // SyncBatchNorm across processes equals single-device BatchNorm: parameters and running
 // statistics, with unequal shards (none empty: every rank needs an example).
 void run_sync_batchnorm(const std::shared_ptr<Communicator>& comm) {
   const int r = comm->rank(), n = comm->world_size();
-  DDPOptions options{.first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .sync_batchnorm = true,
-                     .check_every = 1};
+  DDPOptions options{
+      .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .sync_batchnorm = true, .check_every = 1};
   DistributedDataParallel ddp(batch_norm_model(r), sgd, comm, options);
   std::shared_ptr<nn::Module> reference = batch_norm_model(0);
   SingleDevice single(reference, sgd(reference->parameters()), cpu(0));

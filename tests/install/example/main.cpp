@@ -18,8 +18,8 @@ using namespace duet;
 class TinyNet : public nn::Cloneable<TinyNet> {
  public:
   TinyNet() {
-    features_ = register_module("features", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)),
-                                                           nn::ReLU(), nn::MaxPool2d(2)));
+    features_ = register_module(
+        "features", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
     classifier_ = register_module("classifier", nn::Linear(8 * 14 * 14, 10));
   }
   Tensor forward(const Tensor& x) override { return classifier_(features_(x).flatten(1)); }
