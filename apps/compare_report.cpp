@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 
 #include "duet/core/error.h"
+#include "duet/nn/layers.h"
+#include "duet/nn/models/models.h"
 
 namespace duet::apps {
 namespace {
@@ -44,6 +46,15 @@ double per_step(double total_ms, const parallel::CommOverlap& overlap) {
   return overlap.samples > 0 ? total_ms / static_cast<double>(overlap.samples) : 0;
 }
 
+// Whether a module tree normalises with batch statistics: plain BatchNorm2d anywhere in it.
+bool has_batch_norm(const nn::Module& module) {
+  if (dynamic_cast<const nn::BatchNorm2dImpl*>(&module)) return true;
+  for (const auto& [name, child] : module.named_children()) {
+    if (has_batch_norm(*child)) return true;
+  }
+  return false;
+}
+
 void print_check(const CompareReport& report, std::FILE* out) {
   std::string failed;
   bool checked = false;
@@ -64,6 +75,13 @@ void print_check(const CompareReport& report, std::FILE* out) {
   } else {
     std::fprintf(out, "per-step check: NOT single-device training's step (more than %.0f ulps): %s\n", kCheckUlps,
                  failed.c_str());
+    if (has_batch_norm(*nn::models::make(report.config.model))) {
+      std::fprintf(out,
+                   "  expected: %s has BatchNorm, and each device normalises its shard with the shard's own "
+                   "statistics, so dp (and ddp without --sync-bn) do not take single-device training's step "
+                   "(docs/parallel-strategies.md, BatchNorm)\n",
+                   report.config.model.c_str());
+    }
   }
 }
 

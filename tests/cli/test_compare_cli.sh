@@ -74,5 +74,14 @@ if ! "$duet" compare --model mlp --devices 2 --steps 1 --warmup 0 --batch-size 3
 fi
 grep -qE "^ddp +2 .* off +" "$work/run2" || fail "--no-check still checked: $(cat "$work/run2")"
 
+# A BatchNorm model fails the check under dp, rightly, and the output says why.
+if ! "$duet" compare --model resnet18 --devices 2 --steps 1 --warmup 0 --batch-size 8 --strategies single,dp \
+     --no-plots --out "$work/batchnorm" > "$work/run3" 2>&1; then
+  fail "resnet18 run: $(cat "$work/run3")"
+fi
+grep -q "^per-step check: NOT single-device training's step" "$work/run3" \
+  || fail "dp with BatchNorm passed the per-step check: $(cat "$work/run3")"
+grep -q "expected: resnet18 has BatchNorm" "$work/run3" || fail "no BatchNorm explanation in: $(cat "$work/run3")"
+
 echo "$failures failure(s)"
 [ $failures -eq 0 ]
