@@ -25,20 +25,46 @@ fail() {
 
 [[ -e $(ls "$ROOT"/gpu-deps/*.deb 2>/dev/null | head -n 1) ]] || "$ROOT/bench/gpu_deps.sh"
 
-# PyTorch's nvidia-* packages, as pip lays them out for CUDA 13: headers and versioned libraries.
+# PyTorch's nvidia-* packages, as pip lays them out for CUDA 13: headers and versioned libraries,
+# linked to this machine's files. Where those are differs between machines (beside the toolkit,
+# under targets/, under Debian's /usr): the folders the main build's CMake found them in come
+# first, then the places CMake itself searches.
 site=$(mktemp -d)
 trap 'rm -rf "$site"' EXIT
-toolkit=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")")
-wheel() {  # wheel PACKAGE HEADER_PATTERN LIB_PATTERN
-  mkdir -p "$site/nvidia/$1/include" "$site/nvidia/$1/lib"
-  local f
-  for f in "$toolkit"/include/$2; do ln -s "$f" "$site/nvidia/$1/include/"; done
-  for f in "$toolkit"/lib64/$3; do ln -s "$(readlink -f "$f")" "$site/nvidia/$1/lib/$(basename "$f")"; done
+cache=$ROOT/build/CMakeCache.txt
+cached() {  # the main build's cache entry $1, or nothing
+  [[ -f $cache ]] || return 0
+  grep -E "^$1:" "$cache" | cut -d= -f2- | grep -v NOTFOUND || true
 }
-wheel cudnn 'cudnn*' 'libcudnn*.so.[0-9]'
-wheel nccl 'nccl*' 'libnccl.so.[0-9]'
-wheel cu13 'cublas*' 'libcublas*.so.[0-9]*'
-ln -s "$toolkit/include/cuda_runtime_api.h" "$site/nvidia/cu13/include/"  # what must not shadow the toolkit's
+nvcc=$(command -v nvcc || cached CMAKE_CUDA_COMPILER)
+toolkit=$(dirname "$(dirname "$(readlink -f "${nvcc:-/usr/local/cuda/bin/nvcc}")")")
+targets=$toolkit/targets/x86_64-linux
+matches() {  # matches PATTERN DIR...: the files matching PATTERN in the first DIR that has any
+  local pattern=$1 dir
+  shift
+  for dir in "$@"; do
+    [[ -n $dir ]] && compgen -G "$dir/$pattern" && return 0
+  done
+  fail "no $pattern in any of: $*"
+}
+wheel() {  # wheel PACKAGE HEADER_PATTERN LIB_PATTERN INCLUDE_ENTRY LIBRARY_ENTRY
+  local library headers libraries f
+  library=$(cached "$5")
+  headers=$(matches "$2" "$(cached "$4")" "$toolkit/include" "$targets/include" /usr/include \
+    /usr/include/x86_64-linux-gnu)
+  libraries=$(matches "$3" "${library:+$(dirname "$library")}" "$toolkit/lib64" "$toolkit/lib" "$targets/lib" \
+    /usr/lib/x86_64-linux-gnu)
+  mkdir -p "$site/nvidia/$1/include" "$site/nvidia/$1/lib"
+  for f in $headers; do ln -s "$f" "$site/nvidia/$1/include/"; done
+  for f in $libraries; do ln -s "$(readlink -f "$f")" "$site/nvidia/$1/lib/$(basename "$f")"; done
+  echo "gpu.sh --dry-run: the $1 package links to $(dirname "$f")"
+}
+wheel cudnn 'cudnn*' 'libcudnn*.so.[0-9]' DUET_CUDNN_INCLUDE_DIR DUET_CUDNN_LIBRARY
+wheel nccl 'nccl*' 'libnccl.so.[0-9]' DUET_NCCL_INCLUDE_DIR DUET_NCCL_LIBRARY
+wheel cu13 'cublas*' 'libcublas*.so.[0-9]*' CUDAToolkit_INCLUDE_DIR CUDA_cublas_LIBRARY
+# What must not shadow the toolkit's.
+runtime_header=$(matches cuda_runtime_api.h "$toolkit/include" "$targets/include" /usr/include)
+ln -s "$runtime_header" "$site/nvidia/cu13/include/"
 
 # The GPU machine has none of duet's other dependencies (MPI is optional): hide this machine's from CMake.
 hidden="/usr/include;/usr/lib/x86_64-linux-gnu;/usr/lib/x86_64-linux-gnu/openblas-pthread;/usr/lib/cmake"
