@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `duet train --resume` continues a run bit for bit: one epoch, saved, then resumed for a
 # second, ends with the same parameters and optimizer state as two epochs straight through.
-# In one process for single, dp and ddp; given a launcher (mpirun -np 2 ...), for ddp across
+# In one process for single, dp and ddp; given a launcher (mpirun -np N ...), for ddp across
 # processes, where rank 0 writes and every rank loads the same file.
 #   test_resume_cli.sh DUET [LAUNCHER...]
 set -uo pipefail
@@ -49,7 +49,8 @@ if [ ${#launcher[@]} -eq 0 ]; then
   check_resume dp --model mlp --optimizer adam --amsgrad --strategy dp --devices 2
   check_resume ddp --model mlp --momentum 0.9 --strategy ddp --devices 2
 else
-  check_resume mpi-ddp --model mlp --momentum 0.9 --strategy ddp --comm mpi
+  # 240: a global batch that 2, 3, 4 and 5 ranks divide.
+  check_resume mpi-ddp --model mlp --momentum 0.9 --strategy ddp --comm mpi --batch-size 240
 fi
 
 echo "$failures failure(s)"
