@@ -1,6 +1,6 @@
-// PyTorch-style printing (torch/_tensor_str.py): one number format for the whole tensor,
-// chosen from the values shown; rows wrapped at 80 columns; edge items around "..." beyond
-// 1000 elements; suffixes for a non-default device or dtype and for autograd state.
+// PyTorch-style printing (as torch/_tensor_str.py in github.com/pytorch/pytorch does it): one number format for the
+// whole tensor, chosen from the values shown; rows wrapped at 80 columns; edge items around "..." beyond 1000 elements;
+// suffixes for a non-default device or dtype and for autograd state.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

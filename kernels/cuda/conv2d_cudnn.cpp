@@ -81,7 +81,7 @@ struct Pointers {
 
 // The cuDNN entry points of each direction, so the search, the cache and the call are written once.
 // The three specialisations look alike on purpose: each names its direction's cuDNN types and calls
-// with their own argument order, which a merged table would hide (issue 17).
+// with their own argument order, which a merged table would hide.
 template <Direction D> struct Ops;
 
 template <> struct Ops<Direction::forward> {

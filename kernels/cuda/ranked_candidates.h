@@ -1,9 +1,9 @@
 // The candidates of an algorithm search, best first, and the one in use: the first that has not
 // failed. cuDNN ranks its convolution algorithms by heuristics, but a ranked algorithm can still
 // fail when it runs (not supported for this shape after all, no memory for its workspace). As
-// PyTorch does (AlgoIterator::try_all, aten/src/ATen/native/cudnn/Conv_v7.cpp), the candidates
-// are tried in rank order and the first that runs is kept for every later call. Plain C++ with
-// no CUDA header, so that the CPU tests cover it (tests/cpu/test_ranked_candidates.cpp).
+// PyTorch does (AlgoIterator::try_all in github.com/pytorch/pytorch, aten/src/ATen/native/cudnn/Conv_v7.cpp), the
+// candidates are tried in rank order and the first that runs is kept for every later call. Plain C++ with no CUDA
+// header, so that the CPU tests cover it (tests/cpu/test_ranked_candidates.cpp).
 #pragma once
 
 #include <cstddef>
