@@ -36,8 +36,9 @@ cached() {  # the main build's cache entry $1, or nothing
   [[ -f $cache ]] || return 0
   grep -E "^$1:" "$cache" | cut -d= -f2- | grep -v NOTFOUND || true
 }
-nvcc=$(command -v nvcc || cached CMAKE_CUDA_COMPILER)
-toolkit=$(dirname "$(dirname "$(readlink -f "${nvcc:-/usr/local/cuda/bin/nvcc}")")")
+nvcc=$(cached CUDAToolkit_NVCC_EXECUTABLE)
+[[ -n $nvcc ]] || nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+toolkit=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
 targets=$toolkit/targets/x86_64-linux
 matches() {  # matches PATTERN DIR...: the files matching PATTERN in the first DIR that has any
   local pattern=$1 dir
@@ -47,10 +48,10 @@ matches() {  # matches PATTERN DIR...: the files matching PATTERN in the first D
   done
   fail "no $pattern in any of: $*"
 }
-wheel() {  # wheel PACKAGE HEADER_PATTERN LIB_PATTERN INCLUDE_ENTRY LIBRARY_ENTRY
+wheel() {  # wheel PACKAGE HEADER_PATTERN LIB_PATTERN LIBRARY_ENTRY [INCLUDE_ENTRY]
   local library headers libraries f
-  library=$(cached "$5")
-  headers=$(matches "$2" "$(cached "$4")" "$toolkit/include" "$targets/include" /usr/include \
+  library=$(cached "$4")
+  headers=$(matches "$2" "$(cached "${5:-}")" "$toolkit/include" "$targets/include" /usr/include \
     /usr/include/x86_64-linux-gnu)
   libraries=$(matches "$3" "${library:+$(dirname "$library")}" "$toolkit/lib64" "$toolkit/lib" "$targets/lib" \
     /usr/lib/x86_64-linux-gnu)
@@ -59,9 +60,9 @@ wheel() {  # wheel PACKAGE HEADER_PATTERN LIB_PATTERN INCLUDE_ENTRY LIBRARY_ENTR
   for f in $libraries; do ln -s "$(readlink -f "$f")" "$site/nvidia/$1/lib/$(basename "$f")"; done
   echo "gpu.sh --dry-run: the $1 package links to $(dirname "$f")"
 }
-wheel cudnn 'cudnn*' 'libcudnn*.so.[0-9]' DUET_CUDNN_INCLUDE_DIR DUET_CUDNN_LIBRARY
-wheel nccl 'nccl*' 'libnccl.so.[0-9]' DUET_NCCL_INCLUDE_DIR DUET_NCCL_LIBRARY
-wheel cu13 'cublas*' 'libcublas*.so.[0-9]*' CUDAToolkit_INCLUDE_DIR CUDA_cublas_LIBRARY
+wheel cudnn 'cudnn*' 'libcudnn*.so.[0-9]' DUET_CUDNN_LIBRARY DUET_CUDNN_INCLUDE_DIR
+wheel nccl 'nccl*' 'libnccl.so.[0-9]' DUET_NCCL_LIBRARY DUET_NCCL_INCLUDE_DIR
+wheel cu13 'cublas*' 'libcublas*.so.[0-9]*' CUDA_cublas_LIBRARY
 # What must not shadow the toolkit's.
 runtime_header=$(matches cuda_runtime_api.h "$toolkit/include" "$targets/include" /usr/include)
 ln -s "$runtime_header" "$site/nvidia/cu13/include/"
