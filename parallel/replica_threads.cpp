@@ -1,6 +1,7 @@
 #include "duet/parallel/replica_threads.h"
 
 #include <exception>
+#include <latch>
 #include <mutex>
 #include <thread>
 
@@ -28,7 +29,13 @@ void run_on_devices(const std::vector<Device>& devices, const std::function<void
   std::mutex mutex;
   std::exception_ptr first;  // the first to fail in time, like PyTorch's parallel_apply
   size_t failed = 0;
+  // The threads begin together, once all exist. Otherwise the first one, placed on the creator's
+  // own core, takes that core from the creator (a new thread preempts it) and the next replica
+  // starts only when the creator gets a time slice back: 1.4 to 4.8 ms later, measured for
+  // DataParallel's second replica on 2 cores, its forward's whole lag behind DDP's.
+  std::latch all_started(1);
   auto guarded = [&](size_t k) {
+    all_started.wait();
     DeviceThreadScope on_device(devices[k]);
     try {
       fn(k);
@@ -45,7 +52,17 @@ void run_on_devices(const std::vector<Device>& devices, const std::function<void
   };
   std::vector<std::thread> threads;
   threads.reserve(devices.size());
-  for (size_t k = 0; k < devices.size(); ++k) threads.emplace_back(guarded, k);
+  try {
+    for (size_t k = 0; k < devices.size(); ++k) {
+      threads.emplace_back(guarded, k);
+      if (devices[k].is_cpu()) kernels::cpu::place_new_thread(threads.back(), devices[k].index);
+    }
+  } catch (...) {  // no thread left to start: the ones that exist run, then the error goes on
+    all_started.count_down();
+    for (std::thread& t : threads) t.join();
+    throw;
+  }
+  all_started.count_down();
   for (std::thread& t : threads) t.join();
   if (first) DUET_FAIL("replica on ", devices[failed].str(), " failed: ", message_of(first));
 }

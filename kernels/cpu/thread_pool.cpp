@@ -86,16 +86,17 @@ const cpu_set_t& process_mask() {
 // given the process's mask back explicitly (a thread inherits its creator's, which may be pinned).
 std::atomic<bool> g_ever_pinned{false};
 
-void pin_thread(const std::vector<int>& cores) {
+// Pins `thread` to `cores`, or, when there are none, gives it the process's mask back (needed
+// only once a placement pinned anything). Failure leaves the thread where it was: slower, not wrong.
+void pin(pthread_t thread, const std::vector<int>& cores) {
+  if (cores.empty()) {
+    if (g_ever_pinned.load()) (void)pthread_setaffinity_np(thread, sizeof(cpu_set_t), &process_mask());
+    return;
+  }
   cpu_set_t m;
   CPU_ZERO(&m);
   for (int c : cores) CPU_SET(c, &m);
-  // Failure leaves the thread where it was: slower, not wrong.
-  (void)pthread_setaffinity_np(pthread_self(), sizeof m, &m);
-}
-
-void unpin_thread() {
-  if (g_ever_pinned.load()) (void)pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), &process_mask());
+  (void)pthread_setaffinity_np(thread, sizeof m, &m);
 }
 
 int default_pool_size() {
@@ -139,7 +140,7 @@ class Pool {
     size_.store(threads);
     for (int i = 1; i < threads; ++i) {
       workers_.emplace_back([this] {
-        cores_.empty() ? unpin_thread() : pin_thread(cores_);
+        pin(pthread_self(), cores_);
         worker_loop();
       });
     }
@@ -230,6 +231,14 @@ struct Binding {
 };
 thread_local Binding t_binding;
 
+// cpu:index's cores; none when it has no cores of its own or index is -1.
+std::vector<int> cores_of(int index) {
+  Placement& state = placement_state();
+  std::lock_guard lock(state.mutex);
+  if (index < 0 || static_cast<size_t>(index) >= state.placement.cores.size()) return {};
+  return state.placement.cores[static_cast<size_t>(index)];
+}
+
 // (Re)binds the calling thread to cpu:index (-1: to no device).
 void bind(int index) {
   Placement& state = placement_state();
@@ -244,7 +253,7 @@ void bind(int index) {
       cores = state.placement.cores[static_cast<size_t>(index)];
     }
   }
-  cores.empty() ? unpin_thread() : pin_thread(cores);
+  pin(pthread_self(), cores);
   t_binding = {index, generation, std::move(pool)};
 }
 
@@ -328,6 +337,8 @@ void bind_thread_to_cpu_device(int index) {
   DUET_CHECK(index >= 0, "bind_thread_to_cpu_device: expected a device index >= 0, got ", index);
   bind(index);
 }
+
+void place_new_thread(std::thread& thread, int index) { pin(thread.native_handle(), cores_of(index)); }
 
 CpuDeviceScope::CpuDeviceScope(int index) : previous_(t_binding.device) { bind_thread_to_cpu_device(index); }
 CpuDeviceScope::~CpuDeviceScope() { bind(previous_); }
