@@ -28,8 +28,9 @@ class DeviceThreadScope {
 };
 
 // Runs fn(k) for k in [0, devices.size()), each on its own thread working for devices[k] (a
-// DeviceThreadScope; a fresh std::thread per
-// call: a step has few of them, and a thread start costs microseconds next to a forward).
+// DeviceThreadScope; a fresh std::thread per call: a step has few of them, and a thread start
+// costs microseconds next to a forward). The threads start on their devices' cores and begin
+// together, once all of them exist, so that none waits for its creator's core.
 // Waits for all of them, then rethrows the first exception that any of them threw as a
 // duet::Error "replica on cpu:2 failed: <message>", so the caller learns which device failed.
 // on_failure(k, message), if given, runs on replica k's thread once its exception is recorded:
