@@ -36,9 +36,8 @@ cached() {  # the main build's cache entry $1, or nothing
   [[ -f $cache ]] || return 0
   grep -E "^$1:" "$cache" | cut -d= -f2- | grep -v NOTFOUND || true
 }
-nvcc=$(cached CUDAToolkit_NVCC_EXECUTABLE)
-[[ -n $nvcc ]] || nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-toolkit=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+source "$ROOT/bench/cuda_toolkit.sh"
+toolkit=$(cuda_toolkit_root "$(cached CUDAToolkit_NVCC_EXECUTABLE)")
 targets=$toolkit/targets/x86_64-linux
 matches() {  # matches PATTERN DIR...: the files matching PATTERN in the first DIR that has any
   local pattern=$1 dir

@@ -114,8 +114,9 @@ wheel_prefix() {
   done
 }
 
-# The CUDA toolkit beside nvcc (the toolkit, or a targets/ folder within it, or Debian's /usr).
-TOOLKIT=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")")")
+# The CUDA toolkit nvcc belongs to (the toolkit, or a targets/ folder within it, or Debian's /usr).
+source "$ROOT/bench/cuda_toolkit.sh"
+TOOLKIT=$(cuda_toolkit_root)
 toolkit_has() {
   local dir
   for dir in "$TOOLKIT" "$TOOLKIT/targets/x86_64-linux" /usr; do
