@@ -184,10 +184,14 @@ std::vector<int> place_sweep(const CompareArgs& args, Device device, const paral
   return counts;
 }
 
-// Every measured run's step as the cost model predicts it from the single-device run.
+// Every measured run's step as the cost model predicts it from the single-device run, under the
+// compute load measured just before that run.
 void predict_runs(const parallel::StepProfile& profile, const parallel::Links& links, CompareReport& report) {
-  for (const parallel::RunMeasurement& run : report.runs) {
-    report.simulated.push_back(parallel::predict_step(run.strategy, run.devices, run.batch_size, profile, links));
+  for (size_t i = 0; i < report.runs.size(); ++i) {
+    const parallel::RunMeasurement& run = report.runs[i];
+    parallel::Links at_start = links;
+    if (report.compute_slowdown[i]) at_start.compute_slowdown[run.devices] = *report.compute_slowdown[i];
+    report.simulated.push_back(parallel::predict_step(run.strategy, run.devices, run.batch_size, profile, at_start));
   }
 }
 
@@ -287,14 +291,21 @@ int run_compare(CompareArgs args) {
       const bool naive = std::count(args.strategies.begin(), args.strategies.end(), "ddp-naive") > 0;
       links = calibrate_links(device, counts, naive, comm);
       report.calibration = links.fits;
-      report.compute_slowdown = links.links.compute_slowdown;
     }
+    ComputeLoad load(device, comm);
     for (size_t i = 0; i < runs.size(); ++i) {
       // Across processes single-device training runs on rank 0 alone; the others wait for it
-      // in the next run's first collective.
-      if (comm && runs[i].strategy == "single" && !leader) continue;
-      const int devices = runs[i].strategy == "single" ? 1 : comm ? comm->world_size() : runs[i].devices;
+      // in the next run's first collective (or the compute load's barrier).
+      const bool single = runs[i].strategy == "single";
+      if (comm && single && !leader) continue;
+      const int devices = single ? 1 : comm ? comm->world_size() : runs[i].devices;
       if (leader) progress.start(i, count, runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
+      std::optional<double> slowdown;
+      if (!report.calibration.empty()) {
+        if (single) load.before_single();
+        slowdown = single ? 1.0 : load.before_run(devices);
+      }
+      report.compute_slowdown.push_back(slowdown);
       report.runs.push_back(experiment.run(runs[i], on_step));
       if (leader) progress.finish(report.runs.back());
     }

@@ -1,6 +1,7 @@
 #include "compare_prediction.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "duet/parallel/distributed.h"
 
@@ -35,12 +36,6 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
         keep(parallel::fit_link(comm->name() + " all-reduce, " + std::to_string(comm->world_size()) + " ranks",
                                 parallel::time_all_reduce(*comm, sizes, 15)));
     links.copy = links.reduce_add = links.link;
-    // Rank 0 computes alone, then every rank at once, as in the ddp run (rank 0's ratio).
-    comm->barrier();
-    const double alone = comm->rank() == 0 ? parallel::time_compute_workload(first) : 1;
-    comm->barrier();
-    const double together = parallel::time_compute_workload(first);
-    links.compute_slowdown[comm->world_size()] = std::max(1.0, together / alone);
     return out;
   }
   const Device second{first.type, first.index + 1};
@@ -49,7 +44,6 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
   links.link = keep(parallel::calibrate_ping_pong(parallel::make_ddp_group(devices_from(first, 2), {}), sizes));
   for (int n : counts) {
     if (n < 2) continue;
-    links.compute_slowdown[n] = parallel::measure_compute_slowdown(devices_from(first, n));
     links.all_reduce[n] =
         keep(parallel::calibrate_all_reduce(parallel::make_ddp_group(devices_from(first, n), {}), sizes));
     if (naive) {
@@ -60,6 +54,23 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
     }
   }
   return out;
+}
+
+ComputeLoad::ComputeLoad(Device first, std::shared_ptr<parallel::Communicator> comm)
+    : first_(first), comm_(std::move(comm)) {}
+
+void ComputeLoad::before_single() { alone_ms_ = parallel::time_compute_workload(first_, kRepeats); }
+
+double ComputeLoad::before_run(int devices) {
+  double together_ms = 0;
+  if (comm_) {
+    // Every rank at once, once rank 0 has finished the single-device run; rank 0's ratio.
+    comm_->barrier();
+    together_ms = parallel::time_compute_workload(first_, kRepeats);
+  } else {
+    together_ms = parallel::time_compute_workload_together(devices_from(first_, devices), kRepeats);
+  }
+  return alone_ms_ > 0 ? together_ms / alone_ms_ : 1.0;
 }
 
 }  // namespace duet::apps

@@ -28,4 +28,27 @@ struct CalibratedLinks {
 CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bool naive,
                                 const std::shared_ptr<parallel::Communicator>& comm);
 
+// The compute load each run starts under. The model scales the single-device run's per-phase
+// times, but a CPU's load moves between runs (other processes, the hypervisor's neighbours), and
+// runs on several devices also share memory bandwidth and caches. So a fixed workload (about 10
+// ms of GEMMs and an elementwise pass) is timed on `first` just before the single-device run, and
+// on all of a run's devices at once just before that run: their ratio is the run's compute
+// slowdown, contention and drift together, measured rather than fitted.
+class ComputeLoad {
+ public:
+  // `comm`: across processes, this rank's communicator; null in one process.
+  ComputeLoad(Device first, std::shared_ptr<parallel::Communicator> comm);
+  // Before the single-device run (under MPI, on rank 0 alone).
+  void before_single();
+  // Before a run on `devices` devices (under MPI, on every rank at once): its slowdown over
+  // before_single's time; 1 when that was not measured (the other ranks under MPI).
+  double before_run(int devices);
+
+ private:
+  static constexpr int kRepeats = 9;
+  Device first_;
+  std::shared_ptr<parallel::Communicator> comm_;
+  double alone_ms_ = 0;
+};
+
 }  // namespace duet::apps

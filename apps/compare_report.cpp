@@ -143,9 +143,6 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
   for (const parallel::LinkFit& fit : report.calibration) {
     std::fprintf(out, "  %-40s alpha %8.1f us  beta %7.2f GB/s\n", fit.what.c_str(), fit.alpha_us, fit.beta_gbps);
   }
-  for (const auto& [devices, slowdown] : report.compute_slowdown) {
-    std::fprintf(out, "  compute on %d devices at once: %.2fx a device's time alone\n", devices, slowdown);
-  }
   const parallel::RunMeasurement* single = nullptr;
   const parallel::SimulatedStep* single_predicted = nullptr;
   for (size_t i = 0; i < report.runs.size(); ++i) {
@@ -158,8 +155,9 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
                "cost model (event simulation from the single-device run's compute and the links above) beside "
                "the measurement, %s scaling:\n",
                report.weak_scaling ? "weak" : "strong");
-  std::fprintf(out, "%-15s %3s %6s | %11s %12s %7s | %8s %8s | %8s %8s | %8s %8s\n", "strategy", "dev", "batch",
-               "measured ms", "predicted ms", "error", "speedup", "(pred)", "effic.", "(pred)", "hidden", "(pred)");
+  std::fprintf(out, "%-15s %3s %6s | %11s %12s %7s | %8s %8s | %8s %8s | %8s %8s | %7s\n", "strategy", "dev", "batch",
+               "measured ms", "predicted ms", "error", "speedup", "(pred)", "effic.", "(pred)", "hidden", "(pred)",
+               "compute");
   for (size_t i = 0; i < report.runs.size(); ++i) {
     if (!report.simulated[i]) continue;
     const parallel::RunMeasurement& run = report.runs[i];
@@ -177,14 +175,17 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
       std::snprintf(hidden, sizeof hidden, "%.0f%%", 100 * run.overlap.hidden_fraction());
       std::snprintf(predicted_hidden, sizeof predicted_hidden, "%.0f%%", 100 * sim.hidden_fraction());
     }
-    std::fprintf(out, "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s\n",
+    std::fprintf(out, "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s | %6.2fx\n",
                  run.strategy.c_str(), run.devices, static_cast<long long>(run.batch_size), run.ms_per_step,
                  sim.step_ms, 100 * error, speedup, predicted_speedup, 100 * speedup / run.devices,
-                 100 * predicted_speedup / run.devices, hidden, predicted_hidden);
+                 100 * predicted_speedup / run.devices, hidden, predicted_hidden,
+                 report.compute_slowdown[i].value_or(1));
   }
   std::fprintf(out,
-               "speedup: img/s over single-device training's (predicted: over its predicted step); effic.: "
-               "speedup / devices; hidden: the share of ddp's all-reduce time that ran before backward ended\n");
+               "compute: the run's devices timing a fixed workload at once just before it, over one device "
+               "alone just before single's run (the prediction scales single's compute by it); speedup: img/s "
+               "over single-device training's (predicted: over its predicted step); effic.: speedup / devices; "
+               "hidden: the share of ddp's all-reduce time that ran before backward ended\n");
 }
 
 void print_predictions(const CompareReport& report, std::FILE* out) {
@@ -235,6 +236,9 @@ std::optional<double> predicted_ms(const CompareReport& report, size_t run) {
   if (run < report.simulated.size() && report.simulated[run]) return report.simulated[run]->step_ms;
   return std::nullopt;
 }
+std::optional<double> compute_slowdown(const CompareReport& report, size_t run) {
+  return run < report.compute_slowdown.size() ? report.compute_slowdown[run] : std::nullopt;
+}
 }  // namespace
 
 void write_results_json(const CompareReport& report, const std::string& path) {
@@ -259,6 +263,7 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                        {"allreduce_exposed_ms_per_step", per_step(run.overlap.exposed_ms, run.overlap)},
                        {"allreduce_hidden_fraction", run.overlap.hidden_fraction()},
                        {"batch_size", run.batch_size},
+                       {"compute_slowdown", optional_json(compute_slowdown(report, i))},
                        {"predicted_ms", optional_json(predicted_ms(report, i))},
                        {"predicted_hidden_fraction", i < report.simulated.size() && report.simulated[i]
                                                          ? nlohmann::json(report.simulated[i]->hidden_fraction())
@@ -296,8 +301,7 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                         {"predictions", predictions},
                         {"scaling", report.weak_scaling ? "weak" : "strong"},
                         {"notes", report.notes},
-                        {"calibration", calibration},
-                        {"compute_slowdown", report.compute_slowdown}};
+                        {"calibration", calibration}};
   write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
 }
 
@@ -306,7 +310,8 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
     out << "strategy,devices,images_per_second,ms_per_step";
     for (size_t i = 0; i < kNumPhases; ++i) out << ',' << parallel::name(static_cast<Phase>(i)) << "_ms";
     out << ",bytes_per_step,peak_bytes_per_device,final_loss,max_check_ulps,first_step_param_diff,max_param_diff,"
-           "allreduce_ms_per_step,allreduce_exposed_ms_per_step,allreduce_hidden_fraction,batch_size,predicted_ms\n";
+           "allreduce_ms_per_step,allreduce_exposed_ms_per_step,allreduce_hidden_fraction,batch_size,predicted_ms,"
+           "compute_slowdown\n";
     for (size_t i = 0; i < report.runs.size(); ++i) {
       const auto& run = report.runs[i];
       out << run.strategy << ',' << run.devices << ',' << run.images_per_second << ',' << run.ms_per_step;
@@ -321,6 +326,8 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
       out << ',' << per_step(run.overlap.busy_ms, run.overlap) << ',' << per_step(run.overlap.exposed_ms, run.overlap)
           << ',' << run.overlap.hidden_fraction() << ',' << run.batch_size << ',';
       if (auto predicted = predicted_ms(report, i)) out << *predicted;
+      out << ',';
+      if (auto slowdown = compute_slowdown(report, i)) out << *slowdown;
       out << '\n';
     }
   });

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdio>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +32,10 @@ struct CompareReport {
   std::vector<std::string> notes;  // where the devices ran, the device counts left out
   std::vector<parallel::RunMeasurement> runs;
   std::vector<parallel::LinkFit> calibration;  // the links measured before the sweep
-  std::map<int, double> compute_slowdown;      // measured before the sweep, per device count
+  // Per run (same order): its devices' compute time at once, just before it, over one device's
+  // alone just before the single-device run (ComputeLoad); 1 for single; unset without the
+  // calibration (no single-device run, or nothing parallel to predict).
+  std::vector<std::optional<double>> compute_slowdown;
   // Per run (same order): the event simulation's step from the calibrated links; unset when
   // there was no single-device run to start from.
   std::vector<std::optional<parallel::SimulatedStep>> simulated;

@@ -180,13 +180,12 @@ double time_compute_workload(Device device, int repeats) {
   });
 }
 
-double measure_compute_slowdown(const std::vector<Device>& devices, int repeats) {
-  DUET_CHECK(!devices.empty(), "measure_compute_slowdown: no devices given");
-  const double alone = time_compute_workload(devices[0], repeats);
-  if (devices.size() == 1) return 1;
-  std::vector<double> together(devices.size());
-  run_on_devices(devices, [&](size_t k) { together[k] = time_compute_workload(devices[k], repeats); });
-  return std::max(1.0, *std::max_element(together.begin(), together.end()) / alone);
+double time_compute_workload_together(const std::vector<Device>& devices, int repeats) {
+  DUET_CHECK(!devices.empty(), "time_compute_workload_together: no devices given");
+  std::vector<double> times(devices.size());
+  run_on_devices(devices, [&](size_t k) { times[k] = time_compute_workload(devices[k], repeats); });
+  return *std::max_element(times.begin(), times.end());
 }
+
 
 }  // namespace duet::parallel

@@ -64,13 +64,12 @@ LinkFit calibrate_ping_pong(const std::vector<std::shared_ptr<Communicator>>& gr
 LinkFit calibrate_copy(Device from, Device to, const std::vector<int64_t>& sizes, int repeats = 15);
 LinkFit calibrate_reduce_add(Device from, Device to, const std::vector<int64_t>& sizes, int repeats = 15);
 
-// How much slower each device computes while all of `devices` compute at once than the first
-// one alone: the median time of a fixed workload (GEMMs and an elementwise pass, as a training
-// step mixes them) run on every device's thread at once, over its median time alone. On CPU
-// devices this is what the cores really give side by side: shared memory bandwidth and caches,
-// and whatever else the machine runs on those cores. 1 means no contention.
-double measure_compute_slowdown(const std::vector<Device>& devices, int repeats = 5);
-// The workload's median time on `device`, from the calling thread bound to it (ms).
+// A fixed workload's median time on `device`, from the calling thread bound to it (ms): GEMMs
+// and an elementwise pass, as a training step mixes them.
 double time_compute_workload(Device device, int repeats = 5);
+// The same workload on every device's thread at once: the slowest device's median time (ms).
+// Against time_compute_workload alone, it says what the cores really give side by side: shared
+// memory bandwidth and caches, and whatever else the machine runs on those cores.
+double time_compute_workload_together(const std::vector<Device>& devices, int repeats = 5);
 
 }  // namespace duet::parallel

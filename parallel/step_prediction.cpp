@@ -49,9 +49,9 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
   DUET_CHECK(batch_size > 0, "predict_step: batch_size must be positive, got ", batch_size);
   const int n = strategy == "single" ? 1 : devices;
   // Compute scales with the rows a device works on (the slowest device holds the largest shard),
-  // and with the contention of n devices computing at once.
+  // and with how much slower n devices compute at once than the single-device run did.
   const auto slowdown = links.compute_slowdown.find(n);
-  const double contention = n > 1 && slowdown != links.compute_slowdown.end() ? slowdown->second : 1.0;
+  const double contention = strategy != "single" && slowdown != links.compute_slowdown.end() ? slowdown->second : 1.0;
   const double share =
       contention * static_cast<double>(rows_per_device(batch_size, n)) / static_cast<double>(p.batch_size);
   const double whole = static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
@@ -62,7 +62,7 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
   if (strategy == "single" || (n == 1 && strategy == "dp")) {
     // dp on one device is single-device training with a loss over the whole (same) batch.
     SimulatedStep out;
-    out.step_ms = (p.forward_ms + p.loss_ms + p.backward_ms) * whole + p.step_ms;
+    out.step_ms = (p.forward_ms + p.loss_ms + p.backward_ms) * whole * contention + p.step_ms;
     out.backward_end_ms = out.step_ms - p.step_ms;
     return out;
   }

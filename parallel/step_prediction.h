@@ -29,8 +29,9 @@ struct Links {
   std::map<int, AffineCost> naive_all_reduce;  // ddp-naive's, measured
   // CPU devices: a collective's copies and additions run on the device's own cores.
   bool collectives_use_compute = false;
-  // Measured: how much slower a device computes while N devices compute at once (memory
-  // bandwidth, caches, the machine's other load on the devices' cores); 1 where not measured.
+  // Measured: how much slower each of N devices computes than the single-device run did (memory
+  // bandwidth and caches shared by N devices at once, the machine's other load at the time); it
+  // scales the compute of every strategy but single; 1 where not measured.
   std::map<int, double> compute_slowdown;
   // DDP's ranks are processes: a few small all-reduces per step (shard counts, the global loss).
   bool multi_process = false;

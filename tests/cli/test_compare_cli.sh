@@ -46,6 +46,9 @@ grep -qE "^ +local-ring all-reduce, 2 ranks +alpha +[0-9.]+ us +beta +[0-9.]+ GB
 for strategy in single dp ddp ddp-unbucketed; do
   grep -qE "^$strategy +[12] +64 \| +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" "$work/run" \
     || fail "no predicted step beside $strategy's in: $(cat "$work/run")"
+  # The compute slowdown measured just before the run, last (single's is 1 by definition).
+  grep -qE "^$strategy +[12] +64 \|.*\| +[0-9]+\.[0-9]{2}x$" "$work/run" \
+    || fail "no compute slowdown at the end of $strategy's prediction row in: $(cat "$work/run")"
 done
 grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/run" \
   || fail "no passing per-step check in: $(cat "$work/run")"
@@ -64,6 +67,7 @@ grep -q '"max_check_ulps": [0-9]' "$work/results/results.json" || fail "results.
 grep -q '"allreduce_hidden_fraction"' "$work/results/results.json" || fail "results.json lacks the overlap"
 grep -q '"predicted_ms": [0-9]' "$work/results/results.json" || fail "results.json lacks the predicted step"
 grep -q '"alpha_us"' "$work/results/results.json" || fail "results.json lacks the calibration"
+grep -q '"compute_slowdown": [0-9]' "$work/results/results.json" || fail "results.json lacks the compute slowdown"
 grep -q '"cpu:1 comm"' "$work/trace.json" || fail "trace.json has no communication track"
 grep -q '"bucket 1"' "$work/trace.json" || fail "trace.json shows no second bucket (--bucket-mb 0.05)"
 

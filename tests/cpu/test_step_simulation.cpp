@@ -117,6 +117,31 @@ TEST_CASE("predict_step scales compute by the largest shard and builds buckets f
   REQUIRE_THROWS_WITH(predict_step("pipeline", 2, 8, p, links), Contains("unknown strategy 'pipeline'"));
 }
 
+TEST_CASE("predict_step slows every strategy's compute but single's by the measured compute slowdown",
+          "[cost-model]") {
+  StepProfile p;
+  p.forward_ms = 4, p.loss_ms = 0, p.backward_ms = 20, p.step_ms = 1;
+  p.batch_size = 8;
+  p.input_bytes = 8 * 100, p.output_bytes = 8 * 40;
+  p.parameter_sizes = {1000};
+  p.parameter_bytes = 1000;
+  p.grad_ready_ms = {20};
+  p.arrival_buckets = {{0}};
+  Links links;
+  links.link = links.copy = links.reduce_add = {0, 0};
+  links.all_reduce[1] = links.all_reduce[2] = {0, 0};
+  links.compute_slowdown[1] = 1.5;
+  links.compute_slowdown[2] = 2;
+  // Single-device training is the profile itself: nothing scales it.
+  CHECK(predict_step("single", 1, 8, p, links).step_ms == 25);
+  // dp on one device does single's work while the machine computes 1.5x slower: 24 * 1.5 + 1.
+  CHECK(predict_step("dp", 1, 8, p, links).step_ms == Approx(37));
+  // 2 devices, 4 rows each, twice as slow: each device's forward and backward take single's 24 ms.
+  CHECK(predict_step("ddp", 2, 8, p, links).backward_end_ms == Approx(24));
+  links.compute_slowdown.erase(2);
+  CHECK(predict_step("ddp", 2, 8, p, links).backward_end_ms == Approx(12));
+}
+
 TEST_CASE("fit_link recovers alpha and beta from exact times, and refuses too few samples", "[cost-model]") {
   std::vector<TimedSize> samples;
   for (int64_t b : calibration_sizes()) samples.push_back({b, 0.02 + static_cast<double>(b) / 5e6});  // 20 us, 5 GB/s
@@ -143,9 +168,9 @@ TEST_CASE("calibrating the local group and dp's copies gives finite, positive al
     CHECK(fit.samples.size() == sizes.size());
   }
   CHECK_THAT(fits[1].what, Contains("all-reduce, 2 ranks"));
-  const double slowdown = measure_compute_slowdown({cpu(0), cpu(1)}, 2);
-  CHECK(std::isfinite(slowdown));
-  CHECK(slowdown >= 1);
+  const double together_ms = time_compute_workload_together({cpu(0), cpu(1)}, 2);
+  CHECK(std::isfinite(together_ms));
+  CHECK(together_ms > 0);
 }
 
 TEST_CASE("a sweep skips the device counts the machine has no cores for, and says so", "[cost-model]") {
