@@ -187,5 +187,4 @@ double time_compute_workload_together(const std::vector<Device>& devices, int re
   return *std::max_element(times.begin(), times.end());
 }
 
-
 }  // namespace duet::parallel

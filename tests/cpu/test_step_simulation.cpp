@@ -117,8 +117,7 @@ TEST_CASE("predict_step scales compute by the largest shard and builds buckets f
   REQUIRE_THROWS_WITH(predict_step("pipeline", 2, 8, p, links), Contains("unknown strategy 'pipeline'"));
 }
 
-TEST_CASE("predict_step slows every strategy's compute but single's by the measured compute slowdown",
-          "[cost-model]") {
+TEST_CASE("predict_step slows every strategy's compute but single's by the measured compute slowdown", "[cost-model]") {
   StepProfile p;
   p.forward_ms = 4, p.loss_ms = 0, p.backward_ms = 20, p.step_ms = 1;
   p.batch_size = 8;
