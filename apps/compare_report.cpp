@@ -75,7 +75,15 @@ void print_check(const CompareReport& report, std::FILE* out) {
   } else {
     std::fprintf(out, "per-step check: NOT single-device training's step (more than %.0f ulps): %s\n", kCheckUlps,
                  failed.c_str());
-    if (has_batch_norm(*nn::models::make(report.config.model))) {
+    if (!has_batch_norm(*nn::models::make(report.config.model))) return;
+    if (report.config.ddp.sync_batchnorm) {
+      std::fprintf(out,
+                   "  expected: %s has BatchNorm; with --sync-bn ddp normalises with the global batch's statistics "
+                   "as single-device training does, but this model's f32 step is ill-conditioned (a few roundings "
+                   "move it by many ulps), so here the check is a sanity bound, not a proof; dp still normalises "
+                   "each shard on its own (docs/parallel-strategies.md, the equivalence metric)\n",
+                   report.config.model.c_str());
+    } else {
       std::fprintf(out,
                    "  expected: %s has BatchNorm, and each device normalises its shard with the shard's own "
                    "statistics, so dp (and ddp without --sync-bn) do not take single-device training's step "

@@ -130,6 +130,17 @@ TEST_CASE("an exception in one replica's forward names its device", "[strategies
   }
 }
 
+TEST_CASE("both strategies refuse a model that does not live on their first device, naming the parameter",
+          "[strategies]") {
+  auto model = fresh("mlp", cpu(0));
+  const std::string where = "parameter '" + model->named_parameters()[0].first + "' is on cpu:0";
+  const std::vector<Device> devices{cpu(1), cpu(0)};
+  CHECK_THROWS_WITH(DataParallel(model, sgd(model->parameters()), devices),
+                    Contains("DataParallel: the model must live on cpu:1 (devices[0])") && Contains(where));
+  CHECK_THROWS_WITH(DistributedDataParallel(model, sgd, devices),
+                    Contains("DistributedDataParallel: the model must live on cpu:1 (devices[0])") && Contains(where));
+}
+
 TEST_CASE("DataParallel keeps only replica 0's BatchNorm statistics", "[strategies]") {
   auto make = [] {
     manual_seed(3);
