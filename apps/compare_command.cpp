@@ -50,13 +50,17 @@ struct CompareArgs {
   std::string comm = "local";    // mpi: ddp across the processes mpirun started
 };
 
+bool has_strategy(const CompareArgs& args, const std::string& name) {
+  return std::count(args.strategies.begin(), args.strategies.end(), name) > 0;
+}
+
 // The runs in order: single first (the reference for the parameter differences and the cost
 // model), then every other strategy at every device count. Weak scaling gives each run
 // batch_per_device rows per device.
 std::vector<parallel::StrategyRun> plan_runs(const CompareArgs& args, const std::vector<int>& counts) {
   std::vector<parallel::StrategyRun> runs;
   const int64_t b = args.batch_per_device;
-  if (std::count(args.strategies.begin(), args.strategies.end(), "single")) runs.push_back({"single", 1, b});
+  if (has_strategy(args, "single")) runs.push_back({"single", 1, b});
   for (int n : counts) {
     for (const std::string& s : args.strategies) {
       if (s != "single") runs.push_back({s, n, b * n});
@@ -195,24 +199,95 @@ void predict_runs(const parallel::StepProfile& profile, const parallel::Links& l
   }
 }
 
-int run_compare(CompareArgs args) {
-  std::sort(args.devices.begin(), args.devices.end());
-  args.devices.erase(std::unique(args.devices.begin(), args.devices.end()), args.devices.end());
-  const bool has_single = std::count(args.strategies.begin(), args.strategies.end(), "single") > 0;
-  if (args.predict && !has_single) {
-    std::cerr
-        << "duet compare: error: --predict needs the measured single-device compute: add single to --strategies\n";
-    return kBadInput;
+// What is wrong with --strategies given the other flags, or "".
+std::string strategies_problem(const CompareArgs& args) {
+  if (args.predict && !has_strategy(args, "single")) {
+    return "--predict needs the measured single-device compute: add single to --strategies";
   }
   if (args.comm == "mpi") {
     for (const std::string& s : args.strategies) {
       if (s != "single" && !parallel::is_ddp(s)) {
-        std::cerr << "duet compare: error: --comm mpi runs the ddp variants across processes (and single on rank 0); "
-                     "drop "
-                  << s << " from --strategies\n";
-        return kBadInput;
+        return "--comm mpi runs the ddp variants across processes (and single on rank 0); drop " + s +
+               " from --strategies";
       }
     }
+  }
+  return "";
+}
+
+// The experiment every run shares; `args` must outlive it (its optimizer factory reads them).
+parallel::ExperimentConfig experiment_config(const CompareArgs& args, Device device,
+                                             std::shared_ptr<parallel::Communicator> comm) {
+  parallel::ExperimentConfig config{
+      .model = args.model,
+      .batch_size = args.batch_per_device > 0 ? args.batch_per_device : args.batch_size,
+      .steps = args.steps,
+      .warmup = args.warmup,
+      .seed = args.seed,
+      .make_optimizer =
+          [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
+      .first_device = device,
+      .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)},
+      .check = args.check,
+      .comm = std::move(comm)};
+  if (args.bucket_mb > 0) {
+    // PyTorch's bucket_cap_mb caps the buckets after the first; a cap below the first bucket's
+    // 1 MiB caps that one too, or a small model would still fit in one bucket.
+    config.ddp.bucket_cap_mb = args.bucket_mb;
+    config.ddp.first_bucket_mb = std::min(config.ddp.first_bucket_mb, args.bucket_mb);
+  }
+  return config;
+}
+
+// Calibrates the links, runs every planned run (each after measuring its compute load), and on
+// the leader predicts each measured run from the single-device one. Every rank calls it.
+void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel::Experiment& experiment,
+               CompareReport& report) {
+  const Device device = report.config.first_device;
+  const std::shared_ptr<parallel::Communicator>& comm = report.config.comm;
+  const bool leader = !comm || comm->rank() == 0;
+  const bool has_single = has_strategy(args, "single");
+  // Measure the links in use before the sweep, with nothing else running.
+  CalibratedLinks links;
+  const bool parallel_runs = comm || std::any_of(counts.begin(), counts.end(), [](int n) { return n >= 2; });
+  if (has_single && parallel_runs) {
+    links = calibrate_links(device, counts, has_strategy(args, "ddp-naive"), comm);
+    report.calibration = links.fits;
+  }
+  const std::vector<parallel::StrategyRun> runs = plan_runs(args, counts);
+  RunProgress progress;
+  auto on_step = [&](int64_t done, int64_t total) {
+    if (leader) progress.step(done, total);
+  };
+  ComputeLoad load(device, comm);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    // Across processes single-device training runs on rank 0 alone; the others wait for it
+    // in the compute load's barrier, or the next run's first collective.
+    const bool single = runs[i].strategy == "single";
+    if (comm && single && !leader) continue;
+    const int devices = single ? 1 : comm ? comm->world_size() : runs[i].devices;
+    if (leader) progress.start(i, runs.size(), runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
+    std::optional<double> slowdown;
+    if (!report.calibration.empty()) {
+      if (single) load.before_single();
+      slowdown = single ? 1.0 : load.before_run(devices);
+    }
+    report.compute_slowdown.push_back(slowdown);
+    report.runs.push_back(experiment.run(runs[i], on_step));
+    if (leader) progress.finish(report.runs.back());
+  }
+  if (!leader || !has_single) return;
+  const parallel::StepProfile profile = experiment.profile();
+  if (!report.calibration.empty()) predict_runs(profile, links.links, report);
+  if (args.predict) report.predictions = predictions(args, profile, counts, report.runs);
+}
+
+int run_compare(CompareArgs args) {
+  std::sort(args.devices.begin(), args.devices.end());
+  args.devices.erase(std::unique(args.devices.begin(), args.devices.end()), args.devices.end());
+  if (std::string problem = strategies_problem(args); !problem.empty()) {
+    std::cerr << "duet compare: error: " << problem << "\n";
+    return kBadInput;
   }
   if (std::string note = clamp_threads(args.threads, "--threads"); !note.empty()) std::cout << "note: " << note << "\n";
   if (args.threads > 0) kernels::set_num_threads(args.threads);
@@ -256,65 +331,12 @@ int run_compare(CompareArgs args) {
   for (const std::string& note : report.notes) {
     if (leader && note.rfind("skipping", 0) == 0) std::cerr << "duet compare: " << note << "\n";
   }
-  parallel::ExperimentConfig config{
-      .model = args.model,
-      .batch_size = args.batch_per_device > 0 ? args.batch_per_device : args.batch_size,
-      .steps = args.steps,
-      .warmup = args.warmup,
-      .seed = args.seed,
-      .make_optimizer =
-          [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
-      .first_device = device,
-      .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)},
-      .check = args.check,
-      .comm = comm};
-  if (args.bucket_mb > 0) {
-    // PyTorch's bucket_cap_mb caps the buckets after the first; a cap below the first bucket's
-    // 1 MiB caps that one too, or a small model would still fit in one bucket.
-    config.ddp.bucket_cap_mb = args.bucket_mb;
-    config.ddp.first_bucket_mb = std::min(config.ddp.first_bucket_mb, args.bucket_mb);
-  }
-  report.config = config;
+  report.config = experiment_config(args, device, comm);
   report.weak_scaling = args.batch_per_device > 0;
-  parallel::Experiment experiment(config, std::move(train_set));
-  std::vector<parallel::StrategyRun> runs = plan_runs(args, counts);
-  const size_t count = runs.size();
-  RunProgress progress;
-  auto on_step = [&](int64_t done, int64_t total) {
-    if (leader) progress.step(done, total);
-  };
+  parallel::Experiment experiment(report.config, std::move(train_set));
   try {
-    // Measure the links in use before the sweep, with nothing else running.
-    CalibratedLinks links;
-    const bool parallel_runs = comm || std::any_of(counts.begin(), counts.end(), [](int n) { return n >= 2; });
-    if (has_single && parallel_runs) {
-      const bool naive = std::count(args.strategies.begin(), args.strategies.end(), "ddp-naive") > 0;
-      links = calibrate_links(device, counts, naive, comm);
-      report.calibration = links.fits;
-    }
-    ComputeLoad load(device, comm);
-    for (size_t i = 0; i < runs.size(); ++i) {
-      // Across processes single-device training runs on rank 0 alone; the others wait for it
-      // in the next run's first collective (or the compute load's barrier).
-      const bool single = runs[i].strategy == "single";
-      if (comm && single && !leader) continue;
-      const int devices = single ? 1 : comm ? comm->world_size() : runs[i].devices;
-      if (leader) progress.start(i, count, runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
-      std::optional<double> slowdown;
-      if (!report.calibration.empty()) {
-        if (single) load.before_single();
-        slowdown = single ? 1.0 : load.before_run(devices);
-      }
-      report.compute_slowdown.push_back(slowdown);
-      report.runs.push_back(experiment.run(runs[i], on_step));
-      if (leader) progress.finish(report.runs.back());
-    }
+    run_sweep(args, counts, experiment, report);
     if (!leader) return 0;
-    if (has_single) {
-      const parallel::StepProfile profile = experiment.profile();
-      if (!report.calibration.empty()) predict_runs(profile, links.links, report);
-      if (args.predict) report.predictions = predictions(args, profile, counts, report.runs);
-    }
   } catch (const Error& e) {
     std::cerr << "\nduet compare: " << e.what() << "\n";
     if (comm) comm->abort(std::string("duet compare: ") + e.what());

@@ -20,6 +20,7 @@ expect_bad "a positive size in MiB" --bucket-mb 0
 expect_bad "no device count fits the cores of this machine" --devices 2 --cores-per-device 100000
 expect_bad "this process was not started by mpirun" --comm mpi --strategies single,ddp
 expect_bad "--comm mpi runs the ddp variants across processes" --comm mpi --strategies single,dp
+expect_bad "--predict needs the measured single-device compute: add single to --strategies" --predict --strategies dp,ddp
 
 # One device more than this machine has cores, a core each: skipped, with a message (a machine
 # of 63 cores or more cannot show it: duet has 64 logical CPU devices).
