@@ -253,6 +253,7 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
   if (has_single && parallel_runs) {
     links = calibrate_links(device, counts, has_strategy(args, "ddp-naive"), comm);
     report.calibration = links.fits;
+    report.replica_threads_ms = links.links.replica_threads_ms;
   }
   const std::vector<parallel::StrategyRun> runs = plan_runs(args, counts);
   RunProgress progress;

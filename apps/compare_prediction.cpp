@@ -36,6 +36,7 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
         keep(parallel::fit_link(comm->name() + " all-reduce, " + std::to_string(comm->world_size()) + " ranks",
                                 parallel::time_all_reduce(*comm, sizes, 15)));
     links.copy = links.reduce_add = links.link;
+    links.replica_threads_ms[comm->world_size()] = parallel::time_replica_threads({first});  // this rank's one
     return out;
   }
   const Device second{first.type, first.index + 1};
@@ -43,6 +44,7 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
   links.reduce_add = keep(parallel::calibrate_reduce_add(second, first, sizes));
   links.link = keep(parallel::calibrate_ping_pong(parallel::make_ddp_group(devices_from(first, 2), {}), sizes));
   for (int n : counts) {
+    links.replica_threads_ms[n] = parallel::time_replica_threads(devices_from(first, n));
     if (n < 2) continue;
     links.all_reduce[n] =
         keep(parallel::calibrate_all_reduce(parallel::make_ddp_group(devices_from(first, n), {}), sizes));

@@ -22,7 +22,9 @@ struct CalibratedLinks {
 };
 
 // What the sweep will use: dp's copies (in one process), the communicator's ping-pong and its
-// all-reduce at every device count in `counts` of 2 or more (ring, and naive when asked). In
+// all-reduce at every device count in `counts` of 2 or more (ring, and naive when asked), and
+// the start and join of a step's replica threads at every count (this rank's one thread, across
+// processes). In
 // one process the ranks are devices `first`, first+1, ...; across processes `comm` is this
 // rank's, and every rank must call this at once.
 CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bool naive,
@@ -30,7 +32,7 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
 
 // The compute load each run starts under. The model scales the single-device run's per-phase
 // times, but a CPU's load moves between runs (other processes, the hypervisor's neighbours), and
-// runs on several devices also share memory bandwidth and caches. So a fixed workload (about 10
+// runs on several devices also share memory bandwidth and caches. So a fixed workload (about 5
 // ms of GEMMs and an elementwise pass) is timed on `first` just before the single-device run, and
 // on all of a run's devices at once just before that run: their ratio is the run's compute
 // slowdown, contention and drift together, measured rather than fitted.
@@ -45,7 +47,7 @@ class ComputeLoad {
   double before_run(int devices);
 
  private:
-  static constexpr int kRepeats = 9;
+  static constexpr int kRepeats = 21;
   Device first_;
   std::shared_ptr<parallel::Communicator> comm_;
   double alone_ms_ = 0;

@@ -151,6 +151,10 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
   for (const parallel::LinkFit& fit : report.calibration) {
     std::fprintf(out, "  %-40s alpha %8.1f us  beta %7.2f GB/s\n", fit.what.c_str(), fit.alpha_us, fit.beta_gbps);
   }
+  for (const auto& [devices, ms] : report.replica_threads_ms) {
+    std::fprintf(out, "  %-40s %8.1f us per step\n",
+                 ("replica threads, " + std::to_string(devices) + " devices").c_str(), ms * 1e3);
+  }
   const parallel::RunMeasurement* single = nullptr;
   const parallel::SimulatedStep* single_predicted = nullptr;
   for (size_t i = 0; i < report.runs.size(); ++i) {
@@ -309,7 +313,8 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                         {"predictions", predictions},
                         {"scaling", report.weak_scaling ? "weak" : "strong"},
                         {"notes", report.notes},
-                        {"calibration", calibration}};
+                        {"calibration", calibration},
+                        {"replica_threads_ms", report.replica_threads_ms}};
   write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,7 @@ struct CompareReport {
   std::vector<std::string> notes;  // where the devices ran, the device counts left out
   std::vector<parallel::RunMeasurement> runs;
   std::vector<parallel::LinkFit> calibration;  // the links measured before the sweep
+  std::map<int, double> replica_threads_ms;    // the same: a step's thread start and join, per device count
   // Per run (same order): its devices' compute time at once, just before it, over one device's
   // alone just before the single-device run (ComputeLoad); 1 for single; unset without the
   // calibration (no single-device run, or nothing parallel to predict).

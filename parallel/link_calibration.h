@@ -64,6 +64,10 @@ LinkFit calibrate_ping_pong(const std::vector<std::shared_ptr<Communicator>>& gr
 LinkFit calibrate_copy(Device from, Device to, const std::vector<int64_t>& sizes, int repeats = 15);
 LinkFit calibrate_reduce_add(Device from, Device to, const std::vector<int64_t>& sizes, int repeats = 15);
 
+// The median time of starting and joining one thread per device with nothing to do
+// (run_on_devices, as dp and ddp do every step), from the calling thread (ms).
+double time_replica_threads(const std::vector<Device>& devices, int repeats = 15);
+
 // A fixed workload's median time on `device`, from the calling thread bound to it (ms): GEMMs
 // and an elementwise pass, as a training step mixes them.
 double time_compute_workload(Device device, int repeats = 5);

@@ -133,6 +133,11 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
 SimulatedStep predict_step(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
                            const Links& links) {
   SimulatedStep out = simulate(strategy, devices, batch_size, p, links);
+  // dp and ddp start a thread per local device for every step, and join them at its end.
+  if (auto threads = links.replica_threads_ms.find(devices);
+      strategy != "single" && threads != links.replica_threads_ms.end()) {
+    out.step_ms += threads->second;
+  }
   // The single run's time outside its phases (the loader's batches, the host between phases)
   // recurs in every strategy's step, in proportion to the batch the loader assembles.
   if (links.host_time_recurs) {

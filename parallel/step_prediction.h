@@ -33,6 +33,9 @@ struct Links {
   // bandwidth and caches shared by N devices at once, the machine's other load at the time); it
   // scales the compute of every strategy but single; 1 where not measured.
   std::map<int, double> compute_slowdown;
+  // Measured: starting and joining one thread per local device (run_on_devices), which dp and
+  // ddp do once per step, keyed by the run's device count; 0 where not measured (the presets).
+  std::map<int, double> replica_threads_ms;
   // DDP's ranks are processes: a few small all-reduces per step (shard counts, the global loss).
   bool multi_process = false;
   // The single run's time outside its phases (waiting for the loader, the host between phases)

@@ -43,6 +43,8 @@ grep -qE "^note: 1 core\(s\) per device, pinned: cpu:0 on core [0-9]+, cpu:1 on 
   || fail "the devices were not pinned: $(cat "$work/run")"
 grep -qE "^ +local-ring all-reduce, 2 ranks +alpha +[0-9.]+ us +beta +[0-9.]+ GB/s" "$work/run" \
   || fail "no calibrated all-reduce in: $(cat "$work/run")"
+grep -qE "^ +replica threads, 2 devices +[0-9.]+ us per step" "$work/run" \
+  || fail "no calibrated thread start in: $(cat "$work/run")"
 # Every measured run, its prediction beside it.
 for strategy in single dp ddp ddp-unbucketed; do
   grep -qE "^$strategy +[12] +64 \| +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" "$work/run" \
@@ -69,6 +71,7 @@ grep -q '"allreduce_hidden_fraction"' "$work/results/results.json" || fail "resu
 grep -q '"predicted_ms": [0-9]' "$work/results/results.json" || fail "results.json lacks the predicted step"
 grep -q '"alpha_us"' "$work/results/results.json" || fail "results.json lacks the calibration"
 grep -q '"compute_slowdown": [0-9]' "$work/results/results.json" || fail "results.json lacks the compute slowdown"
+grep -q '"replica_threads_ms"' "$work/results/results.json" || fail "results.json lacks the thread start"
 grep -q '"cpu:1 comm"' "$work/trace.json" || fail "trace.json has no communication track"
 grep -q '"bucket 1"' "$work/trace.json" || fail "trace.json shows no second bucket (--bucket-mb 0.05)"
 

@@ -117,7 +117,8 @@ TEST_CASE("predict_step scales compute by the largest shard and builds buckets f
   REQUIRE_THROWS_WITH(predict_step("pipeline", 2, 8, p, links), Contains("unknown strategy 'pipeline'"));
 }
 
-TEST_CASE("predict_step slows every strategy's compute but single's by the measured compute slowdown", "[cost-model]") {
+TEST_CASE("predict_step: the measured compute slowdown and replica threads cost every strategy but single",
+          "[cost-model]") {
   StepProfile p;
   p.forward_ms = 4, p.loss_ms = 0, p.backward_ms = 20, p.step_ms = 1;
   p.batch_size = 8;
@@ -139,6 +140,12 @@ TEST_CASE("predict_step slows every strategy's compute but single's by the measu
   CHECK(predict_step("ddp", 2, 8, p, links).backward_end_ms == Approx(24));
   links.compute_slowdown.erase(2);
   CHECK(predict_step("ddp", 2, 8, p, links).backward_end_ms == Approx(12));
+  // A step's replica threads, measured per device count, add once to dp's and ddp's step.
+  const double ddp_ms = predict_step("ddp", 2, 8, p, links).step_ms, dp_ms = predict_step("dp", 2, 8, p, links).step_ms;
+  links.replica_threads_ms[2] = 0.25;
+  CHECK(predict_step("ddp", 2, 8, p, links).step_ms == Approx(ddp_ms + 0.25));
+  CHECK(predict_step("dp", 2, 8, p, links).step_ms == Approx(dp_ms + 0.25));
+  CHECK(predict_step("single", 1, 8, p, links).step_ms == 25);
 }
 
 TEST_CASE("fit_link recovers alpha and beta from exact times, and refuses too few samples", "[cost-model]") {
@@ -170,6 +177,9 @@ TEST_CASE("calibrating the local group and dp's copies gives finite, positive al
   const double together_ms = time_compute_workload_together({cpu(0), cpu(1)}, 2);
   CHECK(std::isfinite(together_ms));
   CHECK(together_ms > 0);
+  const double threads_ms = time_replica_threads({cpu(0), cpu(1)}, 3);
+  CHECK(std::isfinite(threads_ms));
+  CHECK(threads_ms > 0);
 }
 
 TEST_CASE("a sweep skips the device counts the machine has no cores for, and says so", "[cost-model]") {
