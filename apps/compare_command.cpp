@@ -194,7 +194,7 @@ void predict_runs(const parallel::StepProfile& profile, const parallel::Links& l
   for (size_t i = 0; i < report.runs.size(); ++i) {
     const parallel::RunMeasurement& run = report.runs[i];
     parallel::Links at_start = links;
-    if (report.compute_slowdown[i]) at_start.compute_slowdown[run.devices] = *report.compute_slowdown[i];
+    at_start.compute_slowdown = report.compute_slowdown[i].value_or(1);
     report.simulated.push_back(parallel::predict_step(run.strategy, run.devices, run.batch_size, profile, at_start));
   }
 }

@@ -50,8 +50,7 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
   const int n = strategy == "single" ? 1 : devices;
   // Compute scales with the rows a device works on (the slowest device holds the largest shard),
   // and with how much slower n devices compute at once than the single-device run did.
-  const auto slowdown = links.compute_slowdown.find(n);
-  const double contention = strategy != "single" && slowdown != links.compute_slowdown.end() ? slowdown->second : 1.0;
+  const double contention = strategy != "single" ? links.compute_slowdown : 1.0;
   const double share =
       contention * static_cast<double>(rows_per_device(batch_size, n)) / static_cast<double>(p.batch_size);
   const double whole = static_cast<double>(batch_size) / static_cast<double>(p.batch_size);

@@ -29,10 +29,10 @@ struct Links {
   std::map<int, AffineCost> naive_all_reduce;  // ddp-naive's, measured
   // CPU devices: a collective's copies and additions run on the device's own cores.
   bool collectives_use_compute = false;
-  // Measured: how much slower each of N devices computes than the single-device run did (memory
-  // bandwidth and caches shared by N devices at once, the machine's other load at the time); it
-  // scales the compute of every strategy but single; 1 where not measured.
-  std::map<int, double> compute_slowdown;
+  // Measured just before the run: how much slower its devices compute than the single-device run
+  // did (memory bandwidth and caches shared by the devices at once, the machine's other load at
+  // the time); it scales the compute of every strategy but single. 1: not measured.
+  double compute_slowdown = 1;
   // Measured: starting and joining one thread per local device (run_on_devices), which dp and
   // ddp do once per step, keyed by the run's device count; 0 where not measured (the presets).
   std::map<int, double> replica_threads_ms;
