@@ -12,9 +12,12 @@
 namespace duet::apps {
 namespace {
 
-// A --metrics line: the epoch's numbers and what tells this run from others appended to the file.
-nlohmann::json metrics_line(const TrainArgs& args, const TrainSetup& setup, const parallel::EpochStats& e) {
+// A --metrics line: the epoch's numbers, the time of its test-set evaluation, and what tells
+// this run from others appended to the file.
+nlohmann::json metrics_line(const TrainArgs& args, const TrainSetup& setup, const parallel::EpochStats& e,
+                            double eval_seconds) {
   nlohmann::json line = epoch_json(e);
+  line["eval_seconds"] = eval_seconds;
   line["model"] = args.model;
   line["optimizer"] = args.optimizer.name;
   line["lr"] = args.optimizer.lr;
@@ -67,12 +70,14 @@ parallel::TrainerCallbacks TrainReporter::callbacks() {
   callbacks.on_step = [this](const parallel::StepProgress& p) {
     bar_.update(p);
     if (profile_) profile_->after_step(setup_.strategy->last_phases());
+    trained_ = std::chrono::steady_clock::now();
   };
   callbacks.on_epoch = [this](const parallel::EpochStats& e) { after_epoch(e); };
   return callbacks;
 }
 
 void TrainReporter::after_epoch(const parallel::EpochStats& e) {
+  const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - trained_).count();
   if (profile_) profile_->after_epoch();
   bar_.finish();
   std::printf("epoch %2lld  loss %.4f  train acc %.3f  test acc %.3f  %.1f s  %.0f img/s\n",
@@ -80,7 +85,7 @@ void TrainReporter::after_epoch(const parallel::EpochStats& e) {
               e.images_per_second);
   std::fflush(stdout);
   run_.push_back(e);
-  if (metrics_.is_open()) metrics_ << metrics_line(args_, setup_, e).dump() << "\n" << std::flush;
+  if (metrics_.is_open()) metrics_ << metrics_line(args_, setup_, e, eval_seconds).dump() << "\n" << std::flush;
   if (!args_.save.empty()) save(e);
 }
 

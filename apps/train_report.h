@@ -3,6 +3,7 @@
 // (the d2l-style last line, the profile, --plot of the whole run).
 #pragma once
 
+#include <chrono>
 #include <fstream>
 #include <optional>
 #include <string>
@@ -45,6 +46,8 @@ class TrainReporter {
   std::vector<parallel::EpochStats> run_;  // every epoch of the run, those before --resume too
   double best_accuracy_ = -1;              // of the run's epochs so far
   int64_t best_epoch_ = 0;                 // 1-based; 0: none yet
+  // When the epoch's last training step ended, so when its evaluation began (--metrics eval_seconds).
+  std::chrono::steady_clock::time_point trained_;
 };
 
 }  // namespace duet::apps

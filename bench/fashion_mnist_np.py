@@ -52,3 +52,8 @@ def load(split, data_dir=DEFAULT_DIR):
     if images.shape[1:] != (28, 28) or labels.shape != images.shape[:1]:
         raise ValueError(f"{data_dir}: {split} images {images.shape} and labels {labels.shape} do not match")
     return images.reshape(-1, 1, 28, 28), labels.astype(np.int64)
+
+
+def size(split, data_dir=DEFAULT_DIR):
+    """How many examples "train" or "test" holds, from its label file."""
+    return read_idx(find(data_dir, FILES[split][1])).shape[0]

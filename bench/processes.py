@@ -1,4 +1,5 @@
-"""Runs one benchmark program as its own process and returns the JSON line it printed.
+"""Runs one benchmark program as its own process and returns what it printed (for bench's own
+programs, a JSON line) with its peak RSS.
 
 Each measurement is a fresh process, so its peak RSS is that run's alone and no run inherits
 another's warm caches or thread pools. The machine may be shared, so each run also records how
@@ -6,9 +7,11 @@ busy the CPUs were with *other* work meanwhile (from /proc/stat, less the child'
 a run that shared its cores is slower, and says so."""
 import json
 import os
-import resource
+import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
@@ -33,45 +36,67 @@ def _busy_cpu_seconds():
     return (sum(fields) - idle - iowait) / TICKS_PER_SECOND
 
 
-def _children_cpu_seconds():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def run_process(command, what, timeout=900):
+    """Runs `command` and returns (stdout, figures): figures has the child's `peak_rss_mib` (its
+    ru_maxrss) and `other_cpu_load`, the share of the machine's CPUs that other work used meanwhile."""
+    busy, start = _busy_cpu_seconds(), time.monotonic()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        try:
+            child = subprocess.Popen(command, stdout=out, stderr=err, text=True)
+        except FileNotFoundError as e:
+            raise BenchError(f"{what}: cannot run {command[0]}: {e.strerror}") from e
+        # os.kill, not child.kill: that would poll, and could reap the child before wait4 does.
+        timer = threading.Timer(timeout, os.kill, (child.pid, signal.SIGKILL))
+        timer.start()
+        try:
+            _, status, usage = os.wait4(child.pid, 0)  # wait4 gives this child's own rusage
+        finally:
+            timer.cancel()
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    seconds = time.monotonic() - start
+    if seconds >= timeout and child.returncode < 0:
+        raise BenchError(f"{what}: still running after {timeout} s: {' '.join(command)}")
+    if child.returncode != 0:
+        raise BenchError(f"{what} failed (exit {child.returncode}): {' '.join(command)}\n{stderr.strip()}")
+    figures = {"peak_rss_mib": usage.ru_maxrss / 1024.0}
+    busy_after = _busy_cpu_seconds()
+    if busy is not None and busy_after is not None:
+        others = (busy_after - busy) - (usage.ru_utime + usage.ru_stime)
+        figures["other_cpu_load"] = round(max(0.0, others) / (seconds * (os.cpu_count() or 1)), 3)
+    return stdout, figures
+
+
+def last_json_line(stdout, what):
+    """The JSON object on the last line of a benchmark program's output."""
+    try:
+        return json.loads(stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError) as e:
+        raise BenchError(f"{what}: expected a JSON line on stdout, got:\n{stdout}") from e
 
 
 def run_json(command, what, timeout=900):
     """Runs `command` and returns the JSON object on its last stdout line, with
-    `other_cpu_load` added: the share of the machine's CPUs that other work used meanwhile."""
-    busy, own, start = _busy_cpu_seconds(), _children_cpu_seconds(), time.monotonic()
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError as e:
-        raise BenchError(f"{what}: cannot run {command[0]}: {e.strerror}") from e
-    except subprocess.TimeoutExpired as e:
-        raise BenchError(f"{what}: still running after {timeout} s: {' '.join(command)}") from e
-    if done.returncode != 0:
-        raise BenchError(f"{what} failed (exit {done.returncode}): {' '.join(command)}\n{done.stderr.strip()}")
-    lines = done.stdout.strip().splitlines()
-    try:
-        result = json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError) as e:
-        raise BenchError(f"{what}: expected a JSON line on stdout, got:\n{done.stdout}{done.stderr}") from e
-    busy_after = _busy_cpu_seconds()
-    if busy is not None and busy_after is not None:
-        others = (busy_after - busy) - (_children_cpu_seconds() - own)
-        capacity = (time.monotonic() - start) * (os.cpu_count() or 1)
-        result["other_cpu_load"] = round(max(0.0, others) / capacity, 3)
+    `other_cpu_load` added (run_process)."""
+    stdout, figures = run_process(command, what, timeout)
+    result = last_json_line(stdout, what)
+    if "other_cpu_load" in figures:
+        result["other_cpu_load"] = figures["other_cpu_load"]
     return result
 
 
 DISTURBED = 0.1  # other work on more than this share of the CPUs makes a run unrepresentative
 
 
-def run_undisturbed(command, what, retries, wait_seconds=5):
-    """run_json, repeated up to `retries` times while other processes took over DISTURBED of the
-    CPUs during the run; returns the least disturbed attempt, warning if even that one was."""
+def run_undisturbed(command, what, retries, wait_seconds=5, run=run_json):
+    """run(command, what), run_json by default, repeated up to `retries` times while other
+    processes took over DISTURBED of the CPUs during the run; returns the least disturbed
+    attempt, warning if even that one was."""
     best = None
     for attempt in range(retries + 1):
-        result = run_json(command, what)
+        result = run(command, what)
         load = result.get("other_cpu_load", 0.0)
         if best is None or load < best.get("other_cpu_load", 0.0):
             best = result

@@ -7,7 +7,14 @@ best thread count, and holds duet's GFLOP/s against the GEMM peak that bench/gem
 measures. It prints one Markdown table on stdout (progress goes to stderr) and writes the
 whole result, every sample included, as JSON. It builds nothing: `make bench` does that first.
 
+With --epochs N it compares whole epochs instead (bench/epochs.py): `duet train`, the real CLI
+with its defaults, against a plain PyTorch loop (bench/torch_epochs.py) with the same model,
+batch size and lr, both timed per epoch by their training passes and, apart, by the test-set
+evaluation after each epoch; medians of --repeats alternating rounds again, PyTorch on 1..N
+threads, its best compared.
+
     /usr/bin/python3 bench/run.py --build-dir build [--strategies] [--out bench/results.json]
+    /usr/bin/python3 bench/run.py --build-dir build --epochs 3 [--models mlp] [--repeats 3]
 """
 import argparse
 import datetime
@@ -19,16 +26,18 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
+import epochs  # noqa: E402
 import fashion_mnist_np  # noqa: E402
 import strategies  # noqa: E402
-from processes import DISTURBED, BenchError, progress, run_undisturbed  # noqa: E402
-from summary import summarize  # noqa: E402
-from table import table  # noqa: E402
+from processes import BenchError, progress, run_undisturbed  # noqa: E402
+from summary import neighbour_load, summarize  # noqa: E402
+from table import epochs_table, table  # noqa: E402
 
 # (warm-up, timed) training batches of 256 per run: a few seconds of training each, so the
 # whole `make bench` stays within about 5 minutes on a 2-core machine.
 WORKLOADS = {"mlp": (20, 500), "lenet": (10, 80), "lenet-relu": (10, 50)}
 BATCH_SIZE, LR = 256, 0.1
+TARGETS = {"duet_bench": "duet_bench", "gemm_peak": "gemm_peak", "duet": "duet_cli"}  # program: its CMake target
 
 
 def parse_args():
@@ -45,6 +54,8 @@ def parse_args():
     p.add_argument("--retries", type=int, default=3,
                    help="reruns of a run during which other processes used over 10%% of the CPUs")
     p.add_argument("--data-dir", default=None, help=f"Fashion-MNIST IDX files (default {fashion_mnist_np.DEFAULT_DIR})")
+    p.add_argument("--epochs", type=int, default=None, metavar="N",
+                   help="instead: N whole epochs of `duet train` against a plain PyTorch loop (bench/epochs.py)")
     args = p.parse_args()
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.models if m not in WORKLOADS]
@@ -52,17 +63,21 @@ def parse_args():
         p.error(f"unknown model(s) {', '.join(unknown)}: expected some of {', '.join(WORKLOADS)}")
     if args.repeats < 1 or args.max_torch_threads < 1 or args.scale <= 0 or args.retries < 0:
         p.error("--repeats and --max-torch-threads must be at least 1, --scale positive, --retries >= 0")
+    if args.epochs is not None and (args.epochs < 1 or args.strategies or args.scale != 1.0):
+        p.error("--epochs must be at least 1, and it trains whole epochs of duet train alone: "
+                "without --strategies or --scale")
     return args
 
 
-def programs(build_dir):
-    """The built programs, or a BenchError saying how to build them."""
+def programs(build_dir, needed):
+    """The built programs, or a BenchError saying how to build those `needed` that are missing."""
     paths = {"duet_bench": os.path.join(build_dir, "bench", "duet_bench"),
              "gemm_peak": os.path.join(build_dir, "bench", "gemm_peak"),
              "duet": os.path.join(build_dir, "apps", "duet")}
-    for name in ("duet_bench", "gemm_peak"):
+    for name in needed:
         if not os.access(paths[name], os.X_OK):
-            raise BenchError(f"{paths[name]} is missing: run `make bench`, or cmake --build {build_dir} --target {name}")
+            raise BenchError(f"{paths[name]} is missing: run `make bench`, or cmake --build {build_dir} "
+                             f"--target {TARGETS[name]}")
     return paths
 
 
@@ -126,28 +141,8 @@ def measure_model(model, args, paths, torch_threads):
     return duet_runs, torch_runs, strategy_runs
 
 
-def neighbour_load(summaries, gemm_peak):
-    """How much other processes disturbed the kept runs: the largest share of the CPUs they
-    took during one run, and how many runs they took over DISTURBED of them."""
-    loads = [r.get("other_cpu_load", 0.0) for r in gemm_peak["samples"]]
-    for s in summaries:
-        loads += [r.get("other_cpu_load", 0.0) for r in s["duet"]["samples"]]
-        for row in s["torch_by_threads"].values():
-            loads += [r.get("other_cpu_load", 0.0) for r in row["samples"]]
-    return {"max": max(loads), "disturbed_runs": sum(load > DISTURBED for load in loads), "runs": len(loads)}
-
-
-def main():
-    args = parse_args()
-    data_dir = args.data_dir or fashion_mnist_np.DEFAULT_DIR
-    if fashion_mnist_np.missing_files(data_dir):
-        raise BenchError(fashion_mnist_np.missing_message(data_dir))
-    paths = programs(args.build_dir)
-    check_torch()
-    if args.strategies:
-        strategies.check_compare(paths["duet"])
-    torch_threads = list(range(1, args.max_torch_threads + 1))
-
+def measure_batches(args, paths, torch_threads):
+    """`make bench`'s own mode: (the models' summaries, the result's settings and gemm_peak)."""
     # The peak is measured before each model, spread over the run, and the best kept: a
     # neighbour busy during one measurement would otherwise lower the roofline.
     peak_samples, measured = [], {}
@@ -156,21 +151,43 @@ def main():
         measured[model] = measure_model(model, args, paths, torch_threads)
     gemm_peak = best_peak(peak_samples)
     summaries = [summarize(model, *measured[model], gemm_peak) for model in args.models]
+    settings = {"batch_size": BATCH_SIZE, "optimizer": "sgd", "lr": LR, "repeats": args.repeats,
+                "torch_threads": torch_threads, "scale": args.scale,
+                "workloads": {m: {"warmup": w, "batches": max(1, round(b * args.scale))}
+                              for m, (w, b) in WORKLOADS.items() if m in args.models}}
+    return summaries, {"settings": settings, "gemm_peak": gemm_peak}
+
+
+def main():
+    args = parse_args()
+    data_dir = args.data_dir or fashion_mnist_np.DEFAULT_DIR
+    if fashion_mnist_np.missing_files(data_dir):
+        raise BenchError(fashion_mnist_np.missing_message(data_dir))
+    paths = programs(args.build_dir, ["duet"] if args.epochs else ["duet_bench", "gemm_peak"])
+    check_torch()
+    if args.strategies:
+        strategies.check_compare(paths["duet"])
+    torch_threads = list(range(1, args.max_torch_threads + 1))
+
+    if args.epochs:
+        summaries, details = epochs.measure(args, paths["duet"], torch_threads)
+        load = neighbour_load(summaries)
+        text = epochs_table(summaries, load, args.out)
+    else:
+        summaries, details = measure_batches(args, paths, torch_threads)
+        load = neighbour_load(summaries, details["gemm_peak"]["samples"])
+        text = table(summaries, details["gemm_peak"], load, args.out)
 
     torch_version = summaries[0]["torch"]["samples"][0]["torch_version"] if summaries else None
     result = {
         "date": datetime.datetime.now().isoformat(timespec="seconds"),
         "machine": {"cpu": cpu_model(), "logical_cpus": os.cpu_count()},
         "torch_version": torch_version,
-        "settings": {"batch_size": BATCH_SIZE, "optimizer": "sgd", "lr": LR, "repeats": args.repeats,
-                     "torch_threads": torch_threads, "scale": args.scale,
-                     "workloads": {m: {"warmup": w, "batches": max(1, round(b * args.scale))}
-                                   for m, (w, b) in WORKLOADS.items() if m in args.models}},
-        "gemm_peak": gemm_peak,
-        "other_cpu_load": neighbour_load(summaries, gemm_peak),
+        **details,
+        "other_cpu_load": load,
         "models": summaries,
     }
-    print(table(summaries, gemm_peak, result["other_cpu_load"], args.out))
+    print(text)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2)

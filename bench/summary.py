@@ -1,8 +1,9 @@
 """Turns the repeated runs of one model into its row of the comparison: medians, PyTorch's best
-thread count, the duet/PyTorch ratio, and duet's GFLOP/s against the measured GEMM peak."""
+thread count and the duet/PyTorch ratios (both modes of bench/run.py), and, in the batch mode,
+duet's GFLOP/s against the measured GEMM peak."""
 import statistics
 
-from processes import BenchError
+from processes import DISTURBED, BenchError
 
 MEASURES = ("train_images_per_second", "eval_images_per_second", "peak_rss_mib")
 
@@ -16,12 +17,42 @@ def medians(samples):
     return row
 
 
-def check_twins(model, duet, torch_runs):
+def check_twins(model, duet, torch_runs, keys=("parameters", "flop_per_image")):
     """duet's model and its PyTorch twin must be the same network: same sizes, same FLOPs."""
-    for key in ("parameters", "flop_per_image"):
+    for key in keys:
         if torch_runs[0][key] != duet[0][key]:
             raise BenchError(f"{model}: duet has {key} {duet[0][key]}, its PyTorch twin "
                                f"{torch_runs[0][key]}; bench/torch_models.py no longer matches nn/models/")
+
+
+def compare(duet_samples, torch_samples):
+    """What both modes of bench/run.py show of one model: each configuration's medians, PyTorch
+    at its best thread count (by median training img/s), and duet's ratios to it.
+    torch_samples: {threads: [run, ...]}."""
+    duet = medians(duet_samples)
+    torch_by_threads = {t: medians(runs) for t, runs in torch_samples.items()}
+    best_threads = max(torch_by_threads, key=lambda t: torch_by_threads[t]["train_images_per_second"])
+    best = torch_by_threads[best_threads]
+    return {
+        "duet": duet,
+        "torch_best_threads": best_threads,
+        "torch": best,
+        "torch_by_threads": {str(t): row for t, row in torch_by_threads.items()},
+        "train_ratio_duet_over_torch": duet["train_images_per_second"] / best["train_images_per_second"],
+        "eval_ratio_duet_over_torch": duet["eval_images_per_second"] / best["eval_images_per_second"],
+    }
+
+
+def neighbour_load(summaries, other_samples=()):
+    """How much other processes disturbed the kept runs (the summaries' and other_samples): the
+    largest share of the CPUs they took during one run, and how many runs they took over
+    DISTURBED of them."""
+    loads = [r.get("other_cpu_load", 0.0) for r in other_samples]
+    for s in summaries:
+        loads += [r.get("other_cpu_load", 0.0) for r in s["duet"]["samples"]]
+        for row in s["torch_by_threads"].values():
+            loads += [r.get("other_cpu_load", 0.0) for r in row["samples"]]
+    return {"max": max(loads), "disturbed_runs": sum(load > DISTURBED for load in loads), "runs": len(loads)}
 
 
 def peak_for(threads, gemm_peak):
@@ -35,12 +66,8 @@ def peak_for(threads, gemm_peak):
 
 def summarize(model, duet_samples, torch_samples, strategy_samples, gemm_peak):
     """torch_samples: {threads: [run, ...]}; strategy_samples: [{strategy: img/s}, ...] or []."""
-    any_torch = next(iter(torch_samples.values()))
-    check_twins(model, duet_samples, any_torch)
-    duet = medians(duet_samples)
-    torch_by_threads = {t: medians(runs) for t, runs in torch_samples.items()}
-    best_threads = max(torch_by_threads, key=lambda t: torch_by_threads[t]["train_images_per_second"])
-    best = torch_by_threads[best_threads]
+    check_twins(model, duet_samples, next(iter(torch_samples.values())))
+    compared = compare(duet_samples, torch_samples)
     flop = duet_samples[0]["flop_per_image"]
 
     def roofline(row):
@@ -53,12 +80,9 @@ def summarize(model, duet_samples, torch_samples, strategy_samples, gemm_peak):
         "parameters": duet_samples[0]["parameters"],
         "flop_per_image": flop,
         "forward_flop_per_image": duet_samples[0]["forward_flop_per_image"],
-        "duet": {**duet, **roofline(duet)},
-        "torch_best_threads": best_threads,
-        "torch": {**best, **roofline(best)},
-        "torch_by_threads": {str(t): row for t, row in torch_by_threads.items()},
-        "train_ratio_duet_over_torch": duet["train_images_per_second"] / best["train_images_per_second"],
-        "eval_ratio_duet_over_torch": duet["eval_images_per_second"] / best["eval_images_per_second"],
+        **compared,
+        "duet": {**compared["duet"], **roofline(compared["duet"])},
+        "torch": {**compared["torch"], **roofline(compared["torch"])},
     }
     if strategy_samples:
         names = strategy_samples[0].keys()

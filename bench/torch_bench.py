@@ -31,32 +31,8 @@ torch.set_num_threads(args.threads)
 torch.set_num_interop_threads(1)
 
 import fashion_mnist_np  # noqa: E402
+import torch_loop  # noqa: E402
 import torch_models  # noqa: E402
-from torch.nn import functional as F  # noqa: E402
-
-
-def to_input(images_u8):
-    """u8 -> f32 in [0, 1], as duet's DataLoader does (x * (1/255))."""
-    return images_u8.to(torch.float32).mul_(1.0 / 255.0)
-
-
-def shuffled_batches(images, labels, batch_size, generator):
-    """Endless shuffled batches (the last, short one of each epoch included), as duet's loader."""
-    while True:
-        order = torch.randperm(labels.numel(), generator=generator)
-        for first in range(0, labels.numel(), batch_size):
-            index = order[first:first + batch_size]
-            yield to_input(images[index]), labels[index]
-
-
-def train_step(net, optimizer, x, y):
-    """What duet's SingleDevice::train_step does: step, then read the loss and the hits."""
-    optimizer.zero_grad(set_to_none=True)  # duet drops the gradients too
-    logits = net(x)
-    loss = F.cross_entropy(logits, y)
-    loss.backward()
-    optimizer.step()
-    return loss.item(), (logits.argmax(1) == y).sum().item()
 
 
 def time_training(net, optimizer, batches, warmup, timed):
@@ -66,30 +42,16 @@ def time_training(net, optimizer, batches, warmup, timed):
         if step == warmup:
             start = time.perf_counter()
         x, y = next(batches)
-        loss, _ = train_step(net, optimizer, x, y)
+        loss, _ = torch_loop.train_step(net, optimizer, x, y)
         if step >= warmup:
             images += y.numel()
     return images / (time.perf_counter() - start), loss
 
 
-def time_evaluation(net, images, labels, batch_size):
-    net.eval()
-    correct = 0
-    start = time.perf_counter()
-    with torch.no_grad():
-        for first in range(0, labels.numel(), batch_size):
-            x = to_input(images[first:first + batch_size])
-            correct += (net(x).argmax(1) == labels[first:first + batch_size]).sum().item()
-    seconds = time.perf_counter() - start
-    net.train()
-    return labels.numel() / seconds, correct / labels.numel()
-
-
 def main():
     data_dir = args.data_dir or fashion_mnist_np.DEFAULT_DIR
     try:
-        train_x, train_y = (torch.from_numpy(a.copy()) for a in fashion_mnist_np.load("train", data_dir))
-        test_x, test_y = (torch.from_numpy(a.copy()) for a in fashion_mnist_np.load("test", data_dir))
+        train_x, train_y, test_x, test_y = torch_loop.load(data_dir)
     except (OSError, ValueError) as e:
         print(f"torch_bench: error: {e}", file=sys.stderr)
         return 2
@@ -97,10 +59,11 @@ def main():
     net = torch_models.make(args.model)
     forward, backward = torch_models.count_flops(net)
     optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)
-    batches = shuffled_batches(train_x, train_y, args.batch_size, torch.Generator().manual_seed(args.seed))
+    batches = torch_loop.shuffled_batches(train_x, train_y, args.batch_size, torch.Generator().manual_seed(args.seed))
 
     train_ips, last_loss = time_training(net, optimizer, batches, args.warmup, args.batches)
-    eval_ips, accuracy = time_evaluation(net, test_x, test_y, args.batch_size)
+    eval_seconds, accuracy = torch_loop.time_evaluation(net, test_x, test_y, args.batch_size)
+    eval_ips = test_y.numel() / eval_seconds
     print(json.dumps({
         "framework": "torch", "torch_version": torch.__version__, "model": args.model,
         "threads": torch.get_num_threads(), "batch_size": args.batch_size, "warmup": args.warmup,
