@@ -1,4 +1,5 @@
-// conv2d on the CPU: im2col + single-threaded GEMMs per image, images split over the pool.
+// conv2d on the CPU: the direct kernels (conv2d_direct.h) where they pay, else im2col +
+// single-threaded GEMMs per image, images split over the pool.
 //
 // Per image n (col_n = im2col(x_n), kernels/cpu/im2col.h) and group of channels gi (one group
 // unless `groups`; ConvLayout says which rows of col_n and of W are the group's):
@@ -9,8 +10,11 @@
 // share of the images into its own partial sum, and the partials are added in share order, so the
 // result is the same run after run (for a given thread count).
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
+#include "duet/kernels/cpu/conv2d_direct.h"
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/gemm.h"
 #include "duet/kernels/cpu/im2col.h"
@@ -19,6 +23,16 @@
 
 namespace duet::kernels::cpu {
 namespace {
+
+// DUET_CONV_IM2COL=1 keeps every convolution on im2col + GEMM, as on CUDA. Read at every call (a
+// getenv costs nothing next to a convolution), so a benchmark can time both paths in one process.
+bool im2col_requested() {
+  const char* value = std::getenv("DUET_CONV_IM2COL");
+  return value && std::strcmp(value, "1") == 0;
+}
+
+bool direct_forward(const ConvLayout& g) { return !im2col_requested() && direct_conv_pays(g); }
+bool direct_weight_grad(const ConvLayout& g) { return !im2col_requested() && direct_weight_grad_pays(g); }
 
 // The column matrix of image x_n: the image itself for a pointwise conv, else im2col into
 // `buffer` (sized on first use, reused for the thread's next images).
@@ -119,23 +133,32 @@ void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
                     const Tensor& out) {
   if (out.numel() == 0) return;
   const ConvLayout g = ConvLayout::of(x, weight, out, geometry);
-  dispatch_floating(x.dtype(), "conv2d_forward", [&]<class T>() { forward_typed<T>(x, weight, bias, g, out); });
+  dispatch_floating(x.dtype(), "conv2d_forward", [&]<class T>() {
+    if (direct_forward(g))
+      direct_conv_forward<T>(g, x.data<T>(), weight.data<T>(), data_or_null<T>(bias), out.data<T>());
+    else forward_typed<T>(x, weight, bias, g, out);
+  });
 }
 
 void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Conv2dGeometry& geometry,
                            const Tensor& grad_x) {
   if (grad_x.numel() == 0) return;
   const ConvLayout g = ConvLayout::of(grad_x, weight, grad_out, geometry);
-  dispatch_floating(grad_x.dtype(), "conv2d_backward_input",
-                    [&]<class T>() { backward_input_typed<T>(grad_out, weight, g, grad_x); });
+  dispatch_floating(grad_x.dtype(), "conv2d_backward_input", [&]<class T>() {
+    if (direct_forward(g)) direct_conv_backward_input<T>(g, grad_out.data<T>(), weight.data<T>(), grad_x.data<T>());
+    else backward_input_typed<T>(grad_out, weight, g, grad_x);
+  });
 }
 
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
                             const Tensor& grad_weight) {
   if (grad_weight.numel() == 0) return;
   const ConvLayout g = ConvLayout::of(x, grad_weight, grad_out, geometry);
-  dispatch_floating(x.dtype(), "conv2d_backward_weight",
-                    [&]<class T>() { backward_weight_typed<T>(grad_out, x, g, grad_weight); });
+  dispatch_floating(x.dtype(), "conv2d_backward_weight", [&]<class T>() {
+    if (direct_weight_grad(g))
+      direct_conv_backward_weight<T>(g, grad_out.data<T>(), x.data<T>(), grad_weight.data<T>());
+    else backward_weight_typed<T>(grad_out, x, g, grad_weight);
+  });
 }
 
 }  // namespace duet::kernels::cpu

@@ -1,0 +1,377 @@
+// The direct convolution kernels: see conv2d_direct.h for the grid they compute on.
+#include "duet/kernels/cpu/conv2d_direct.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "duet/kernels/cpu/thread_pool.h"
+
+namespace duet::kernels::cpu {
+namespace {
+
+// One vector of T: 64 bytes, an AVX-512 register (GCC splits it into two on a machine without).
+template <class T> struct Simd {
+  static constexpr int64_t kLanes = 64 / sizeof(T);
+  typedef T Vec __attribute__((vector_size(64)));
+  static Vec load(const T* p) {
+    Vec v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  }
+  static void store(T* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+  static Vec splat(T s) { return Vec{} + s; }
+  static T sum(Vec v) {
+    T s = 0;
+    for (int64_t i = 0; i < kLanes; ++i) s += v[i];
+    return s;
+  }
+};
+
+// Vectors of outputs per register block of the forward kernel (correlate_plane).
+constexpr int kOutputVectors = 3;
+
+// Calls f.template operator()<N>() for the N in [1, Max] equal to n: the register blocks are
+// compile-time sized, and the last block of a dimension is narrower.
+template <int Max, class F> void with_block(int64_t n, F&& f) {
+  if constexpr (Max >= 1) {
+    if (n >= Max) return f.template operator()<Max>();
+    with_block<Max - 1>(n, f);
+  }
+}
+
+// The padded plane a convolution reads, and the grid of its outputs (see conv2d_direct.h).
+struct Grid {
+  int64_t channels, height, width;  // the padded plane
+  int64_t kernel_h, kernel_w;
+  int64_t pad_h, pad_w;  // the zeros around the source image on each side
+  int64_t out_h() const { return height - kernel_h + 1; }
+  int64_t out_w() const { return width - kernel_w + 1; }
+  int64_t taps() const { return channels * kernel_h * kernel_w; }
+  // Grid positions that the kernels compute: up to the last output, rounded up to a block.
+  template <class T> int64_t span() const {
+    const int64_t used = (out_h() - 1) * width + out_w(), block = kOutputVectors * Simd<T>::kLanes;
+    return (used + block - 1) / block * block;
+  }
+  // The plane's size with room for the furthest read: span + the last tap's offset.
+  template <class T> int64_t plane_size() const {
+    return std::max(channels * height * width, span<T>() + tap_offset(taps() - 1));
+  }
+  int64_t tap_offset(int64_t r) const {
+    const int64_t kj = r % kernel_w, ki = r / kernel_w % kernel_h, c = r / (kernel_w * kernel_h);
+    return (c * height + ki) * width + kj;
+  }
+  std::vector<int64_t> tap_offsets() const {
+    std::vector<int64_t> offsets(static_cast<size_t>(taps()));
+    for (int64_t r = 0; r < taps(); ++r) offsets[static_cast<size_t>(r)] = tap_offset(r);
+    return offsets;
+  }
+};
+
+// The forward pass reads the input, padded as the layer says.
+Grid input_grid(const ConvLayout& g) {
+  return {g.channels, g.height + 2 * g.padding.h, g.width + 2 * g.padding.w, g.kernel_h, g.kernel_w, g.padding.h,
+          g.padding.w};
+}
+
+// plane = the source image [channels, h, w] with grid.pad_h/pad_w zeros around it, and zeros
+// beyond (the lanes past the last output read them).
+template <class T> void pad_into(const Grid& grid, const T* image, T* plane) {
+  std::fill(plane, plane + grid.plane_size<T>(), T(0));
+  const int64_t h = grid.height - 2 * grid.pad_h, w = grid.width - 2 * grid.pad_w;
+  for (int64_t c = 0; c < grid.channels; ++c) {
+    for (int64_t y = 0; y < h; ++y) {
+      std::copy(image + (c * h + y) * w, image + (c * h + y + 1) * w,
+                plane + (c * grid.height + grid.pad_h + y) * grid.width + grid.pad_w);
+    }
+  }
+}
+
+// stage[k][q] for q in [0, span): blocks of up to 8 filters x kOutputVectors vectors of outputs in
+// registers (24 accumulators), the taps streamed through them: per tap, kOutputVectors loads and
+// 8 broadcasts feed 24 FMAs. taps_major[r * filters + k] is filter k's weight for tap r; bias may
+// be null.
+template <class T> void correlate_plane(const Grid& grid, const int64_t* offsets, const T* plane, const T* taps_major,
+                                        int64_t filters, const T* bias, T* stage) {
+  using S = Simd<T>;
+  using Vec = typename S::Vec;
+  constexpr int64_t V = S::kLanes, QB = kOutputVectors;
+  const int64_t span = grid.span<T>(), taps = grid.taps();
+  for (int64_t k0 = 0; k0 < filters; k0 += 8) {
+    with_block<8>(filters - k0, [&]<int KB>() {
+      for (int64_t q = 0; q < span; q += QB * V) {
+        Vec acc[KB][QB];
+#pragma GCC unroll 8
+        for (int j = 0; j < KB; ++j) {
+#pragma GCC unroll 8
+          for (int v = 0; v < QB; ++v) acc[j][v] = S::splat(bias ? bias[k0 + j] : T(0));
+        }
+        for (int64_t r = 0; r < taps; ++r) {
+          const T* in = plane + q + offsets[r];
+          Vec x[QB];
+#pragma GCC unroll 8
+          for (int v = 0; v < QB; ++v) x[v] = S::load(in + v * V);
+          const T* w = taps_major + r * filters + k0;
+#pragma GCC unroll 8
+          for (int j = 0; j < KB; ++j) {
+#pragma GCC unroll 8
+            for (int v = 0; v < QB; ++v) acc[j][v] += w[j] * x[v];
+          }
+        }
+#pragma GCC unroll 8
+        for (int j = 0; j < KB; ++j) {
+#pragma GCC unroll 8
+          for (int v = 0; v < QB; ++v) S::store(stage + (k0 + j) * span + q + v * V, acc[j][v]);
+        }
+      }
+    });
+  }
+}
+
+// out [filters, out_h, out_w] = the grid's outputs in stage, without the columns past out_w.
+template <class T> void unstage(const Grid& grid, const T* stage, int64_t filters, T* out) {
+  const int64_t span = grid.span<T>(), oh = grid.out_h(), ow = grid.out_w();
+  for (int64_t k = 0; k < filters; ++k) {
+    for (int64_t y = 0; y < oh; ++y) std::copy_n(stage + k * span + y * grid.width, ow, out + (k * oh + y) * ow);
+  }
+}
+
+// A convolution of every image of a batch through correlate_plane, images split over the pool.
+// taps_major as correlate_plane's; `source` holds the batch's planes before padding.
+template <class T> void correlate_batch(const Grid& grid, int64_t batch, const T* source, const T* taps_major,
+                                        int64_t filters, const T* bias, T* out) {
+  const std::vector<int64_t> offsets = grid.tap_offsets();
+  const int64_t source_size = grid.channels * (grid.height - 2 * grid.pad_h) * (grid.width - 2 * grid.pad_w);
+  const int64_t out_size = filters * grid.out_h() * grid.out_w();
+  parallel_for(batch, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> plane(static_cast<size_t>(grid.plane_size<T>()));
+    std::vector<T> stage(static_cast<size_t>(filters * grid.span<T>()));
+    for (int64_t n = begin; n < end; ++n) {
+      pad_into(grid, source + n * source_size, plane.data());
+      correlate_plane(grid, offsets.data(), plane.data(), taps_major, filters, bias, stage.data());
+      unstage(grid, stage.data(), filters, out + n * out_size);
+    }
+  });
+}
+
+// g [filters, span]: one image's output gradient [filters, out_h, out_w] laid out on the grid;
+// the dropped columns keep the zeros they were allocated with.
+template <class T> void stage_on_grid(const Grid& grid, const T* grad_out, int64_t filters, T* g) {
+  const int64_t span = grid.span<T>(), oh = grid.out_h(), ow = grid.out_w();
+  for (int64_t k = 0; k < filters; ++k) {
+    for (int64_t y = 0; y < oh; ++y) std::copy_n(grad_out + (k * oh + y) * ow, ow, g + k * span + y * grid.width);
+  }
+}
+
+// plane[q + offset(r)] += sum over k of weight[k][r] * g[k][q], for every tap r and grid output q:
+// (window_major[(t * filters + k) * channels + c] is weight[k][c][t], t = ki * kw + kj)
+// the input gradient, on the padded plane (whose border, the padding's gradient, is dropped).
+// A GEMM over the filters whose results are added straight onto the pixels they belong to: a
+// block of up to 8 taps x kOutputVectors vectors in registers, the filters streamed through.
+// The taps of a block share (ki, kj) and differ in channel, so their vectors lie a channel
+// plane apart and no add reads a vector that the one before it wrote part of. The dropped
+// columns of g are zero, so their lanes add zeros.
+template <class T>
+void scatter_input_grad(const Grid& grid, const T* g, int64_t filters, const T* window_major, T* plane) {
+  using S = Simd<T>;
+  using Vec = typename S::Vec;
+  constexpr int64_t V = S::kLanes, QB = kOutputVectors;
+  const int64_t span = grid.span<T>(), window = grid.kernel_h * grid.kernel_w, channels = grid.channels;
+  const int64_t channel_plane = grid.height * grid.width;
+  for (int64_t q = 0; q < span; q += QB * V) {
+    for (int64_t t = 0; t < window; ++t) {
+      const int64_t offset = (t / grid.kernel_w) * grid.width + t % grid.kernel_w;
+      for (int64_t c0 = 0; c0 < grid.channels; c0 += 8) {
+        with_block<8>(grid.channels - c0, [&]<int CB>() {
+          Vec acc[CB][QB];
+#pragma GCC unroll 8
+          for (int i = 0; i < CB; ++i) {
+#pragma GCC unroll 8
+            for (int v = 0; v < QB; ++v) acc[i][v] = Vec{};
+          }
+          for (int64_t k = 0; k < filters; ++k) {
+            Vec gk[QB];
+#pragma GCC unroll 8
+            for (int v = 0; v < QB; ++v) gk[v] = S::load(g + k * span + q + v * V);
+            const T* w = window_major + (t * filters + k) * channels + c0;
+#pragma GCC unroll 8
+            for (int i = 0; i < CB; ++i) {
+#pragma GCC unroll 8
+              for (int v = 0; v < QB; ++v) acc[i][v] += w[i] * gk[v];
+            }
+          }
+#pragma GCC unroll 8
+          for (int i = 0; i < CB; ++i) {
+            T* out = plane + (c0 + i) * channel_plane + offset + q;
+#pragma GCC unroll 8
+            for (int v = 0; v < QB; ++v) S::store(out + v * V, S::load(out + v * V) + acc[i][v]);
+          }
+        });
+      }
+    }
+  }
+}
+
+// image [channels, h, w] = the plane without its padding: pad_into's adjoint for the pixels kept.
+template <class T> void unpad_from(const Grid& grid, const T* plane, T* image) {
+  const int64_t h = grid.height - 2 * grid.pad_h, w = grid.width - 2 * grid.pad_w;
+  for (int64_t c = 0; c < grid.channels; ++c) {
+    for (int64_t y = 0; y < h; ++y) {
+      std::copy_n(plane + (c * grid.height + grid.pad_h + y) * grid.width + grid.pad_w, w, image + (c * h + y) * w);
+    }
+  }
+}
+
+// Vector partial sums acc[k][r] += g_n[k][q] * plane_n[q + offset(r)] over the grid and over
+// `images` images n, per lane: a block of 8 filters x 3 taps stays in registers through all the
+// images' outputs, one vector at a time, so that acc (filters x taps vectors, more than L2 holds
+// for large layers) is read and written once per group of images. plane_n = planes + n *
+// plane_size; g_n = grads + n * filters * span holds image n's output gradient on the grid (zeros
+// in the dropped columns).
+template <class T> void accumulate_weight_grad(const Grid& grid, const int64_t* offsets, int64_t images,
+                                               const T* planes, const T* grads, int64_t filters,
+                                               typename Simd<T>::Vec* acc) {
+  using S = Simd<T>;
+  using Vec = typename S::Vec;
+  constexpr int64_t V = S::kLanes;
+  const int64_t span = grid.span<T>(), taps = grid.taps(), plane_size = grid.plane_size<T>();
+  for (int64_t k0 = 0; k0 < filters; k0 += 8) {
+    with_block<8>(filters - k0, [&]<int KB>() {
+      for (int64_t r0 = 0; r0 < taps; r0 += 3) {
+        with_block<3>(taps - r0, [&]<int RB>() {
+          Vec sum[KB][RB];
+#pragma GCC unroll 8
+          for (int j = 0; j < KB; ++j) {
+#pragma GCC unroll 8
+            for (int i = 0; i < RB; ++i) sum[j][i] = acc[(k0 + j) * taps + r0 + i];
+          }
+          for (int64_t n = 0; n < images; ++n) {
+            const T* plane = planes + n * plane_size;
+            const T* g = grads + (n * filters + k0) * span;
+            for (int64_t q = 0; q < span; q += V) {
+              Vec x[RB];
+#pragma GCC unroll 8
+              for (int i = 0; i < RB; ++i) x[i] = S::load(plane + q + offsets[r0 + i]);
+#pragma GCC unroll 8
+              for (int j = 0; j < KB; ++j) {
+                const Vec gj = S::load(g + j * span + q);
+#pragma GCC unroll 8
+                for (int i = 0; i < RB; ++i) sum[j][i] += gj * x[i];
+              }
+            }
+          }
+#pragma GCC unroll 8
+          for (int j = 0; j < KB; ++j) {
+#pragma GCC unroll 8
+            for (int i = 0; i < RB; ++i) acc[(k0 + j) * taps + r0 + i] = sum[j][i];
+          }
+        });
+      }
+    });
+  }
+}
+
+// Images whose planes the weight gradient holds at once (accumulate_weight_grad).
+constexpr int64_t kImageGroup = 8;
+
+}  // namespace
+
+bool direct_conv_fits(const ConvLayout& g) {
+  return g.groups == 1 && g.stride.h == 1 && g.stride.w == 1 && g.dilation.h == 1 && g.dilation.w == 1 &&
+         g.padding.h < g.kernel_h && g.padding.w < g.kernel_w;
+}
+
+bool direct_conv_pays(const ConvLayout& g) {
+  const Grid grid = input_grid(g);
+  return direct_conv_fits(g) && 2 * g.out_pixels() >= grid.span<float>();
+}
+
+bool direct_weight_grad_pays(const ConvLayout& g) {
+  return direct_conv_fits(g) && g.filters * g.patch_size() * 64 <= 256 * 1024;
+}
+
+template <class T> void direct_conv_forward(const ConvLayout& g, const T* x, const T* weight, const T* bias, T* out) {
+  const Grid grid = input_grid(g);
+  const int64_t taps = grid.taps(), filters = g.filters;
+  std::vector<T> taps_major(static_cast<size_t>(taps * filters));  // weight [K, taps] transposed
+  for (int64_t k = 0; k < filters; ++k) {
+    for (int64_t r = 0; r < taps; ++r) taps_major[static_cast<size_t>(r * filters + k)] = weight[k * taps + r];
+  }
+  correlate_batch(grid, g.batch, x, taps_major.data(), filters, bias, out);
+}
+
+template <class T> void direct_conv_backward_input(const ConvLayout& g, const T* grad_out, const T* weight, T* grad_x) {
+  const Grid grid = input_grid(g);
+  const int64_t filters = g.filters, channels = g.channels, window = g.kernel_h * g.kernel_w;
+  const int64_t out_size = filters * g.out_h * g.out_w;
+  // A block of channels' weights for one (k, ki, kj) in a row, as scatter_input_grad reads them.
+  std::vector<T> window_major(static_cast<size_t>(window * filters * channels));
+  for (int64_t k = 0; k < filters; ++k) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t t = 0; t < window; ++t) {
+        window_major[static_cast<size_t>((t * filters + k) * channels + c)] = weight[(k * channels + c) * window + t];
+      }
+    }
+  }
+  parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> plane(static_cast<size_t>(grid.plane_size<T>()));
+    std::vector<typename Simd<T>::Vec> staged(static_cast<size_t>(filters * grid.span<T>() / Simd<T>::kLanes));
+    T* gs = reinterpret_cast<T*>(staged.data());  // vector-aligned rows, as in the weight gradient
+    for (int64_t n = begin; n < end; ++n) {
+      std::fill(plane.begin(), plane.end(), T(0));
+      stage_on_grid(grid, grad_out + n * out_size, filters, gs);
+      scatter_input_grad(grid, gs, filters, window_major.data(), plane.data());
+      unpad_from(grid, plane.data(), grad_x + n * g.image_size());
+    }
+  });
+}
+
+template <class T>
+void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight) {
+  using Vec = typename Simd<T>::Vec;
+  const Grid grid = input_grid(g);
+  const std::vector<int64_t> offsets = grid.tap_offsets();
+  const int64_t filters = g.filters, taps = grid.taps(), span = grid.span<T>();
+  const int64_t oh = g.out_h, ow = g.out_w, weights = filters * taps;
+  // As the im2col path: each pool thread sums a fixed, contiguous share of the images, and the
+  // shares are added in order, so the result does not change from run to run.
+  const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(g.batch, pool_size()));
+  std::vector<T> partials(static_cast<size_t>(shares * weights));
+  parallel_for(shares, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> planes(static_cast<size_t>(kImageGroup * grid.plane_size<T>()));
+    // grad_out on the grid, zeros in the dropped columns; rows on vector boundaries (span is a
+    // multiple of the lanes), so that the kernel's loads of it never straddle two cache lines.
+    std::vector<Vec> grad_vectors(static_cast<size_t>(kImageGroup * filters * span / Simd<T>::kLanes));
+    T* grads = reinterpret_cast<T*>(grad_vectors.data());
+    std::vector<Vec> acc(static_cast<size_t>(weights));
+    for (int64_t share = begin; share < end; ++share) {
+      std::fill(acc.begin(), acc.end(), Vec{});
+      const int64_t last = g.batch * (share + 1) / shares;
+      for (int64_t first = g.batch * share / shares; first < last; first += kImageGroup) {
+        const int64_t images = std::min(kImageGroup, last - first);
+        for (int64_t i = 0; i < images; ++i) {
+          pad_into(grid, x + (first + i) * g.image_size(), planes.data() + i * grid.plane_size<T>());
+          stage_on_grid(grid, grad_out + (first + i) * filters * oh * ow, filters, grads + i * filters * span);
+        }
+        accumulate_weight_grad(grid, offsets.data(), images, planes.data(), grads, filters, acc.data());
+      }
+      T* part = partials.data() + share * weights;
+      for (int64_t i = 0; i < weights; ++i) part[i] = Simd<T>::sum(acc[static_cast<size_t>(i)]);
+    }
+  });
+  std::copy_n(partials.data(), weights, grad_weight);
+  for (int64_t share = 1; share < shares; ++share) {
+    const T* part = partials.data() + share * weights;
+    for (int64_t i = 0; i < weights; ++i) grad_weight[i] += part[i];
+  }
+}
+
+#define DUET_DIRECT_CONV(T)                                                                  \
+  template void direct_conv_forward<T>(const ConvLayout&, const T*, const T*, const T*, T*); \
+  template void direct_conv_backward_input<T>(const ConvLayout&, const T*, const T*, T*);    \
+  template void direct_conv_backward_weight<T>(const ConvLayout&, const T*, const T*, T*);
+DUET_DIRECT_CONV(float)
+DUET_DIRECT_CONV(double)
+#undef DUET_DIRECT_CONV
+
+}  // namespace duet::kernels::cpu

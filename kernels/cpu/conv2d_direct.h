@@ -1,0 +1,42 @@
+// Direct convolution on the CPU: stride 1, dilation 1, one group, and no column matrix.
+//
+// An image is copied once into a zero-padded plane xp [C, Hp, Wp] (Hp = H + 2 ph, Wp = W + 2 pw).
+// Number the outputs on that plane's grid, q = oh * Wp + ow. Then filter tap r = (c, ki, kj)
+// reads xp[q + offset(r)] for output q, with offset(r) = (c * Hp + ki) * Wp + kj the same for
+// every q: V consecutive outputs (one vector) read V consecutive inputs, whatever the tap. So
+//   forward        out[k][q..q+V)  += w[k][r] * xp[q + offset(r) .. +V)      (one FMA per filter)
+//   weight grad    gw[k][r]        += sum over q of g[k][q] * xp[q + offset(r)]
+// with g the output gradient laid out on the same grid. The input gradient is the forward
+// convolution of the output gradient, padded by (kh - 1 - ph, kw - 1 - pw), with the filters
+// flipped and their in/out channels swapped. The grid's columns ow >= Wo are lanes computed and
+// dropped: (kw - 1) / Wp of the work.
+//
+// Each kernel keeps a block of outputs (or, for the weight gradient, of weights) in registers and
+// streams the operands through it. For LeNet's layers this runs 2 to 6 times faster than
+// im2col + GEMM, which spends its time copying the column matrix around GEMMs too small for BLAS;
+// docs/performance.md has the roofline per layer, both paths.
+#pragma once
+
+#include "duet/kernels/nn_layouts.h"
+
+namespace duet::kernels::cpu {
+
+// Whether the direct kernels can compute this convolution: stride 1, dilation 1, one group, and
+// padding below the kernel size (so that the input gradient's padding is not negative).
+bool direct_conv_fits(const ConvLayout& g);
+
+// Where the direct kernels beat im2col + GEMM (measured with bench/layer_roofline, see
+// docs/performance.md). Forward and input gradient: wherever they fit and at least half of the
+// lanes they compute are outputs (not the grid's dropped columns): resnet18's 4x4 stage computes
+// 16 outputs in 48 lanes and is twice as fast on im2col. Weight gradient: while its per-lane
+// partial sums (filters x taps vectors) fit in 256 KiB of L2, as LeNet's do; LeNet-ReLU's 20->50
+// (1.6 MB) ties with im2col, and resnet18's 64->64 (2.4 MB) is half as fast.
+bool direct_conv_pays(const ConvLayout& g);
+bool direct_weight_grad_pays(const ConvLayout& g);
+
+// The three convolutions over the whole batch, in the pool's threads; operands as conv2d.cpp's.
+template <class T> void direct_conv_forward(const ConvLayout& g, const T* x, const T* weight, const T* bias, T* out);
+template <class T> void direct_conv_backward_input(const ConvLayout& g, const T* grad_out, const T* weight, T* grad_x);
+template <class T> void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight);
+
+}  // namespace duet::kernels::cpu
