@@ -274,6 +274,76 @@ template <class T> void accumulate_weight_grad(const Grid& grid, const int64_t* 
 // Images whose planes the weight gradient holds at once (accumulate_weight_grad).
 constexpr int64_t kImageGroup = 8;
 
+// Which way the weight gradient's vectors run (weight_grad_lanes).
+enum class WeightGradLanes { none, pixels, filters };
+
+// Along the filters where there are taps enough to pay for transposing the output gradient (at
+// least 64 multiply-adds per element moved) and filters enough to fill half a vector, as long
+// as the partial sums (taps x filter vectors) stay within 4 MiB of cache; else along the pixels
+// while theirs (filters x taps vectors) stay within 256 KiB of L2; else not at all. Measured
+// with bench/layer_roofline (docs/performance.md): lenet's 1->6 runs 2.5x faster along the
+// pixels than along the filters, its 6->16 1.8x slower; resnet18's 512->512 (9 MiB) is faster
+// on im2col.
+WeightGradLanes weight_grad_lanes(const ConvLayout& g) {
+  constexpr int64_t kFloatLanes = 16, kVectorBytes = 64;
+  const int64_t taps = g.patch_size(), filter_vectors = (g.filters + kFloatLanes - 1) / kFloatLanes;
+  if (!direct_conv_fits(g)) return WeightGradLanes::none;
+  if (taps >= 64 && 2 * g.filters >= kFloatLanes && taps * filter_vectors * kVectorBytes <= (4 << 20)) {
+    return WeightGradLanes::filters;
+  }
+  if (g.filters * taps * kVectorBytes <= (256 << 10)) return WeightGradLanes::pixels;
+  return WeightGradLanes::none;
+}
+
+// The weight gradient with the vectors along the filters, for layers with many of them: per
+// output pixel p, gT[p][k] (one image's output gradient transposed, filters padded to whole
+// vectors with zeros) times the broadcast input plane[q(p) + offset(r)] adds onto acc[r][k], a
+// block of 6 taps x up to 4 filter vectors in registers. Only the real output pixels are visited,
+// and acc is filled by lane, with no horizontal sums: acc[r * filter_vectors + kv] lane l is the
+// gradient of weight [kv * V + l][r].
+template <class T> void accumulate_weight_grad_by_filter(const Grid& grid, const int64_t* offsets, const T* plane,
+                                                         const T* gT, int64_t filter_vectors,
+                                                         typename Simd<T>::Vec* acc) {
+  using S = Simd<T>;
+  using Vec = typename S::Vec;
+  constexpr int64_t V = S::kLanes;
+  const int64_t taps = grid.taps(), oh = grid.out_h(), ow = grid.out_w(), row = filter_vectors * V;
+  for (int64_t r0 = 0; r0 < taps; r0 += 6) {
+    with_block<6>(taps - r0, [&]<int RB>() {
+      for (int64_t kv0 = 0; kv0 < filter_vectors; kv0 += 4) {
+        with_block<4>(filter_vectors - kv0, [&]<int KB>() {
+          Vec sum[RB][KB];
+#pragma GCC unroll 8
+          for (int i = 0; i < RB; ++i) {
+#pragma GCC unroll 8
+            for (int j = 0; j < KB; ++j) sum[i][j] = acc[(r0 + i) * filter_vectors + kv0 + j];
+          }
+          const T* gp = gT + kv0 * V;
+          for (int64_t y = 0; y < oh; ++y) {
+            const T* in = plane + y * grid.width;
+            for (int64_t xo = 0; xo < ow; ++xo, gp += row) {
+              Vec gk[KB];
+#pragma GCC unroll 8
+              for (int j = 0; j < KB; ++j) gk[j] = S::load(gp + j * V);
+#pragma GCC unroll 8
+              for (int i = 0; i < RB; ++i) {
+                const T xi = in[xo + offsets[r0 + i]];
+#pragma GCC unroll 8
+                for (int j = 0; j < KB; ++j) sum[i][j] += xi * gk[j];
+              }
+            }
+          }
+#pragma GCC unroll 8
+          for (int i = 0; i < RB; ++i) {
+#pragma GCC unroll 8
+            for (int j = 0; j < KB; ++j) acc[(r0 + i) * filter_vectors + kv0 + j] = sum[i][j];
+          }
+        });
+      }
+    });
+  }
+}
+
 }  // namespace
 
 bool direct_conv_fits(const ConvLayout& g) {
@@ -286,9 +356,7 @@ bool direct_conv_pays(const ConvLayout& g) {
   return direct_conv_fits(g) && 2 * g.out_pixels() >= grid.span<float>();
 }
 
-bool direct_weight_grad_pays(const ConvLayout& g) {
-  return direct_conv_fits(g) && g.filters * g.patch_size() * 64 <= 256 * 1024;
-}
+bool direct_weight_grad_pays(const ConvLayout& g) { return weight_grad_lanes(g) != WeightGradLanes::none; }
 
 template <class T> void direct_conv_forward(const ConvLayout& g, const T* x, const T* weight, const T* bias, T* out) {
   const Grid grid = input_grid(g);
@@ -326,37 +394,70 @@ template <class T> void direct_conv_backward_input(const ConvLayout& g, const T*
   });
 }
 
+// Images [first, last) of the weight gradient, summed into part [filters, taps]: the vectors run
+// along the grid's outputs (accumulate_weight_grad), for layers with few filters.
+template <class T> void weight_grad_by_pixel(const ConvLayout& g, const Grid& grid, const int64_t* offsets,
+                                             const T* grad_out, const T* x, int64_t first, int64_t last, T* part) {
+  using Vec = typename Simd<T>::Vec;
+  const int64_t filters = g.filters, span = grid.span<T>(), weights = filters * grid.taps();
+  std::vector<T> planes(static_cast<size_t>(kImageGroup * grid.plane_size<T>()));
+  // grad_out on the grid, zeros in the dropped columns; rows on vector boundaries (span is a
+  // multiple of the lanes), so that the kernel's loads of it never straddle two cache lines.
+  std::vector<Vec> grad_vectors(static_cast<size_t>(kImageGroup * filters * span / Simd<T>::kLanes));
+  T* grads = reinterpret_cast<T*>(grad_vectors.data());
+  std::vector<Vec> acc(static_cast<size_t>(weights));
+  for (int64_t n = first; n < last; n += kImageGroup) {
+    const int64_t images = std::min(kImageGroup, last - n);
+    for (int64_t i = 0; i < images; ++i) {
+      pad_into(grid, x + (n + i) * g.image_size(), planes.data() + i * grid.plane_size<T>());
+      stage_on_grid(grid, grad_out + (n + i) * filters * g.out_pixels(), filters, grads + i * filters * span);
+    }
+    accumulate_weight_grad(grid, offsets, images, planes.data(), grads, filters, acc.data());
+  }
+  for (int64_t i = 0; i < weights; ++i) part[i] = Simd<T>::sum(acc[static_cast<size_t>(i)]);
+}
+
+// The same with the vectors along the filters (accumulate_weight_grad_by_filter), for many filters.
+template <class T> void weight_grad_by_filter(const ConvLayout& g, const Grid& grid, const int64_t* offsets,
+                                              const T* grad_out, const T* x, int64_t first, int64_t last, T* part) {
+  using S = Simd<T>;
+  constexpr int64_t V = S::kLanes;
+  const int64_t filters = g.filters, taps = grid.taps(), pixels = g.out_pixels();
+  const int64_t filter_vectors = (filters + V - 1) / V, row = filter_vectors * V;
+  std::vector<T> plane(static_cast<size_t>(grid.plane_size<T>()));
+  std::vector<typename S::Vec> transposed(static_cast<size_t>(pixels * filter_vectors));  // padding lanes stay 0
+  T* gT = reinterpret_cast<T*>(transposed.data());
+  std::vector<typename S::Vec> acc(static_cast<size_t>(taps * filter_vectors));
+  for (int64_t n = first; n < last; ++n) {
+    pad_into(grid, x + n * g.image_size(), plane.data());
+    const T* gn = grad_out + n * filters * pixels;
+    for (int64_t k = 0; k < filters; ++k) {
+      for (int64_t p = 0; p < pixels; ++p) gT[p * row + k] = gn[k * pixels + p];
+    }
+    accumulate_weight_grad_by_filter(grid, offsets, plane.data(), gT, filter_vectors, acc.data());
+  }
+  const T* lanes = reinterpret_cast<const T*>(acc.data());
+  for (int64_t k = 0; k < filters; ++k) {
+    for (int64_t r = 0; r < taps; ++r) part[k * taps + r] = lanes[r * row + k];
+  }
+}
+
 template <class T>
 void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight) {
-  using Vec = typename Simd<T>::Vec;
   const Grid grid = input_grid(g);
   const std::vector<int64_t> offsets = grid.tap_offsets();
-  const int64_t filters = g.filters, taps = grid.taps(), span = grid.span<T>();
-  const int64_t oh = g.out_h, ow = g.out_w, weights = filters * taps;
+  const int64_t weights = g.filters * grid.taps();
+  const bool by_filter = weight_grad_lanes(g) == WeightGradLanes::filters;
   // As the im2col path: each pool thread sums a fixed, contiguous share of the images, and the
   // shares are added in order, so the result does not change from run to run.
   const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(g.batch, pool_size()));
   std::vector<T> partials(static_cast<size_t>(shares * weights));
   parallel_for(shares, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> planes(static_cast<size_t>(kImageGroup * grid.plane_size<T>()));
-    // grad_out on the grid, zeros in the dropped columns; rows on vector boundaries (span is a
-    // multiple of the lanes), so that the kernel's loads of it never straddle two cache lines.
-    std::vector<Vec> grad_vectors(static_cast<size_t>(kImageGroup * filters * span / Simd<T>::kLanes));
-    T* grads = reinterpret_cast<T*>(grad_vectors.data());
-    std::vector<Vec> acc(static_cast<size_t>(weights));
     for (int64_t share = begin; share < end; ++share) {
-      std::fill(acc.begin(), acc.end(), Vec{});
-      const int64_t last = g.batch * (share + 1) / shares;
-      for (int64_t first = g.batch * share / shares; first < last; first += kImageGroup) {
-        const int64_t images = std::min(kImageGroup, last - first);
-        for (int64_t i = 0; i < images; ++i) {
-          pad_into(grid, x + (first + i) * g.image_size(), planes.data() + i * grid.plane_size<T>());
-          stage_on_grid(grid, grad_out + (first + i) * filters * oh * ow, filters, grads + i * filters * span);
-        }
-        accumulate_weight_grad(grid, offsets.data(), images, planes.data(), grads, filters, acc.data());
-      }
+      const int64_t first = g.batch * share / shares, last = g.batch * (share + 1) / shares;
       T* part = partials.data() + share * weights;
-      for (int64_t i = 0; i < weights; ++i) part[i] = Simd<T>::sum(acc[static_cast<size_t>(i)]);
+      if (by_filter) weight_grad_by_filter(g, grid, offsets.data(), grad_out, x, first, last, part);
+      else weight_grad_by_pixel(g, grid, offsets.data(), grad_out, x, first, last, part);
     }
   });
   std::copy_n(partials.data(), weights, grad_weight);
