@@ -31,7 +31,8 @@ bool im2col_requested() {
   return value && std::strcmp(value, "1") == 0;
 }
 
-bool direct_forward(const ConvLayout& g) { return !im2col_requested() && direct_conv_pays(g); }
+bool direct_forward(const ConvLayout& g) { return !im2col_requested() && direct_forward_pays(g); }
+bool direct_input_grad(const ConvLayout& g) { return !im2col_requested() && direct_input_grad_pays(g); }
 bool direct_weight_grad(const ConvLayout& g) { return !im2col_requested() && direct_weight_grad_pays(g); }
 
 // The column matrix of image x_n: the image itself for a pointwise conv, else im2col into
@@ -145,7 +146,7 @@ void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const C
   if (grad_x.numel() == 0) return;
   const ConvLayout g = ConvLayout::of(grad_x, weight, grad_out, geometry);
   dispatch_floating(grad_x.dtype(), "conv2d_backward_input", [&]<class T>() {
-    if (direct_forward(g)) direct_conv_backward_input<T>(g, grad_out.data<T>(), weight.data<T>(), grad_x.data<T>());
+    if (direct_input_grad(g)) direct_conv_backward_input<T>(g, grad_out.data<T>(), weight.data<T>(), grad_x.data<T>());
     else backward_input_typed<T>(grad_out, weight, g, grad_x);
   });
 }

@@ -26,12 +26,12 @@ namespace duet::kernels::cpu {
 bool direct_conv_fits(const ConvLayout& g);
 
 // Where the direct kernels beat im2col + GEMM (measured with bench/layer_roofline, see
-// docs/performance.md). Forward and input gradient: wherever they fit and at least half of the
-// lanes they compute are outputs (not the grid's dropped columns): resnet18's 4x4 stage computes
-// 16 outputs in 48 lanes and is twice as fast on im2col. Weight gradient: while its per-lane
-// partial sums (filters x taps vectors) fit in 256 KiB of L2, as LeNet's do; LeNet-ReLU's 20->50
-// (1.6 MB) ties with im2col, and resnet18's 64->64 (2.4 MB) is half as fast.
-bool direct_conv_pays(const ConvLayout& g);
+// docs/performance.md; the reasons are at the definitions). Forward: with many filters and taps
+// (vectors along the filters), or where at least half of the grid's lanes are outputs. Input
+// gradient: the latter (resnet18's 4x4 stage computes 16 outputs in 48 lanes and is twice as fast
+// on im2col). Weight gradient: while its partial sums fit in cache.
+bool direct_forward_pays(const ConvLayout& g);
+bool direct_input_grad_pays(const ConvLayout& g);
 bool direct_weight_grad_pays(const ConvLayout& g);
 
 // The three convolutions over the whole batch, in the pool's threads; operands as conv2d.cpp's.

@@ -1,4 +1,5 @@
-// The direct convolution kernels (kernels/cpu/conv2d_direct.h) against the reference path,
+// The direct convolution kernels (kernels/cpu/conv2d_direct.h), each way their vectors run (along
+// the grid's outputs or along the filters, as the shapes below select), against the reference path,
 // im2col + GEMM (DUET_CONV_IM2COL=1), on odd shapes: padding, non-square kernels, channel and
 // filter counts that are not multiples of the vector width (16 floats, 8 doubles), images whose
 // output rows span several vectors or less than one, and batch 1; then gradchecks through conv2d.
