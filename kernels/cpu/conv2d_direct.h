@@ -4,17 +4,19 @@
 // Number the outputs on that plane's grid, q = oh * Wp + ow. Then filter tap r = (c, ki, kj)
 // reads xp[q + offset(r)] for output q, with offset(r) = (c * Hp + ki) * Wp + kj the same for
 // every q: V consecutive outputs (one vector) read V consecutive inputs, whatever the tap. So
-//   forward        out[k][q..q+V)  += w[k][r] * xp[q + offset(r) .. +V)      (one FMA per filter)
-//   weight grad    gw[k][r]        += sum over q of g[k][q] * xp[q + offset(r)]
-// with g the output gradient laid out on the same grid. The input gradient is the forward
-// convolution of the output gradient, padded by (kh - 1 - ph, kw - 1 - pw), with the filters
-// flipped and their in/out channels swapped. The grid's columns ow >= Wo are lanes computed and
-// dropped: (kw - 1) / Wp of the work.
+//   forward        out[k][q..q+V)     += w[k][r] * xp[q + offset(r) .. +V)    (one FMA per filter)
+//   input grad     xp'[q + offset(r)] += sum over k of w[k][r] * g[k][q]      (added onto the plane)
+//   weight grad    gw[k][r]           += sum over q of g[k][q] * xp[q + offset(r)]
+// with g the output gradient laid out on the same grid. The grid's columns ow >= Wo are lanes
+// computed and dropped: (kw - 1) / Wp of the work, more for small images. Layers with many
+// filters run their vectors along the filters instead (forward and weight gradient): then only
+// the real output pixels are visited, each input is broadcast, and the output (or the output
+// gradient) is transposed between [k][p] and [p][k] once per image.
 //
 // Each kernel keeps a block of outputs (or, for the weight gradient, of weights) in registers and
-// streams the operands through it. For LeNet's layers this runs 2 to 6 times faster than
-// im2col + GEMM, which spends its time copying the column matrix around GEMMs too small for BLAS;
-// docs/performance.md has the roofline per layer, both paths.
+// streams the operands through it. On LeNet's and LeNet-ReLU's layers this runs 1.5 to 4 times
+// faster than im2col + GEMM, which spends its time copying the column matrix around GEMMs too
+// small for BLAS; docs/performance.md has the roofline per layer, both paths.
 #pragma once
 
 #include "duet/kernels/nn_layouts.h"

@@ -2,8 +2,11 @@
 
 #include <cblas.h>
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "duet/core/error.h"
 
@@ -36,6 +39,92 @@ template <class T> void gemm(bool transpose_a, bool transpose_b, int64_t m, int6
   } else {
     cblas_dgemm(CblasRowMajor, ta, tb, blas_int(m), blas_int(n), blas_int(k), alpha, a, blas_int(lda), b, blas_int(ldb),
                 beta, c, blas_int(ldc));
+  }
+}
+
+// ---- PackedPanels: duet's own f32 GEMM ----
+//
+// The register block of duet's convolutions (conv2d_direct.cpp): 6 rows of c x 4 vectors of 16
+// columns in 24 accumulators; per step of k, four loads of the panel [k][64] and six broadcasts
+// of op(a).
+namespace {
+
+typedef float Floats __attribute__((vector_size(64)));
+constexpr int64_t kLanes = 16, kRowBlock = 6;
+
+// Calls f.template operator()<N>() for the N in [1, Max] equal to n (the last block is narrower).
+template <int Max, class F> void with_block(int64_t n, F&& f) {
+  if constexpr (Max >= 1) {
+    if (n >= Max) return f.template operator()<Max>();
+    with_block<Max - 1>(n, f);
+  }
+}
+
+}  // namespace
+
+bool PackedPanels::pays(int64_t m, int64_t n, int64_t k) {
+  return k <= 2048 && k * n <= (int64_t{1} << 20) && m >= 4 * kRowBlock && n >= kLanes &&
+         m * n * k >= (int64_t{1} << 18);
+}
+
+PackedPanels::PackedPanels(int64_t n, int64_t k) : n_(n), k_(k) {
+  // The calling thread's buffer, kept from call to call: a fresh one of this size would be
+  // mapped and faulted in by the allocator at every matmul, which costs more than the GEMM.
+  thread_local std::vector<Floats> buffer;
+  buffer.resize(std::max(buffer.size(), static_cast<size_t>(panels() * k * kWidth / kLanes)));
+  data_ = reinterpret_cast<float*>(buffer.data());
+}
+
+void PackedPanels::pack(bool transpose_b, const float* b, int64_t ldb, int64_t first, int64_t last) {
+  for (int64_t p = first; p < last; ++p) {
+    for (int64_t kk = 0; kk < k_; ++kk) {
+      float* row = data_ + (p * k_ + kk) * kWidth;
+      for (int64_t j = 0; j < kWidth; ++j) {  // the last panel's columns past n are zeros
+        const int64_t col = p * kWidth + j;
+        row[j] = col >= n_ ? 0.0f : transpose_b ? b[col * ldb + kk] : b[kk * ldb + col];
+      }
+    }
+  }
+}
+
+void PackedPanels::multiply(bool transpose_a, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc) const {
+  // op(a)(i, kk) is a[i * row_step + kk * k_step].
+  const int64_t row_step = transpose_a ? 1 : lda, k_step = transpose_a ? lda : 1;
+  // Panels outermost: each stays in L2 while every row block of op(a) goes through it.
+  for (int64_t p = 0; p < panels(); ++p) {
+    const int64_t columns = std::min(kWidth, n_ - p * kWidth);
+    for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
+      with_block<kRowBlock>(m - i0, [&]<int RB>() {
+        with_block<4>((columns + kLanes - 1) / kLanes, [&]<int VB>() {
+          Floats acc[RB][VB];
+#pragma GCC unroll 8
+          for (int r = 0; r < RB; ++r) {
+#pragma GCC unroll 8
+            for (int v = 0; v < VB; ++v) acc[r][v] = Floats{};
+          }
+          const float* panel = data_ + p * k_ * kWidth;
+          const float* ai = a + i0 * row_step;
+          for (int64_t kk = 0; kk < k_; ++kk, panel += kWidth, ai += k_step) {
+            Floats w[VB];
+#pragma GCC unroll 8
+            for (int v = 0; v < VB; ++v) std::memcpy(&w[v], panel + v * kLanes, sizeof(Floats));
+#pragma GCC unroll 8
+            for (int r = 0; r < RB; ++r) {
+              const float x = ai[r * row_step];
+#pragma GCC unroll 8
+              for (int v = 0; v < VB; ++v) acc[r][v] += x * w[v];
+            }
+          }
+          for (int r = 0; r < RB; ++r) {
+            float* ci = c + (i0 + r) * ldc + p * kWidth;
+            for (int v = 0; v < VB; ++v) {
+              const int64_t lanes = std::min(kLanes, columns - v * kLanes);
+              for (int64_t l = 0; l < lanes; ++l) ci[v * kLanes + l] = acc[r][v][l];
+            }
+          }
+        });
+      });
+    }
   }
 }
 

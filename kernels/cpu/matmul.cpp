@@ -1,4 +1,5 @@
-// matmul: single-threaded OpenBLAS GEMMs (gemm.h), split over batch items and row blocks by our pool.
+// matmul: single-threaded OpenBLAS GEMMs (gemm.h), split over batch items and row blocks by our
+// pool; or, for the shapes of small models' Linear layers in f32, duet's own GEMM (PackedPanels).
 //
 // A transposed or otherwise strided operand goes to BLAS as it is when one of its last two
 // strides is 1 (row- or column-major with a leading dimension); only other layouts are copied.
@@ -7,6 +8,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/gemm.h"
@@ -90,6 +92,26 @@ template <class T> void gemm_rows(Matrix a, Matrix b, Matrix c, int64_t r0, int6
           reinterpret_cast<T*>(c.data + r0 * c.row_stride * static_cast<int64_t>(sizeof(T))), ldc);
 }
 
+// c = a @ b for one matrix through PackedPanels (gemm.h): op(b) packed by the threads together,
+// then c's rows [0, rows) split into `parts` blocks as for BLAS. c is row-major.
+void packed_matmul(Matrix a, Matrix b, Matrix c, int64_t rows, int64_t parts) {
+  auto [ta, lda] = *a.blas_layout();
+  auto [tb, ldb] = *b.blas_layout();
+  const int64_t ldc = c.blas_layout()->second;
+  PackedPanels panels(c.cols, a.cols);
+  parallel_for(panels.panels(), 1, [&](int64_t first, int64_t last) {
+    panels.pack(tb, reinterpret_cast<const float*>(b.data), ldb, first, last);
+  });
+  parallel_for(parts, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t part = begin; part < end; ++part) {
+      const int64_t r0 = rows * part / parts, r1 = rows * (part + 1) / parts;
+      const char* a_rows = a.data + r0 * a.row_stride * static_cast<int64_t>(sizeof(float));
+      char* c_rows = c.data + r0 * c.row_stride * static_cast<int64_t>(sizeof(float));
+      panels.multiply(ta, r1 - r0, reinterpret_cast<const float*>(a_rows), lda, reinterpret_cast<float*>(c_rows), ldc);
+    }
+  });
+}
+
 void check_operands(const Tensor& a, const Tensor& b, const Tensor& out) {
   const size_t rank = out.sizes().size();
   DUET_CHECK((rank == 2 || rank == 3) && a.sizes().size() == rank && b.sizes().size() == rank,
@@ -127,6 +149,11 @@ template <class T> void matmul_typed(const Tensor& a, const Tensor& b, const Ten
     int64_t by_work = std::max<int64_t>(1, flops / kGemmGrainFlops);
     int64_t by_rows = std::max<int64_t>(1, split_rows / kMinBlockRows);
     parts = std::min({want, by_work, by_rows});
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (batch == 1 && !column_major && PackedPanels::pays(m, n, k)) {
+      return packed_matmul(matrix_of(a, 0), matrix_of(b, 0), c0, m, parts);
+    }
   }
   const int64_t tasks = batch * parts;
   const int64_t grain = parts > 1 ? 1 : std::max<int64_t>(1, kGemmGrainFlops / std::max<int64_t>(flops, 1));
