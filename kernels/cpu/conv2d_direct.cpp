@@ -6,40 +6,14 @@
 #include <vector>
 
 #include "duet/kernels/cpu/im2col.h"  // copy_row: rows of a few dozen floats, without a call to memmove
+#include "duet/kernels/cpu/simd.h"
 #include "duet/kernels/cpu/thread_pool.h"
 
 namespace duet::kernels::cpu {
 namespace {
 
-// One vector of T: 64 bytes, an AVX-512 register (GCC splits it into two on a machine without).
-template <class T> struct Simd {
-  static constexpr int64_t kLanes = 64 / sizeof(T);
-  typedef T Vec __attribute__((vector_size(64)));
-  static Vec load(const T* p) {
-    Vec v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  }
-  static void store(T* p, Vec v) { std::memcpy(p, &v, sizeof v); }
-  static Vec splat(T s) { return Vec{} + s; }
-  static T sum(Vec v) {
-    T s = 0;
-    for (int64_t i = 0; i < kLanes; ++i) s += v[i];
-    return s;
-  }
-};
-
 // Vectors of outputs per register block of the forward kernel (correlate_plane).
 constexpr int kOutputVectors = 3;
-
-// Calls f.template operator()<N>() for the N in [1, Max] equal to n: the register blocks are
-// compile-time sized, and the last block of a dimension is narrower.
-template <int Max, class F> void with_block(int64_t n, F&& f) {
-  if constexpr (Max >= 1) {
-    if (n >= Max) return f.template operator()<Max>();
-    with_block<Max - 1>(n, f);
-  }
-}
 
 // The padded plane a convolution reads, and the grid of its outputs (see conv2d_direct.h).
 struct Grid {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "duet/core/error.h"
+#include "duet/kernels/cpu/simd.h"
 
 namespace duet::kernels::cpu {
 namespace {
@@ -49,16 +50,8 @@ template <class T> void gemm(bool transpose_a, bool transpose_b, int64_t m, int6
 // of op(a).
 namespace {
 
-typedef float Floats __attribute__((vector_size(64)));
-constexpr int64_t kLanes = 16, kRowBlock = 6;
-
-// Calls f.template operator()<N>() for the N in [1, Max] equal to n (the last block is narrower).
-template <int Max, class F> void with_block(int64_t n, F&& f) {
-  if constexpr (Max >= 1) {
-    if (n >= Max) return f.template operator()<Max>();
-    with_block<Max - 1>(n, f);
-  }
-}
+using Floats = Simd<float>::Vec;
+constexpr int64_t kLanes = Simd<float>::kLanes, kRowBlock = 6;
 
 }  // namespace
 
@@ -107,7 +100,7 @@ void PackedPanels::multiply(bool transpose_a, int64_t m, const float* a, int64_t
           for (int64_t kk = 0; kk < k_; ++kk, panel += kWidth, ai += k_step) {
             Floats w[VB];
 #pragma GCC unroll 8
-            for (int v = 0; v < VB; ++v) std::memcpy(&w[v], panel + v * kLanes, sizeof(Floats));
+            for (int v = 0; v < VB; ++v) w[v] = Simd<float>::load(panel + v * kLanes);
 #pragma GCC unroll 8
             for (int r = 0; r < RB; ++r) {
               const float x = ai[r * row_step];
