@@ -4,33 +4,25 @@ data, batches and plain SGD, timed the same way. Prints one JSON line.
 
 Run with Debian's python3-torch:  /usr/bin/python3 bench/torch_bench.py --model lenet --threads 1
 """
-import argparse
 import json
 import resource
 import sys
 import time
 
+import torch_setup
+
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="lenet", choices=["mlp", "lenet", "lenet-relu"])
+    p = torch_setup.parser(__doc__)
     p.add_argument("--batches", type=int, default=60, help="timed training batches")
     p.add_argument("--warmup", type=int, default=10, help="untimed batches first")
-    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
-    p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--lr", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-dir", default=None)
     return p.parse_args()
 
 
 args = parse_args()
-import torch  # noqa: E402  (threads are set before anything runs in parallel)
+torch = torch_setup.start_torch(args.threads)
 
-torch.set_num_threads(args.threads)
-torch.set_num_interop_threads(1)
-
-import fashion_mnist_np  # noqa: E402
 import torch_loop  # noqa: E402
 import torch_models  # noqa: E402
 
@@ -49,16 +41,11 @@ def time_training(net, optimizer, batches, warmup, timed):
 
 
 def main():
-    data_dir = args.data_dir or fashion_mnist_np.DEFAULT_DIR
-    try:
-        train_x, train_y, test_x, test_y = torch_loop.load(data_dir)
-    except (OSError, ValueError) as e:
-        print(f"torch_bench: error: {e}", file=sys.stderr)
+    setup = torch_loop.data_and_model(args, "torch_bench")
+    if setup is None:
         return 2
-    torch.manual_seed(args.seed)
-    net = torch_models.make(args.model)
+    train_x, train_y, test_x, test_y, net, optimizer = setup
     forward, backward = torch_models.count_flops(net)
-    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)
     batches = torch_loop.shuffled_batches(train_x, train_y, args.batch_size, torch.Generator().manual_seed(args.seed))
 
     train_ips, last_loss = time_training(net, optimizer, batches, args.warmup, args.batches)

@@ -6,33 +6,24 @@ evaluation are timed apart, without start-up and data loading. Prints one JSON l
 
 Run with Debian's python3-torch:  /usr/bin/python3 bench/torch_epochs.py --model mlp --epochs 1 --lr 0.2
 """
-import argparse
 import json
 import sys
 import time
 
+import torch_setup
+
 
 def parse_args():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="lenet", choices=["mlp", "lenet", "lenet-relu"])
+    p = torch_setup.parser(__doc__)
     p.add_argument("--epochs", type=int, default=1)
-    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
-    p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--lr", type=float, required=True, help="duet train's lr for the model (its header says which)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-dir", default=None)
     return p.parse_args()
 
 
 args = parse_args()
-import torch  # noqa: E402  (threads are set before anything runs in parallel)
+torch = torch_setup.start_torch(args.threads)
 
-torch.set_num_threads(args.threads)
-torch.set_num_interop_threads(1)
-
-import fashion_mnist_np  # noqa: E402
 import torch_loop  # noqa: E402
-import torch_models  # noqa: E402
 
 
 def train_epoch(net, optimizer, batches):
@@ -51,15 +42,10 @@ def train_epoch(net, optimizer, batches):
 
 
 def main():
-    data_dir = args.data_dir or fashion_mnist_np.DEFAULT_DIR
-    try:
-        train_x, train_y, test_x, test_y = torch_loop.load(data_dir)
-    except (OSError, ValueError) as e:
-        print(f"torch_epochs: error: {e}", file=sys.stderr)
+    setup = torch_loop.data_and_model(args, "torch_epochs")
+    if setup is None:
         return 2
-    torch.manual_seed(args.seed)
-    net = torch_models.make(args.model)
-    optimizer = torch.optim.SGD(net.parameters(), lr=args.lr)
+    train_x, train_y, test_x, test_y, net, optimizer = setup
     generator = torch.Generator().manual_seed(args.seed)
     epochs = []
     for epoch in range(1, args.epochs + 1):

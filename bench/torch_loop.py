@@ -1,12 +1,15 @@
 """The PyTorch training loop's pieces that bench/torch_bench.py and bench/torch_epochs.py share:
-the data as tensors, shuffled batches, duet's training step, and the timed evaluation. Import
-it after torch.set_num_threads, so nothing runs in parallel before the thread count is set."""
+the data as tensors with the seeded twin model, shuffled batches, duet's training step, and the timed
+evaluation. Import it after torch_setup.start_torch, so nothing runs in parallel before the thread
+count is set."""
+import sys
 import time
 
 import torch
 from torch.nn import functional as F
 
 import fashion_mnist_np
+import torch_models
 
 
 def load(data_dir):
@@ -14,6 +17,19 @@ def load(data_dir):
     train = (torch.from_numpy(a.copy()) for a in fashion_mnist_np.load("train", data_dir))
     test = (torch.from_numpy(a.copy()) for a in fashion_mnist_np.load("test", data_dir))
     return (*train, *test)
+
+
+def data_and_model(args, program):
+    """The data set (as load()) and the seeded twin model with plain SGD at args.lr, or None
+    after printing why the data could not be read."""
+    try:
+        data = load(args.data_dir or fashion_mnist_np.DEFAULT_DIR)
+    except (OSError, ValueError) as e:
+        print(f"{program}: error: {e}", file=sys.stderr)
+        return None
+    torch.manual_seed(args.seed)
+    net = torch_models.make(args.model)
+    return (*data, net, torch.optim.SGD(net.parameters(), lr=args.lr))
 
 
 def to_input(images_u8):

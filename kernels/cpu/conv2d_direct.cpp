@@ -145,12 +145,7 @@ template <class T> void correlate_by_filter(const Grid& grid, const int64_t* off
       for (int i = 0; i < PB; ++i) in[i] = plane + (p0 + i) / ow * grid.width + (p0 + i) % ow;
       for (int64_t kv0 = 0; kv0 < filter_vectors; kv0 += 4) {
         with_block<4>(filter_vectors - kv0, [&]<int KB>() {
-          Vec acc[PB][KB];
-#pragma GCC unroll 8
-          for (int i = 0; i < PB; ++i) {
-#pragma GCC unroll 8
-            for (int j = 0; j < KB; ++j) acc[i][j] = Vec{};
-          }
+          Vec acc[PB][KB] = {};
           for (int64_t r = 0; r < taps; ++r) {
             Vec w[KB];
 #pragma GCC unroll 8
@@ -202,12 +197,7 @@ void scatter_input_grad(const Grid& grid, const T* g, int64_t filters, const T* 
       const int64_t offset = (t / grid.kernel_w) * grid.width + t % grid.kernel_w;
       for (int64_t c0 = 0; c0 < grid.channels; c0 += 8) {
         with_block<8>(grid.channels - c0, [&]<int CB>() {
-          Vec acc[CB][QB];
-#pragma GCC unroll 8
-          for (int i = 0; i < CB; ++i) {
-#pragma GCC unroll 8
-            for (int v = 0; v < QB; ++v) acc[i][v] = Vec{};
-          }
+          Vec acc[CB][QB] = {};
           for (int64_t k = 0; k < filters; ++k) {
             Vec gk[QB];
 #pragma GCC unroll 8

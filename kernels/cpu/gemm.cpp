@@ -89,12 +89,7 @@ void PackedPanels::multiply(bool transpose_a, int64_t m, const float* a, int64_t
     for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
       with_block<kRowBlock>(m - i0, [&]<int RB>() {
         with_block<4>((columns + kLanes - 1) / kLanes, [&]<int VB>() {
-          Floats acc[RB][VB];
-#pragma GCC unroll 8
-          for (int r = 0; r < RB; ++r) {
-#pragma GCC unroll 8
-            for (int v = 0; v < VB; ++v) acc[r][v] = Floats{};
-          }
+          Floats acc[RB][VB] = {};
           const float* panel = data_ + p * k_ * kWidth;
           const float* ai = a + i0 * row_step;
           for (int64_t kk = 0; kk < k_; ++kk, panel += kWidth, ai += k_step) {
