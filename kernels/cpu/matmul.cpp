@@ -95,9 +95,11 @@ template <class T> void gemm_rows(Matrix a, Matrix b, Matrix c, int64_t r0, int6
 // c = a @ b for one matrix through PackedPanels (gemm.h): op(b) packed by the threads together,
 // then c's rows [0, rows) split into `parts` blocks as for BLAS. c is row-major.
 void packed_matmul(Matrix a, Matrix b, Matrix c, int64_t rows, int64_t parts) {
-  auto [ta, lda] = *a.blas_layout();
-  auto [tb, ldb] = *b.blas_layout();
-  const int64_t ldc = c.blas_layout()->second;
+  // Plain variables, not structured bindings: the lambdas below capture them (which clang 14
+  // refuses for bindings).
+  const std::pair<bool, int64_t> a_layout = *a.blas_layout(), b_layout = *b.blas_layout();
+  const bool ta = a_layout.first, tb = b_layout.first;
+  const int64_t lda = a_layout.second, ldb = b_layout.second, ldc = c.blas_layout()->second;
   PackedPanels panels(c.cols, a.cols);
   parallel_for(panels.panels(), 1, [&](int64_t first, int64_t last) {
     panels.pack(tb, reinterpret_cast<const float*>(b.data), ldb, first, last);
