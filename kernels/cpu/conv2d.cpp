@@ -10,10 +10,9 @@
 // share of the images into its own partial sum, and the partials are added in share order, so the
 // result is the same run after run (for a given thread count).
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
+#include "duet/kernels/conv_im2col_env.h"
 #include "duet/kernels/cpu/conv2d_direct.h"
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/gemm.h"
@@ -24,16 +23,9 @@
 namespace duet::kernels::cpu {
 namespace {
 
-// DUET_CONV_IM2COL=1 keeps every convolution on im2col + GEMM, as on CUDA. Read at every call (a
-// getenv costs nothing next to a convolution), so a benchmark can time both paths in one process.
-bool im2col_requested() {
-  const char* value = std::getenv("DUET_CONV_IM2COL");
-  return value && std::strcmp(value, "1") == 0;
-}
-
-bool direct_forward(const ConvLayout& g) { return !im2col_requested() && direct_forward_pays(g); }
-bool direct_input_grad(const ConvLayout& g) { return !im2col_requested() && direct_input_grad_pays(g); }
-bool direct_weight_grad(const ConvLayout& g) { return !im2col_requested() && direct_weight_grad_pays(g); }
+bool direct_forward(const ConvLayout& g) { return !conv_im2col_requested() && direct_forward_pays(g); }
+bool direct_input_grad(const ConvLayout& g) { return !conv_im2col_requested() && direct_input_grad_pays(g); }
+bool direct_weight_grad(const ConvLayout& g) { return !conv_im2col_requested() && direct_weight_grad_pays(g); }
 
 // The column matrix of image x_n: the image itself for a pointwise conv, else im2col into
 // `buffer` (sized on first use, reused for the thread's next images).

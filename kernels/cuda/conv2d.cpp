@@ -1,22 +1,13 @@
 // conv2d on CUDA: cuDNN, or the im2col + cuBLAS path when DUET_CONV_IM2COL=1 is set or cuDNN
 // declines the case (conv2d.h).
-#include <cstdlib>
-#include <cstring>
-
 #include "duet/kernels/cuda/conv2d.h"
+#include "duet/kernels/conv_im2col_env.h"
 #include "duet/kernels/cuda/cudnn_handle.h"
 #include "duet/kernels/cuda/launchers.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 
 namespace duet::cuda {
 namespace {
-
-// Read at every call (a getenv costs nothing next to a convolution), so a test can compare
-// both paths in one process.
-bool im2col_requested() {
-  const char* value = std::getenv("DUET_CONV_IM2COL");
-  return value && std::strcmp(value, "1") == 0;
-}
 
 // Nothing to multiply (no images, channels, filters, input pixels (all padding) or output
 // pixels): every gradient or output is zero. Handled here so neither library sees a zero-sized
@@ -30,7 +21,7 @@ bool is_empty_product(const ConvLayout& g) {
 template <class Cudnn, class Im2col>
 void run_direction(const ConvLayout& g, const Tensor& result, cudaStream_t stream, Cudnn&& cudnn, Im2col&& im2col) {
   if (is_empty_product(g)) launch_fill(result, 0.0, stream);
-  else if (im2col_requested() || !ran_in_cudnn(cudnn())) im2col();
+  else if (kernels::conv_im2col_requested() || !ran_in_cudnn(cudnn())) im2col();
 }
 
 }  // namespace
