@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "duet/kernels/cpu/gemm.h"
 #include "duet/kernels/cpu/im2col.h"  // copy_row: rows of a few dozen floats, without a call to memmove
 #include "duet/kernels/cpu/simd.h"
 #include "duet/kernels/cpu/thread_pool.h"
@@ -283,6 +284,11 @@ template <class T> void accumulate_weight_grad(const Grid& grid, const int64_t* 
 // Images whose planes the weight gradient holds at once (accumulate_weight_grad).
 constexpr int64_t kImageGroup = 8;
 
+// The input gradient's GEMM (input_grad_by_gemm): output pixels per block, whose cols rows
+// (kh * kw * C floats each, 500 on lenet-relu) stay in L2 until they are added onto the plane;
+// and the fewest filters (its inner dimension) where it is taken.
+constexpr int64_t kPixelBlock = 96, kInputGradGemmFilters = 32;
+
 // The forward pass runs its vectors along the filters where two vectors of them are full or
 // nearly (at least 32 filters) and the taps pay for transposing the output (at least 64):
 // lenet-relu's 20->50 gains 1.3x over the grid, resnet18's 256->256 on 7x7 1.5x.
@@ -370,6 +376,66 @@ template <class T> void accumulate_weight_grad_by_filter(const Grid& grid, const
   }
 }
 
+// The input gradient as one GEMM per block of output pixels, its vectors along the weights'
+// columns rather than the grid, for layers with filters enough to make the GEMM's inner dimension:
+//   cols [pixels, kh * kw * C] = g^T @ W',   W'[k][(ki * kw + kj) * C + c] = weight[k][c][ki][kj]
+// (W' packed once per call), then each pixel's cols row is added onto a channel-last padded plane
+// [Hp][Wp][C], where one kernel row's kw * C values land on kw * C consecutive floats. Only real
+// output pixels are computed, where the grid kernel (scatter_input_grad) also computes the
+// columns past out_w: 44% of its lanes on lenet-relu's 20->50. The plane goes back to [C][H][W]
+// once per image.
+// Taken with 32 filters or more, unless nearly all of the grid's lanes are outputs: measured with
+// bench/layer_roofline, lenet-relu's 20->50 runs 1.5x faster than on the grid, resnet18's 128- to
+// 512-channel stages 1.1x to 1.7x; lenet's 6->16 (16 filters) and resnet18's 64->64 on 28x28 (91%
+// of the lanes are outputs) run faster on the grid.
+bool input_grad_by_gemm_pays(const ConvLayout& g) {
+  const int64_t lanes = input_grid(g).span<float>();
+  return direct_conv_fits(g) && g.filters >= kInputGradGemmFilters && 8 * g.out_pixels() < 7 * lanes;
+}
+
+template <class T> void input_grad_by_gemm(const ConvLayout& g, const T* grad_out, const T* weight, T* grad_x) {
+  const int64_t filters = g.filters, channels = g.channels, kh = g.kernel_h, kw = g.kernel_w;
+  const int64_t kernel_row = kw * channels, taps = kh * kernel_row, pixels = g.out_pixels(), ow = g.out_w;
+  const int64_t hp = g.height + 2 * g.padding.h, wp = g.width + 2 * g.padding.w;
+  std::vector<T> reordered(static_cast<size_t>(filters * taps));
+  for (int64_t k = 0; k < filters; ++k) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t t = 0; t < kh * kw; ++t) {
+        reordered[static_cast<size_t>(k * taps + t * channels + c)] = weight[(k * channels + c) * kh * kw + t];
+      }
+    }
+  }
+  PackedPanels<T> panels(taps, filters);
+  parallel_for(panels.panels(), 1,
+               [&](int64_t first, int64_t last) { panels.pack(false, reordered.data(), taps, first, last); });
+  parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> cols(static_cast<size_t>(kPixelBlock * taps)), plane(static_cast<size_t>(hp * wp * channels));
+    for (int64_t n = begin; n < end; ++n) {
+      std::fill(plane.begin(), plane.end(), T(0));
+      const T* gn = grad_out + n * filters * pixels;
+      for (int64_t p0 = 0; p0 < pixels; p0 += kPixelBlock) {
+        const int64_t rows = std::min(kPixelBlock, pixels - p0);
+        panels.multiply(true, rows, gn + p0, pixels, cols.data(), taps);  // g^T: g [filters, pixels]
+        for (int64_t i = 0; i < rows; ++i) {
+          const int64_t y = (p0 + i) / ow, x = (p0 + i) % ow;
+          for (int64_t ki = 0; ki < kh; ++ki) {
+            T* dst = plane.data() + ((y + ki) * wp + x) * channels;
+            const T* src = cols.data() + i * taps + ki * kernel_row;
+            for (int64_t j = 0; j < kernel_row; ++j) dst[j] += src[j];
+          }
+        }
+      }
+      T* gx = grad_x + n * g.image_size();  // [C][H][W]: the plane without its border, transposed
+      for (int64_t y = 0; y < g.height; ++y) {
+        for (int64_t x = 0; x < g.width; ++x) {
+          const T* src = plane.data() + ((y + g.padding.h) * wp + x + g.padding.w) * channels;
+          for (int64_t c = 0; c < channels; ++c) gx[(c * g.height + y) * g.width + x] = src[c];
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 bool direct_conv_fits(const ConvLayout& g) {
@@ -378,7 +444,7 @@ bool direct_conv_fits(const ConvLayout& g) {
 }
 
 bool direct_forward_pays(const ConvLayout& g) { return forward_by_filter_pays(g) || grid_pays(g); }
-bool direct_input_grad_pays(const ConvLayout& g) { return grid_pays(g); }
+bool direct_input_grad_pays(const ConvLayout& g) { return input_grad_by_gemm_pays(g) || grid_pays(g); }
 
 bool direct_weight_grad_pays(const ConvLayout& g) { return weight_grad_lanes(g) != WeightGradLanes::none; }
 
@@ -424,6 +490,7 @@ template <class T> void direct_conv_forward(const ConvLayout& g, const T* x, con
 }
 
 template <class T> void direct_conv_backward_input(const ConvLayout& g, const T* grad_out, const T* weight, T* grad_x) {
+  if (input_grad_by_gemm_pays(g)) return input_grad_by_gemm(g, grad_out, weight, grad_x);
   const Grid grid = input_grid(g);
   const int64_t filters = g.filters, channels = g.channels, window = g.kernel_h * g.kernel_w;
   const int64_t out_size = filters * g.out_h * g.out_w;

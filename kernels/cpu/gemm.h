@@ -12,28 +12,30 @@ template <class T>  // float or double
 void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T alpha, const T* a, int64_t lda,
           const T* b, int64_t ldb, T beta, T* c, int64_t ldc);
 
-// duet's own f32 GEMM, for the Linear layers of small models: OpenBLAS 0.3.21 runs its Haswell
-// kernel on this project's machines, at about half of their FMA rate (bench/layer_roofline prints
-// both). op(b) [k, n] is packed once per matmul into panels of 64 columns, [k][64] each (the
-// last padded with zeros), by the threads together; then each thread computes row blocks of
+// duet's own GEMM, for the Linear layers of small models (f32) and the direct convolution's
+// input gradient (conv2d_direct.cpp): on one of this project's machines OpenBLAS 0.3.21 runs its
+// Haswell kernel at about half of the FMA rate (bench/layer_roofline prints both). op(b) [k, n]
+// is packed once into panels of 4 vectors' columns (64 floats), [k][64] each (the last padded
+// with zeros), by the threads together; then each thread computes row blocks of
 // c = op(a) @ op(b) against the shared panels. matmul.cpp takes it where pays() says.
+template <class T>  // float or double
 class PackedPanels {
  public:
-  // Where it beat OpenBLAS in bench/layer_roofline: a panel (k x 64 floats) stays in L2, all of
-  // op(b) within 4 MiB, and rows enough to amortise the packing.
+  // Where it beat OpenBLAS in bench/layer_roofline (f32): a panel (k x 64 floats) stays in L2,
+  // all of op(b) within 4 MiB, and rows enough to amortise the packing.
   static bool pays(int64_t m, int64_t n, int64_t k);
   // The buffer is the calling thread's, reused from call to call (one PackedPanels at a time).
   PackedPanels(int64_t n, int64_t k);
   int64_t panels() const { return (n_ + kWidth - 1) / kWidth; }
   // Packs panels [first, last) of op(b) (b [n, k] row-major when transpose_b, else [k, n]).
-  void pack(bool transpose_b, const float* b, int64_t ldb, int64_t first, int64_t last);
+  void pack(bool transpose_b, const T* b, int64_t ldb, int64_t first, int64_t last);
   // c [m, n] = op(a) @ op(b), c's prior contents ignored (a [k, m] row-major when transpose_a).
-  void multiply(bool transpose_a, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc) const;
+  void multiply(bool transpose_a, int64_t m, const T* a, int64_t lda, T* c, int64_t ldc) const;
 
  private:
-  static constexpr int64_t kWidth = 64;  // columns per panel: 4 vectors of 16 floats
+  static constexpr int64_t kWidth = 4 * 64 / sizeof(T);  // columns per panel: 4 vectors
   int64_t n_, k_;
-  float* data_;
+  T* data_;
 };
 
 }  // namespace duet::kernels::cpu

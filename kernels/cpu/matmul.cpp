@@ -100,7 +100,7 @@ void packed_matmul(Matrix a, Matrix b, Matrix c, int64_t rows, int64_t parts) {
   const std::pair<bool, int64_t> a_layout = *a.blas_layout(), b_layout = *b.blas_layout();
   const bool ta = a_layout.first, tb = b_layout.first;
   const int64_t lda = a_layout.second, ldb = b_layout.second, ldc = c.blas_layout()->second;
-  PackedPanels panels(c.cols, a.cols);
+  PackedPanels<float> panels(c.cols, a.cols);
   parallel_for(panels.panels(), 1, [&](int64_t first, int64_t last) {
     panels.pack(tb, reinterpret_cast<const float*>(b.data), ldb, first, last);
   });
@@ -153,7 +153,7 @@ template <class T> void matmul_typed(const Tensor& a, const Tensor& b, const Ten
     parts = std::min({want, by_work, by_rows});
   }
   if constexpr (std::is_same_v<T, float>) {
-    if (batch == 1 && !column_major && PackedPanels::pays(m, n, k)) {
+    if (batch == 1 && !column_major && PackedPanels<float>::pays(m, n, k)) {
       return packed_matmul(matrix_of(a, 0), matrix_of(b, 0), c0, m, parts);
     }
   }

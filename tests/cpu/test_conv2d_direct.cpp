@@ -1,8 +1,9 @@
 // The direct convolution kernels (kernels/cpu/conv2d_direct.h), each way their vectors run (along
-// the grid's outputs or along the filters, as the shapes below select), against the reference path,
-// im2col + GEMM (DUET_CONV_IM2COL=1), on odd shapes: padding, non-square kernels, channel and
-// filter counts that are not multiples of the vector width (16 floats, 8 doubles), images whose
-// output rows span several vectors or less than one, and batch 1; then gradchecks through conv2d.
+// the grid's outputs, along the filters, or for the input gradient along the weights' columns, as
+// the shapes below select), against the reference path, im2col + GEMM (DUET_CONV_IM2COL=1), on
+// odd shapes: padding, non-square kernels, channel and filter counts that are not multiples of the
+// vector width (16 floats, 8 doubles), images whose output rows span several vectors or less than
+// one, and batch 1; then gradchecks through conv2d.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -34,6 +35,10 @@ const std::vector<DirectCase> kCases = {
     {{2, 2, 3, 3}, {3, 2, 3, 3}, 0},       // a kernel as big as the image: one output
     {{2, 1, 40, 37}, {1, 1, 3, 3}, 1},     // one filter; rows wider than two vectors
     {{1, 5, 6, 6}, {7, 5, 4, 4}, 3},       // the largest padding that fits (kernel - 1)
+    // The input gradient's GEMM (32 filters or more): padding, a non-square kernel, 7 channels;
+    // then more output pixels than one block of its GEMM (96).
+    {{2, 7, 6, 5}, {33, 7, 3, 2}, 1},
+    {{1, 3, 12, 11}, {40, 3, 3, 3}, 1},
 };
 
 std::string describe(const DirectCase& c) {

@@ -113,7 +113,7 @@ TEST_CASE("f32 matmul on duet's own GEMM (PackedPanels) matches the naive loop, 
   // vector or the 64-column panel, and both operands as they are or transposed.
   const std::vector<std::array<int64_t, 3>> shapes = {{29, 37, 300}, {100, 70, 64}, {256, 17, 800}, {25, 130, 91}};
   for (const auto& [m, n, k] : shapes) {
-    REQUIRE(cpu::PackedPanels::pays(m, n, k));
+    REQUIRE(cpu::PackedPanels<float>::pays(m, n, k));
     for (bool ta : {false, true}) {
       for (bool tb : {false, true}) {
         INFO("m " << m << " n " << n << " k " << k << " transposed a " << ta << " b " << tb);
