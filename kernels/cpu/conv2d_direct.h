@@ -11,7 +11,10 @@
 // computed and dropped: (kw - 1) / Wp of the work, more for small images. Layers with many
 // filters run their vectors along the filters instead (forward and weight gradient): then only
 // the real output pixels are visited, each input is broadcast, and the output (or the output
-// gradient) is transposed between [k][p] and [p][k] once per image.
+// gradient) is transposed between [k][p] and [p][k] once per image; the few filters past the
+// last full vector stay on the grid. Their input gradient is a GEMM per block of real output
+// pixels, cols [pixels, kh * kw * C] = g^T @ W (gemm.h's PackedPanels, W packed once per call),
+// whose rows are added onto a channel-last padded plane, a kernel row's kw * C values at a time.
 //
 // Each kernel keeps a block of outputs (or, for the weight gradient, of weights) in registers and
 // streams the operands through it. On LeNet's and LeNet-ReLU's layers this runs 1.5 to 4 times
@@ -30,8 +33,9 @@ bool direct_conv_fits(const ConvLayout& g);
 // Where the direct kernels beat im2col + GEMM (measured with bench/layer_roofline, see
 // docs/performance.md; the reasons are at the definitions). Forward: with many filters and taps
 // (vectors along the filters), or where at least half of the grid's lanes are outputs. Input
-// gradient: the latter (resnet18's 4x4 stage computes 16 outputs in 48 lanes and is twice as fast
-// on im2col). Weight gradient: while its partial sums fit in cache.
+// gradient: with 32 filters or more (the GEMM), or where half of the grid's lanes are outputs
+// (resnet18's 4x4 stage computes 16 outputs in 48 lanes and was twice as fast on im2col than on
+// the grid). Weight gradient: while its partial sums fit in cache.
 bool direct_forward_pays(const ConvLayout& g);
 bool direct_input_grad_pays(const ConvLayout& g);
 bool direct_weight_grad_pays(const ConvLayout& g);
