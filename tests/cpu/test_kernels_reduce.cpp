@@ -119,6 +119,30 @@ TEST_CASE("reducing outer dims of a wide input (column tiles) matches a naive lo
   CHECK(buffer.data<double>()[1] == -1);
 }
 
+TEST_CASE("a bias gradient's reduction (over N, H and W of [N, C, H, W]) matches a naive loop", "[kernels]") {
+  // Runs of H * W = 35 elements (not a multiple of a vector), 33 channels over the threads; the
+  // outputs take their runs in turns (reduce.cpp's run_reduce_by_runs).
+  const int64_t n = 9, channels = 33, pixels = 35;
+  std::vector<float> v(static_cast<size_t>(n * channels * pixels));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(static_cast<int64_t>(i * 7919 % 211) - 105) / 8;
+  Tensor x = make<float>({n, channels, 5, 7}, v);
+  Tensor sums = empty_tensor(DType::f32, {1, channels, 1, 1}), maxes = empty_tensor(DType::f32, {1, channels, 1, 1});
+  reduce(ReduceOp::sum, x, {0, 2, 3}, sums);
+  reduce(ReduceOp::max, x, {0, 2, 3}, maxes);
+  std::vector<double> want_sum(static_cast<size_t>(channels)), want_max(static_cast<size_t>(channels), -1e30);
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t p = 0; p < pixels; ++p) {
+        const double e = v[static_cast<size_t>((b * channels + c) * pixels + p)];
+        want_sum[static_cast<size_t>(c)] += e;
+        want_max[static_cast<size_t>(c)] = std::max(want_max[static_cast<size_t>(c)], e);
+      }
+    }
+  }
+  check_close(values<float>(sums), want_sum);  // exact: eighths of small integers
+  check_close(values<float>(maxes), want_max, 0);
+}
+
 TEST_CASE("logsumexp is stable for large values and -inf rows", "[kernels]") {
   const float inf = std::numeric_limits<float>::infinity();
   Tensor x = make<float>({3, 2}, {1000, 1000, -inf, -inf, 0, std::log(3.0f)});
