@@ -458,7 +458,7 @@ bool direct_weight_grad_pays(const ConvLayout& g) { return weight_grad_lanes(g) 
 
 // The filters that the kernels along the filters leave to the grid's: those past the last full
 // vector, when they fill less than half of one. lenet-relu's 50 filters are 3 full vectors and 2
-// filters, whose fourth vector would be 7/8 zeros; the grid computes them in a fifth of its time.
+// filters, whose fourth vector would be 7/8 zeros; on the grid they cost about a fifth of it.
 template <class T> int64_t filters_left_to_grid(int64_t filters) {
   constexpr int64_t V = Simd<T>::kLanes;
   return filters % V < V / 2 ? filters % V : 0;

@@ -215,9 +215,9 @@ template <class T, class Acc> void run_column_reduce(const ReducePlan& plan, con
 // Outputs whose reduced elements lie in runs a stride apart (two reduced dims, the inner one a
 // run: a conv bias gradient, the sum of [N, C, H, W] over N, H and W, has N runs of H * W per
 // channel). The outputs of a task take their runs in turns, the n-th run of every output before
-// any output's next, so the input is read in order rather than in runs 4 to 54 KB apart: 1.4x
-// faster on lenet-relu's first bias gradient. Each output adds the same runs in the same order
-// as one at a time would, so the result is unchanged.
+// any output's next, so the input is read in order rather than in runs 4 to 54 KB apart: about
+// 2x faster on lenet-relu's bias gradients (docs/performance.md). Each output adds the same runs
+// in the same order as one at a time would, so the result is unchanged.
 template <class T, class Acc>
 void run_reduce_by_runs(const ReducePlan& plan, const Tensor& in, const Tensor& out, int64_t grain) {
   const int64_t runs = plan.reduced.sizes[0], run = plan.reduced.sizes[1];

@@ -124,6 +124,9 @@ TEST_CASE("conv2d gradcheck on the direct kernels' shapes", "[nn][conv_direct][g
       {{1, 1, 6, 7}, {3, 1, 3, 3}, 1},        // batch 1, one channel, same padding
       {{2, 3, 5, 4}, {17, 3, 2, 3}, {1, 2}},  // 17 filters: a block of 8, 8 and 1
       {{2, 9, 4, 4}, {2, 9, 4, 4}, 0},        // one output pixel per filter
+      // 33 filters and 64 taps: along the filters with one filter left to the grid (forward and
+      // weight gradient), and the input gradient's GEMM.
+      {{1, 4, 5, 5}, {33, 4, 4, 4}, 1},
   };
   for (const DirectCase& c : cases) {
     INFO(describe(c));
