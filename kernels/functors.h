@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "duet/core/macros.h"
@@ -190,6 +191,26 @@ template <class Fn> decltype(auto) dispatch_unary(UnaryOp op, Fn&& fn) {
       return fn.template operator()<Tanh>();
   }
   DUET_FAIL("unknown unary op");
+}
+
+// The activation before a fused average pooling (kernels::avg_pool2d_forward): relu, sigmoid or
+// tanh, or none (Identity). Calls fn.template operator()<Functor>().
+struct Identity {
+  template <class T> DUET_HD T operator()(T x) const { return x; }
+  template <class T> DUET_HD T backward(T g, T, T) const { return g; }
+};
+template <class Fn> decltype(auto) dispatch_activation(std::optional<UnaryOp> op, Fn&& fn) {
+  if (!op) return fn.template operator()<Identity>();
+  switch (*op) {
+    case UnaryOp::relu:
+      return fn.template operator()<Relu>();
+    case UnaryOp::sigmoid:
+      return fn.template operator()<Sigmoid>();
+    case UnaryOp::tanh:
+      return fn.template operator()<Tanh>();
+    default:
+      DUET_FAIL("unary op ", name(*op), " is not an activation a pooling can fuse (relu, sigmoid, tanh)");
+  }
 }
 
 // Arithmetic ops only (not comparisons).

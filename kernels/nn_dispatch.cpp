@@ -184,18 +184,24 @@ void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Te
   NnCall(grad_x.device(), op)->max_pool2d_backward(grad_out, indices, grad_x);
 }
 
-void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out) {
+void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::optional<UnaryOp> activation,
+                        const Tensor& out) {
   const char* op = "avg_pool2d_forward";
   check_floating(op, {{"x", x}, {"out", out}});
   check_window(op, {"x", x}, {"out", out}, geometry);
-  NnCall(out.device(), op)->avg_pool2d_forward(x, geometry, out);
+  NnCall(out.device(), op)->avg_pool2d_forward(x, geometry, activation, out);
 }
 
-void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry, const Tensor& grad_x) {
+void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGeometry& geometry,
+                         std::optional<UnaryOp> activation, const Tensor& grad_x) {
   const char* op = "avg_pool2d_backward";
   check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
   check_window(op, {"grad_x", grad_x}, {"grad_out", grad_out}, geometry);
-  NnCall(grad_x.device(), op)->avg_pool2d_backward(grad_out, geometry, grad_x);
+  if (activation) {  // the activation's gradient reads x
+    check_floating(op, {{"x", x}, {"grad_x", grad_x}});
+    check_same_shape(op, {"x", x}, {"grad_x", grad_x});
+  }
+  NnCall(grad_x.device(), op)->avg_pool2d_backward(grad_out, x, geometry, activation, grad_x);
 }
 
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {

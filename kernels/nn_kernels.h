@@ -16,9 +16,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "duet/core/per_axis.h"
 #include "duet/core/tensor.h"
+#include "duet/kernels/kernels.h"
 
 namespace duet::kernels {
 
@@ -94,8 +96,14 @@ void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const T
 // grad_x [N, C, H, W] = grad_out scattered (summed) to the positions in indices.
 void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x);
 // Average over each window, divided as Pool2dGeometry says.
-void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out);
-void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry, const Tensor& grad_x);
+// With an activation (relu, sigmoid or tanh) the average is of activation(x), and the backward,
+// given the same x, returns the gradient with respect to x: the activation and the pooling in one
+// pass over x each way, activation(x) never stored (nn::functional::activated_avg_pool2d). The
+// backward's x is read only with an activation, and may be undefined without one.
+void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::optional<UnaryOp> activation,
+                        const Tensor& out);
+void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGeometry& geometry,
+                         std::optional<UnaryOp> activation, const Tensor& grad_x);
 // Adaptive pooling to out's Ho x Wo: output row o covers input rows
 // [floor(o * H / Ho), ceil((o + 1) * H / Ho)), and likewise for columns. The max writes indices
 // as max_pool2d_forward does, and max_pool2d_backward is its backward too.

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "duet/core/generator.h"
 #include "duet/core/per_axis.h"
 #include "duet/core/tensor.h"
+#include "duet/kernels/kernels.h"
 
 namespace duet::nn::functional {
 
@@ -40,6 +42,11 @@ struct Pool2dParams {
 };
 Tensor max_pool2d(const Tensor& x, Pool2dParams params);
 Tensor avg_pool2d(const Tensor& x, Pool2dParams params);
+// avg_pool2d(activation(x)) (relu, sigmoid or tanh; none: plain avg_pool2d) without storing
+// activation(x): one pass over x forward, and one backward, which reads x again instead of the
+// activation's output. Equal to the two ops in sequence, to the bit for relu (the same sums in
+// the same order). nn::Sequential runs an activation followed by AvgPool2d this way.
+Tensor activated_avg_pool2d(const Tensor& x, std::optional<kernels::UnaryOp> activation, Pool2dParams params);
 // Averages (or takes the max of) each of output_size.h x output_size.w regions, as torch's
 // adaptive_avg_pool2d (adaptive_max_pool2d, whose gradient goes to each region's maximum).
 Tensor adaptive_avg_pool2d(const Tensor& x, PerAxis output_size);

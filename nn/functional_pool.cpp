@@ -40,29 +40,40 @@ class MaxPool2dBackward final : public Node {
 };
 
 // Average pooling (sliding or adaptive) needs only the geometry: each input pixel gets its
-// windows' gradients over their divisors.
+// windows' gradients over their divisors. With an activation before it (activated_avg_pool2d),
+// that sum goes through the activation's derivative at the saved input.
 class AvgPool2dBackward final : public Node {
  public:
   // window: the sliding window, or none for adaptive pooling.
-  AvgPool2dBackward(std::optional<kernels::Pool2dGeometry> window, Shape input_shape)
-      : window_(window), input_shape_(std::move(input_shape)) {}
+  AvgPool2dBackward(std::optional<kernels::Pool2dGeometry> window, Shape input_shape,
+                    std::optional<kernels::UnaryOp> activation = std::nullopt, const Tensor& input = Tensor())
+      : window_(window), input_shape_(std::move(input_shape)), activation_(activation) {
+    if (activation) input_ = SavedTensor(input);
+  }
 
   TensorList apply(TensorList&& grads) override {
     if (!grads.at(0).defined()) return {Tensor()};
     const Tensor grad = detail::dense(grads[0]);
     Tensor grad_x = empty(input_shape_, autograd::options_of(grad));
     if (window_) {
-      kernels::avg_pool2d_backward(grad, *window_, grad_x);
+      const Tensor input = activation_ ? input_.unpack(*this) : Tensor();
+      kernels::avg_pool2d_backward(grad, input, *window_, activation_, grad_x);
     } else {
       kernels::adaptive_avg_pool2d_backward(grad, grad_x);
     }
     return {grad_x};
   }
-  std::string name() const override { return window_ ? "AvgPool2dBackward" : "AdaptiveAvgPool2dBackward"; }
+  std::string name() const override {
+    if (activation_) return autograd::backward_name((std::string(kernels::name(*activation_)) + "AvgPool2d").c_str());
+    return window_ ? "AvgPool2dBackward" : "AdaptiveAvgPool2dBackward";
+  }
+  void release_saved() override { input_.reset(); }
 
  private:
   std::optional<kernels::Pool2dGeometry> window_;
   Shape input_shape_;
+  std::optional<kernels::UnaryOp> activation_;
+  SavedTensor input_;  // activation_'s input, when there is one
 };
 
 void check_pool_input(const char* op, const Tensor& x) {
@@ -125,12 +136,15 @@ Tensor max_pool2d(const Tensor& x, Pool2dParams params) {
   return record_max(x, out, indices, false);
 }
 
-Tensor avg_pool2d(const Tensor& x, Pool2dParams params) {
+Tensor avg_pool2d(const Tensor& x, Pool2dParams params) { return activated_avg_pool2d(x, std::nullopt, params); }
+
+Tensor activated_avg_pool2d(const Tensor& x, std::optional<kernels::UnaryOp> activation, Pool2dParams params) {
   const PoolPlan plan = plan_pool("avg_pool2d", x, params);
   Tensor out = empty(plan.out_shape, autograd::options_of(x));
-  kernels::avg_pool2d_forward(detail::dense(x), plan.window, out);
+  const Tensor input = detail::dense(x);
+  kernels::avg_pool2d_forward(input, plan.window, activation, out);
   if (autograd::needs_grad({x})) {
-    autograd::record(std::make_shared<AvgPool2dBackward>(plan.window, x.sizes()), {x}, {out});
+    autograd::record(std::make_shared<AvgPool2dBackward>(plan.window, x.sizes(), activation, input), {x}, {out});
   }
   return out;
 }

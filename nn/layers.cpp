@@ -133,9 +133,30 @@ void SequentialImpl::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(num_children()), std::move(module));
 }
 
+namespace {
+
+// The elementwise op of an activation module that activated_avg_pool2d can fuse, if `m` is one.
+std::optional<kernels::UnaryOp> fusable_activation(const Module& m) {
+  if (dynamic_cast<const ReLUImpl*>(&m)) return ReLUImpl::op;
+  if (dynamic_cast<const SigmoidImpl*>(&m)) return SigmoidImpl::op;
+  if (dynamic_cast<const TanhImpl*>(&m)) return TanhImpl::op;
+  return std::nullopt;
+}
+
+}  // namespace
+
 Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor out = x;
-  for (size_t i = 0; i < num_children(); ++i) out = child(i).forward(out);
+  for (size_t i = 0; i < num_children(); ++i) {
+    const auto* pool = i + 1 < num_children() ? dynamic_cast<const AvgPool2dImpl*>(&child(i + 1)) : nullptr;
+    const std::optional<kernels::UnaryOp> activation = pool ? fusable_activation(child(i)) : std::nullopt;
+    if (activation) {  // activation, then average pooling: one pass over the map (see layers.h)
+      out = functional::activated_avg_pool2d(out, activation, pool->params());
+      ++i;
+    } else {
+      out = child(i).forward(out);
+    }
+  }
   return out;
 }
 

@@ -132,6 +132,7 @@ class Pool2dImpl final : public Cloneable<Pool2dImpl<Pool, Kind, Options>> {
       : params_{.kernel = kernel, .stride = stride, .padding = padding} {}
   Tensor forward(const Tensor& x) override { return Pool(x, params_); }
   std::string name() const override { return pool_name(Kind, params_); }
+  const functional::Pool2dParams& params() const { return params_; }
 
  private:
   functional::Pool2dParams params_;
@@ -199,17 +200,19 @@ class BatchNorm2dImpl final : public Cloneable<BatchNorm2dImpl> {
 DUET_MODULE(BatchNorm2d);
 
 // ---- activations and shape ----
-// One class per activation keeps printing and the layer list readable.
-#define DUET_ACTIVATION(Name, fn)                              \
-  class Name##Impl final : public Cloneable<Name##Impl> {      \
-   public:                                                     \
-    Tensor forward(const Tensor& x) override { return fn(x); } \
-    std::string name() const override { return #Name "()"; }   \
-  };                                                           \
+// One class per activation keeps printing and the layer list readable. `op` is the elementwise
+// op, which Sequential hands to a fused average pooling after it.
+#define DUET_ACTIVATION(Name, fn)                                      \
+  class Name##Impl final : public Cloneable<Name##Impl> {              \
+   public:                                                             \
+    static constexpr kernels::UnaryOp op = kernels::UnaryOp::fn;       \
+    Tensor forward(const Tensor& x) override { return ::duet::fn(x); } \
+    std::string name() const override { return #Name "()"; }           \
+  };                                                                   \
   DUET_MODULE(Name)
-DUET_ACTIVATION(ReLU, ::duet::relu);
-DUET_ACTIVATION(Sigmoid, ::duet::sigmoid);
-DUET_ACTIVATION(Tanh, ::duet::tanh);
+DUET_ACTIVATION(ReLU, relu);
+DUET_ACTIVATION(Sigmoid, sigmoid);
+DUET_ACTIVATION(Tanh, tanh);
 #undef DUET_ACTIVATION
 
 class DropoutImpl final : public Cloneable<DropoutImpl> {
@@ -236,6 +239,10 @@ class FlattenImpl final : public Cloneable<FlattenImpl> {
 DUET_MODULE(Flatten);
 
 // ---- containers ----
+// Runs its modules in order, as torch.nn.Sequential. One difference, invisible in the results:
+// an activation (ReLU, Sigmoid, Tanh) followed by AvgPool2d runs as one op,
+// functional::activated_avg_pool2d, so the activation's output map is never written or stored.
+// The values and gradients are those of the two modules in turn (for ReLU, the same bits).
 class SequentialImpl final : public Cloneable<SequentialImpl> {
  public:
   SequentialImpl() = default;

@@ -3,15 +3,20 @@
 // Max and average pooling, sliding or adaptive, differ only in how an output position maps to its
 // input window (AxisWindows, kernels/nn_layouts.h) and in what they do over it, so one plane loop
 // serves all four and the backward passes scatter back into the plane they read, with no races
-// between threads.
+// between threads. Average pooling can read x through an activation (relu, sigmoid or tanh): the
+// fused activation -> pooling of nn::Sequential, one pass over x each way.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/nn_common.h"
 #include "duet/kernels/cpu/thread_pool.h"
+#include "duet/kernels/functors.h"
 
 namespace duet::kernels::cpu {
 namespace {
@@ -96,73 +101,92 @@ bool is_two_by_two(const PoolLayout& g) {
   return plain(g.rows) && plain(g.cols);
 }
 
-template <class T> void average_forward_2x2(const T* xd, const PoolLayout& g, T* od) {
+// One plane of 2x2 average pooling: `in` [H, W] -> `out` [Ho, Wo].
+template <class T> void average_plane_2x2(const T* in, const PoolLayout& g, T* out) {
   const int64_t width = g.cols.in, out_w = g.cols.out;
-  for_each_plane(g, [&](int64_t p) {
-    const T* in = xd + p * g.in_plane();
-    T* out = od + p * g.out_plane();
-    for (int64_t oh = 0; oh < g.rows.out; ++oh) {
-      const T* top = in + 2 * oh * width;
-      const T* bottom = top + width;
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        out[oh * out_w + ow] = (top[2 * ow] + top[2 * ow + 1] + bottom[2 * ow] + bottom[2 * ow + 1]) * T(0.25);
-      }
+  for (int64_t oh = 0; oh < g.rows.out; ++oh) {
+    const T* top = in + 2 * oh * width;
+    const T* bottom = top + width;
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      out[oh * out_w + ow] = (top[2 * ow] + top[2 * ow + 1] + bottom[2 * ow] + bottom[2 * ow + 1]) * T(0.25);
     }
+  }
+}
+
+// Its adjoint: each window's share written to its four inputs.
+template <class T> void average_plane_2x2_backward(const T* grad, const PoolLayout& g, T* gx) {
+  const int64_t width = g.cols.in, out_w = g.cols.out;
+  // An odd last row or column belongs to no window.
+  if (2 * g.rows.out < g.rows.in || 2 * out_w < width) std::fill(gx, gx + g.in_plane(), T(0));
+  for (int64_t oh = 0; oh < g.rows.out; ++oh) {
+    T* top = gx + 2 * oh * width;
+    T* bottom = top + width;
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      const T share = grad[oh * out_w + ow] * T(0.25);
+      top[2 * ow] = share;
+      top[2 * ow + 1] = share;
+      bottom[2 * ow] = share;
+      bottom[2 * ow + 1] = share;
+    }
+  }
+}
+
+// One plane of average (or adaptive average) pooling: the sum over each window over its divisor.
+template <class T> void average_plane(const T* in, const PoolLayout& g, T* out) {
+  if (is_two_by_two(g)) return average_plane_2x2(in, g, out);
+  for_each_window(g, [&](int64_t oh, int64_t ow, Window r, Window c) {
+    T sum = 0;
+    for (int64_t ih = r.begin; ih < r.end; ++ih)
+      for (int64_t iw = c.begin; iw < c.end; ++iw) sum += in[ih * g.cols.in + iw];
+    out[oh * g.cols.out + ow] = sum / static_cast<T>(g.divisor(oh, ow));
   });
 }
 
-template <class T> void average_backward_2x2(const T* gd, const PoolLayout& g, T* gxd) {
-  const int64_t width = g.cols.in, out_w = g.cols.out;
-  for_each_plane(g, [&](int64_t p) {
-    T* gx = gxd + p * g.in_plane();
-    const T* grad = gd + p * g.out_plane();
-    // An odd last row or column belongs to no window.
-    if (2 * g.rows.out < g.rows.in || 2 * out_w < width) std::fill(gx, gx + g.in_plane(), T(0));
-    for (int64_t oh = 0; oh < g.rows.out; ++oh) {
-      T* top = gx + 2 * oh * width;
-      T* bottom = top + width;
-      for (int64_t ow = 0; ow < out_w; ++ow) {
-        const T share = grad[oh * out_w + ow] * T(0.25);
-        top[2 * ow] = share;
-        top[2 * ow + 1] = share;
-        bottom[2 * ow] = share;
-        bottom[2 * ow + 1] = share;
-      }
-    }
+// Its adjoint: each input gets the shares of the windows covering it, added in row-major order.
+template <class T> void average_plane_backward(const T* grad, const PoolLayout& g, T* gx) {
+  if (is_two_by_two(g)) return average_plane_2x2_backward(grad, g, gx);
+  std::fill(gx, gx + g.in_plane(), T(0));
+  for_each_window(g, [&](int64_t oh, int64_t ow, Window r, Window c) {
+    const T share = grad[oh * g.cols.out + ow] / static_cast<T>(g.divisor(oh, ow));
+    for (int64_t ih = r.begin; ih < r.end; ++ih)
+      for (int64_t iw = c.begin; iw < c.end; ++iw) gx[ih * g.cols.in + iw] += share;
   });
 }
 
-// Average and adaptive average: the sum over the window over the product of the divisors.
-template <class T> void average_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& out) {
+// Average pooling of activation(x), F an activation functor (kernels/functors.h; Identity for
+// plain pooling), plane by plane. A plane's activation is one contiguous pass into a buffer the
+// size of the plane, which stays in cache for the pooling after it. With the activation inside
+// the windows' strided loops instead, LeNet-ReLU's fused pooling took 1.2x as long forward and
+// 1.6x backward.
+template <class T, class F> void average_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& out) {
   const T* xd = x.data<T>();
   T* od = out.data<T>();
-  if (is_two_by_two(g)) return average_forward_2x2(xd, g, od);
-  const int64_t width = g.cols.in;
   for_each_plane(g, [&](int64_t p) {
     const T* in = xd + p * g.in_plane();
-    for_each_window(g, [&](int64_t oh, int64_t ow, Window r, Window c) {
-      T sum = 0;
-      for (int64_t ih = r.begin; ih < r.end; ++ih)
-        for (int64_t iw = c.begin; iw < c.end; ++iw) sum += in[ih * width + iw];
-      od[p * g.out_plane() + oh * g.cols.out + ow] = sum / static_cast<T>(g.divisor(oh, ow));
-    });
+    if constexpr (!std::is_same_v<F, functors::Identity>) {
+      thread_local std::vector<T> activated;
+      activated.resize(static_cast<size_t>(g.in_plane()));
+      for (int64_t i = 0; i < g.in_plane(); ++i) activated[i] = F()(in[i]);
+      in = activated.data();
+    }
+    average_plane(in, g, od + p * g.out_plane());
   });
 }
 
-// Opens as average_forward_typed does (pointers, the 2x2 case, the plane loop): it is its adjoint.
-template <class T> void average_backward_typed(const Tensor& grad_out, const PoolLayout& g, const Tensor& grad_x) {
+// The gradient with respect to x: the plain pooling's gradient, then, in the same plane while it
+// is in cache, through F's derivative at x (x is read only when F is not Identity).
+template <class T, class F>
+void average_backward_typed(const Tensor& grad_out, const Tensor& x, const PoolLayout& g, const Tensor& grad_x) {
   const T* gd = grad_out.data<T>();
   T* gxd = grad_x.data<T>();
-  if (is_two_by_two(g)) return average_backward_2x2(gd, g, gxd);
-  const int64_t width = g.cols.in;
   for_each_plane(g, [&](int64_t p) {
     T* gx = gxd + p * g.in_plane();
-    std::fill(gx, gx + g.in_plane(), T(0));
-    for_each_window(g, [&](int64_t oh, int64_t ow, Window r, Window c) {
-      const T share = gd[p * g.out_plane() + oh * g.cols.out + ow] / static_cast<T>(g.divisor(oh, ow));
-      for (int64_t ih = r.begin; ih < r.end; ++ih)
-        for (int64_t iw = c.begin; iw < c.end; ++iw) gx[ih * width + iw] += share;
-    });
+    average_plane_backward(gd + p * g.out_plane(), g, gx);
+    if constexpr (!std::is_same_v<F, functors::Identity>) {
+      const F f;
+      const T* in = x.data<T>() + p * g.in_plane();
+      for (int64_t i = 0; i < g.in_plane(); ++i) gx[i] = f.backward(gx[i], in[i], f(in[i]));
+    }
   });
 }
 
@@ -186,26 +210,32 @@ void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Te
                     [&]<class T>() { max_backward_typed<T>(grad_out, indices, g, grad_x); });
 }
 
-void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out) {
+void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::optional<UnaryOp> activation,
+                        const Tensor& out) {
   const PoolLayout g = PoolLayout::sliding(x, out, geometry);
-  dispatch_floating(x.dtype(), "avg_pool2d_forward", [&]<class T>() { average_forward_typed<T>(x, g, out); });
+  dispatch_floating(x.dtype(), "avg_pool2d_forward", [&]<class T>() {
+    functors::dispatch_activation(activation, [&]<class F>() { average_forward_typed<T, F>(x, g, out); });
+  });
 }
 
-void avg_pool2d_backward(const Tensor& grad_out, const Pool2dGeometry& geometry, const Tensor& grad_x) {
+void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGeometry& geometry,
+                         std::optional<UnaryOp> activation, const Tensor& grad_x) {
   const PoolLayout g = PoolLayout::sliding(grad_x, grad_out, geometry);
-  dispatch_floating(grad_x.dtype(), "avg_pool2d_backward",
-                    [&]<class T>() { average_backward_typed<T>(grad_out, g, grad_x); });
+  dispatch_floating(grad_x.dtype(), "avg_pool2d_backward", [&]<class T>() {
+    functors::dispatch_activation(activation, [&]<class F>() { average_backward_typed<T, F>(grad_out, x, g, grad_x); });
+  });
 }
 
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {
   const PoolLayout g = PoolLayout::adaptive(x, out);
-  dispatch_floating(x.dtype(), "adaptive_avg_pool2d_forward", [&]<class T>() { average_forward_typed<T>(x, g, out); });
+  dispatch_floating(x.dtype(), "adaptive_avg_pool2d_forward",
+                    [&]<class T>() { average_forward_typed<T, functors::Identity>(x, g, out); });
 }
 
 void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x) {
   const PoolLayout g = PoolLayout::adaptive(grad_x, grad_out);
   dispatch_floating(grad_x.dtype(), "adaptive_avg_pool2d_backward",
-                    [&]<class T>() { average_backward_typed<T>(grad_out, g, grad_x); });
+                    [&]<class T>() { average_backward_typed<T, functors::Identity>(grad_out, Tensor(), g, grad_x); });
 }
 
 }  // namespace duet::kernels::cpu

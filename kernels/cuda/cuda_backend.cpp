@@ -134,13 +134,15 @@ void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Te
   OnDevice on("max_pool2d_backward", grad_x, {&grad_out, &indices});
   launch_max_pool2d_backward(grad_out, indices, grad_x, on.stream());
 }
-void avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out) {
+void avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry,
+                        std::optional<kernels::UnaryOp> activation, const Tensor& out) {
   OnDevice on("avg_pool2d_forward", out, {&x});
-  launch_avg_pool2d_forward(x, geometry, out, on.stream());
+  launch_avg_pool2d_forward(x, geometry, activation, out, on.stream());
 }
-void avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeometry& geometry, const Tensor& grad_x) {
-  OnDevice on("avg_pool2d_backward", grad_x, {&grad_out});
-  launch_avg_pool2d_backward(grad_out, geometry, grad_x, on.stream());
+void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const kernels::Pool2dGeometry& geometry,
+                         std::optional<kernels::UnaryOp> activation, const Tensor& grad_x) {
+  OnDevice on("avg_pool2d_backward", grad_x, {&grad_out, &x});
+  launch_avg_pool2d_backward(grad_out, x, geometry, activation, grad_x, on.stream());
 }
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {
   OnDevice on("adaptive_avg_pool2d_forward", out, {&x});

@@ -33,10 +33,10 @@ void launch_max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& g
                                const Tensor& indices, cudaStream_t stream);
 void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x,
                                 cudaStream_t stream);
-void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
-                               cudaStream_t stream);
-void launch_avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeometry& geometry, const Tensor& grad_x,
-                                cudaStream_t stream);
+void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry,
+                               std::optional<kernels::UnaryOp> activation, const Tensor& out, cudaStream_t stream);
+void launch_avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const kernels::Pool2dGeometry& geometry,
+                                std::optional<kernels::UnaryOp> activation, const Tensor& grad_x, cudaStream_t stream);
 void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cudaStream_t stream);
 void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x, cudaStream_t stream);
 void launch_adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices, cudaStream_t stream);

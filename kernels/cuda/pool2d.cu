@@ -2,8 +2,9 @@
 // windows (AxisWindows, kernels/nn_layouts.h) and with its semantics (kernels/cpu/pool2d.cpp):
 // padding never wins a max, a tie goes to the first in row-major window order and NaN to the
 // last (as PyTorch's `val > max || isnan(val)`), the average
-// divides by AxisWindows::divisor (count_include_pad, ceil mode), and the adaptive window of
-// output o is [floor(o * in / out), ceil((o + 1) * in / out)).
+// divides by AxisWindows::divisor (count_include_pad, ceil mode), the adaptive window of
+// output o is [floor(o * in / out), ceil((o + 1) * in / out)), and an activation before an
+// average pooling is fused in as on the CPU.
 //
 // Forward: one thread per output. Average backward: one thread per input element, gathering
 // from the outputs whose windows cover it, in the CPU's order, so no atomics are needed.
@@ -12,10 +13,13 @@
 // deterministic and equal to the CPU, but with only N * C threads of parallelism.
 #include <algorithm>
 #include <cmath>
+#include <optional>
+#include <type_traits>
 
 #include "duet/kernels/cuda/block_reduce.cuh"
 #include "duet/kernels/cuda/elementwise.cuh"
 #include "duet/kernels/cuda/nn_launchers.h"
+#include "duet/kernels/functors.h"
 #include "duet/kernels/nn_layouts.h"
 
 namespace duet::cuda {
@@ -67,7 +71,8 @@ template <class T> struct MaxBackwardPlane {
   }
 };
 
-template <class T> struct AverageForward {
+// The average of activation(x) over one window, F an activation functor (Identity when plain).
+template <class T, class F> struct AverageForward {
   const T* x;
   T* out;
   PoolLayout g;
@@ -77,15 +82,17 @@ template <class T> struct AverageForward {
     const Window r = g.rows.at(oh), c = g.cols.at(ow);
     T sum = 0;
     for (int64_t ih = r.begin; ih < r.end; ++ih)
-      for (int64_t iw = c.begin; iw < c.end; ++iw) sum += plane[ih * g.cols.in + iw];
+      for (int64_t iw = c.begin; iw < c.end; ++iw) sum += F()(plane[ih * g.cols.in + iw]);
     out[o] = sum / static_cast<T>(g.divisor(oh, ow));
   }
 };
 
 // grad_x at one input element: the shares of every output window covering it, added in
-// row-major output order as the CPU's scatter does.
-template <class T> struct AverageBackward {
+// row-major output order as the CPU's scatter does, then through F's derivative at x (x is
+// read only when F is not Identity).
+template <class T, class F> struct AverageBackward {
   const T* grad_out;
+  const T* x;
   T* grad_x;
   PoolLayout g;
   __device__ void operator()(int64_t i) const {
@@ -102,20 +109,30 @@ template <class T> struct AverageBackward {
         sum += go[oh * g.cols.out + ow] / static_cast<T>(g.divisor(oh, ow));
       }
     }
-    grad_x[i] = sum;
+    if constexpr (std::is_same_v<F, kernels::functors::Identity>) {
+      grad_x[i] = sum;
+    } else {
+      grad_x[i] = F().backward(sum, x[i], F()(x[i]));
+    }
   }
 };
 
-void average_forward(const char* op, const Tensor& x, const PoolLayout& g, const Tensor& out, cudaStream_t stream) {
+void average_forward(const char* op, const Tensor& x, const PoolLayout& g, std::optional<kernels::UnaryOp> activation,
+                     const Tensor& out, cudaStream_t stream) {
   dispatch_floating(x.dtype(), op, [&]<class T>() {
-    launch_indexed(out.numel(), AverageForward<T>{x.data<T>(), out.data<T>(), g}, stream);
+    kernels::functors::dispatch_activation(activation, [&]<class F>() {
+      launch_indexed(out.numel(), AverageForward<T, F>{x.data<T>(), out.data<T>(), g}, stream);
+    });
   });
 }
 
-void average_backward(const char* op, const Tensor& grad_out, const PoolLayout& g, const Tensor& grad_x,
-                      cudaStream_t stream) {
+void average_backward(const char* op, const Tensor& grad_out, const Tensor& x, const PoolLayout& g,
+                      std::optional<kernels::UnaryOp> activation, const Tensor& grad_x, cudaStream_t stream) {
   dispatch_floating(grad_x.dtype(), op, [&]<class T>() {
-    launch_indexed(grad_x.numel(), AverageBackward<T>{grad_out.data<T>(), grad_x.data<T>(), g}, stream);
+    kernels::functors::dispatch_activation(activation, [&]<class F>() {
+      const T* xd = activation ? x.data<T>() : nullptr;
+      launch_indexed(grad_x.numel(), AverageBackward<T, F>{grad_out.data<T>(), xd, grad_x.data<T>(), g}, stream);
+    });
   });
 }
 
@@ -144,22 +161,24 @@ void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, c
   });
 }
 
-void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
-                               cudaStream_t stream) {
-  average_forward("avg_pool2d_forward", x, PoolLayout::sliding(x, out, geometry), out, stream);
+void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry,
+                               std::optional<kernels::UnaryOp> activation, const Tensor& out, cudaStream_t stream) {
+  average_forward("avg_pool2d_forward", x, PoolLayout::sliding(x, out, geometry), activation, out, stream);
 }
 
-void launch_avg_pool2d_backward(const Tensor& grad_out, const kernels::Pool2dGeometry& geometry, const Tensor& grad_x,
-                                cudaStream_t stream) {
-  average_backward("avg_pool2d_backward", grad_out, PoolLayout::sliding(grad_x, grad_out, geometry), grad_x, stream);
+void launch_avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const kernels::Pool2dGeometry& geometry,
+                                std::optional<kernels::UnaryOp> activation, const Tensor& grad_x, cudaStream_t stream) {
+  average_backward("avg_pool2d_backward", grad_out, x, PoolLayout::sliding(grad_x, grad_out, geometry), activation,
+                   grad_x, stream);
 }
 
 void launch_adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out, cudaStream_t stream) {
-  average_forward("adaptive_avg_pool2d_forward", x, PoolLayout::adaptive(x, out), out, stream);
+  average_forward("adaptive_avg_pool2d_forward", x, PoolLayout::adaptive(x, out), std::nullopt, out, stream);
 }
 
 void launch_adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x, cudaStream_t stream) {
-  average_backward("adaptive_avg_pool2d_backward", grad_out, PoolLayout::adaptive(grad_x, grad_out), grad_x, stream);
+  average_backward("adaptive_avg_pool2d_backward", grad_out, Tensor(), PoolLayout::adaptive(grad_x, grad_out),
+                   std::nullopt, grad_x, stream);
 }
 
 void launch_adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices,

@@ -1,6 +1,7 @@
 // Module: registration, dotted names, train/eval, deep copies, devices and state dicts.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "duet/duet.h"
@@ -149,6 +150,34 @@ TEST_CASE("pooling layers take PyTorch's options", "[nn][module]") {
   CHECK(adaptive_max(x).to_vector<float>() == nn::functional::adaptive_max_pool2d(x, {2, 3}).to_vector<float>());
   CHECK(nn::AdaptiveAvgPool2d(1)->name() == "AdaptiveAvgPool2d(1)");
   CHECK(nn::AdaptiveAvgPool2d(PerAxis{3, 1})(x).sizes() == Shape{1, 2, 3, 1});
+}
+
+TEST_CASE("Sequential fuses an activation and the AvgPool2d after it, with the modules' results", "[nn][module]") {
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, 3)), nn::ReLU(), nn::AvgPool2d(2), nn::Sigmoid(),
+                     nn::MaxPool2d(2), nn::Tanh(), nn::AvgPool2d(nn::AvgPool2dOptions(2).stride(1).padding(1)));
+  Tensor x = randn({2, 2, 10, 10});
+  Tensor y = net(x);
+  // Both pairs ending in AvgPool2d ran fused; Sigmoid before MaxPool2d ran alone.
+  CHECK(y.grad_fn()->name() == "TanhAvgPool2dBackward");
+  CHECK((*net)[1].forward((*net)[0].forward(x)).grad_fn()->name() == "ReluBackward");
+  sum(y * y).backward();
+  std::vector<Tensor> grads;
+  for (const Tensor& p : net->parameters()) grads.push_back(p.grad().clone());
+
+  // The same modules called one by one.
+  net->zero_grad();
+  Tensor z = x;
+  for (size_t i = 0; i < net->size(); ++i) z = (*net)[i].forward(z);
+  sum(z * z).backward();
+  const auto largest_gap = [](const Tensor& a, const Tensor& b) {
+    const std::vector<double> u = a.to_vector<double>(), v = b.to_vector<double>();
+    double gap = 0;
+    for (size_t i = 0; i < u.size(); ++i) gap = std::max(gap, std::fabs(u[i] - v[i]));
+    return gap;
+  };
+  CHECK(largest_gap(z, y) < 1e-6);
+  const std::vector<Tensor> params = net->parameters();
+  for (size_t i = 0; i < params.size(); ++i) CHECK(largest_gap(params[i].grad(), grads[i]) < 1e-5);
 }
 
 TEST_CASE("the bundled models produce 10 logits for a Fashion-MNIST batch", "[nn][models]") {

@@ -370,6 +370,44 @@ TEST_CASE("pooling gradcheck with per-axis windows, ceil_mode and count_include_
   }
 }
 
+// The activations an average pooling can fuse, with their ops as separate modules run them.
+const std::vector<std::pair<kernels::UnaryOp, Tensor (*)(const Tensor&)>> kFusable = {
+    {kernels::UnaryOp::relu, relu}, {kernels::UnaryOp::sigmoid, sigmoid}, {kernels::UnaryOp::tanh, tanh}};
+
+TEST_CASE("activated_avg_pool2d equals the activation then avg_pool2d, value and gradient", "[nn][gradcheck]") {
+  // LeNet's 2x2 (its own loop, odd edges dropped), overlapping windows, padding, ceil_mode.
+  const std::vector<std::pair<Shape, F::Pool2dParams>> cases = {
+      {{2, 3, 6, 8}, {.kernel = 2}},
+      {{1, 2, 5, 7}, {.kernel = 2}},
+      {{2, 2, 7, 9}, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}}},
+      {{1, 3, 7, 6}, {.kernel = 2, .stride = 1, .padding = 1}},
+      {{2, 2, 8, 7}, {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false}}};
+  for (const auto& [op, activation] : kFusable) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const auto& [shape, params] = cases[c];
+      INFO(kernels::name(op) << " case " << c);
+      // f32, as training runs: relu's fused pass adds the same terms in the same order, so its bits
+      // match; sigmoid and tanh may round their activation differently than the vectorised op.
+      const double tolerance = op == kernels::UnaryOp::relu ? 0.0 : 1e-6;
+      Tensor x = leaf(uniform(shape, -2, 2, DType::f32)), x_ref = leaf(x.detach().clone());
+      Tensor grad = uniform(F::avg_pool2d(x.detach(), params).sizes(), -1, 1, DType::f32);
+      Tensor fused = F::activated_avg_pool2d(x, op, params);
+      Tensor separate = F::avg_pool2d(activation(x_ref), params);
+      check_close(fused, separate.to_vector<double>(), tolerance);
+      sum(fused * grad).backward();
+      sum(separate * grad).backward();
+      check_close(x.grad(), x_ref.grad().to_vector<double>(), tolerance);
+      // f64 gradcheck of the fused op alone.
+      check_gradient([op, params](const Inputs& in) { return F::activated_avg_pool2d(in[0], op, params); },
+                     {input(shape)});
+    }
+  }
+  // No activation is plain average pooling.
+  Tensor x = uniform({1, 2, 4, 6});
+  check_close(F::activated_avg_pool2d(x, std::nullopt, {.kernel = 2}),
+              F::avg_pool2d(x, {.kernel = 2}).to_vector<double>(), 0);
+}
+
 TEST_CASE("adaptive_avg_pool2d averages (possibly overlapping) regions", "[nn]") {
   Tensor x = uniform({2, 3, 7, 5}, -1, 1, DType::f32);
   Tensor global = F::adaptive_avg_pool2d(x, 1);

@@ -70,11 +70,23 @@ TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kern
                       Contains("max_pool2d_forward: out f32[1, 2, 2, 2] on cpu:0 does not match x f32[1, 2, 4, 4] on "
                                "cpu:0 with kernel 3, stride 2, padding 0"));
   // Padding wider than half the window would make windows that lie wholly in the padding.
-  REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(x, {.kernel = 2, .stride = 2, .padding = 2}, zeros({1, 2, 4, 4})),
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(x, {.kernel = 2, .stride = 2, .padding = 2}, {}, zeros({1, 2, 4, 4})),
                       Contains("avg_pool2d_forward: out f32[1, 2, 4, 4]"));
-  REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(zeros({1, 2, 2, 2}), g, zeros({1, 3, 4, 4})),
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(zeros({1, 2, 2, 2}), Tensor(), g, {}, zeros({1, 3, 4, 4})),
                       Contains("avg_pool2d_backward: shapes do not match: grad_x f32[1, 3, 4, 4] on cpu:0, grad_out "
                                "f32[1, 2, 2, 2]"));
+  // A fused activation's gradient reads x: it must be there, with grad_x's shape and dtype.
+  const auto relu = kernels::UnaryOp::relu;
+  CHECK_NOTHROW(kernels::avg_pool2d_backward(out, x, g, relu, zeros({1, 2, 4, 4})));
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(out, Tensor(), g, relu, zeros({1, 2, 4, 4})),
+                      Contains("avg_pool2d_backward: x is required but undefined"));
+  REQUIRE_THROWS_WITH(
+      kernels::avg_pool2d_backward(out, zeros({1, 2, 4, 5}), g, relu, zeros({1, 2, 4, 4})),
+      Contains("avg_pool2d_backward: x f32[1, 2, 4, 5] on cpu:0 does not match grad_x f32[1, 2, 4, 4]"));
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(out, f64_zeros({1, 2, 4, 4}), g, relu, zeros({1, 2, 4, 4})),
+                      Contains("avg_pool2d_backward: grad_x f32[1, 2, 4, 4] on cpu:0 and x f64[1, 2, 4, 4]"));
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(x, g, kernels::UnaryOp::exp, out),
+                      Contains("unary op exp is not an activation a pooling can fuse"));
   REQUIRE_THROWS_WITH(kernels::max_pool2d_backward(zeros({1, 2, 2, 2}), indices, f64_zeros({1, 2, 4, 4})),
                       Contains("max_pool2d_backward: grad_x f64[1, 2, 4, 4] on cpu:0 and grad_out f32[1, 2, 2, 2] on "
                                "cpu:0 have different dtypes"));
@@ -83,8 +95,8 @@ TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kern
 
   // ceil_mode: out's size must follow PyTorch's rounding up.
   const kernels::Pool2dGeometry ceil{.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true};
-  CHECK_NOTHROW(kernels::avg_pool2d_forward(zeros({1, 1, 8, 7}), ceil, zeros({1, 1, 5, 4})));
-  REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(zeros({1, 1, 8, 7}), ceil, zeros({1, 1, 4, 4})),
+  CHECK_NOTHROW(kernels::avg_pool2d_forward(zeros({1, 1, 8, 7}), ceil, {}, zeros({1, 1, 5, 4})));
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(zeros({1, 1, 8, 7}), ceil, {}, zeros({1, 1, 4, 4})),
                       Contains("avg_pool2d_forward: out f32[1, 1, 4, 4] on cpu:0 does not match x f32[1, 1, 8, 7] on "
                                "cpu:0 with kernel 3, stride 2, padding 1, ceil_mode"));
   REQUIRE_THROWS_WITH(

@@ -252,17 +252,23 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
       auto grad = test::random_pair(out_sizes, dtype, -2, 2, ++seed);
       check_max_pool(x, w, out_sizes, grad, label("max_pool2d", dtype, c));
 
-      test::GuardedOutput avg(out_sizes, dtype, kGpu);
-      kernels::avg_pool2d_forward(x.cuda, w, avg.view());
-      Tensor avg_cpu = cpu_empty(out_sizes, dtype);
-      cpu_nn().avg_pool2d_forward(x.cpu, w, avg_cpu);
-      compare(avg, avg_cpu, tol(dtype, 1e-6), label("avg_pool2d", dtype, c));
+      // Plain, and with each activation it can fuse before it.
+      for (std::optional<kernels::UnaryOp> activation :
+           {std::optional<kernels::UnaryOp>(), std::optional(kernels::UnaryOp::relu),
+            std::optional(kernels::UnaryOp::sigmoid), std::optional(kernels::UnaryOp::tanh)}) {
+        const std::string name = activation ? std::string(kernels::name(*activation)) + " avg_pool2d" : "avg_pool2d";
+        test::GuardedOutput avg(out_sizes, dtype, kGpu);
+        kernels::avg_pool2d_forward(x.cuda, w, activation, avg.view());
+        Tensor avg_cpu = cpu_empty(out_sizes, dtype);
+        cpu_nn().avg_pool2d_forward(x.cpu, w, activation, avg_cpu);
+        compare(avg, avg_cpu, tol(dtype, 1e-6), label(name, dtype, c));
 
-      test::GuardedOutput agx(in_sizes, dtype, kGpu);
-      kernels::avg_pool2d_backward(grad.cuda, w, agx.view());
-      Tensor agx_cpu = cpu_empty(in_sizes, dtype);
-      cpu_nn().avg_pool2d_backward(grad.cpu, w, agx_cpu);
-      compare(agx, agx_cpu, tol(dtype, 1e-6), label("avg_pool2d backward", dtype, c));
+        test::GuardedOutput agx(in_sizes, dtype, kGpu);
+        kernels::avg_pool2d_backward(grad.cuda, x.cuda, w, activation, agx.view());
+        Tensor agx_cpu = cpu_empty(in_sizes, dtype);
+        cpu_nn().avg_pool2d_backward(grad.cpu, x.cpu, w, activation, agx_cpu);
+        compare(agx, agx_cpu, tol(dtype, 1e-6), label(name + " backward", dtype, c));
+      }
     }
     // Adaptive: shrinking, growing, to 1x1, to the same size, non-square.
     const std::vector<std::pair<Shape, Shape>> adaptive = {{{2, 3, 11, 9}, {2, 3, 3, 4}},
