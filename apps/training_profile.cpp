@@ -27,23 +27,23 @@ void TrainingProfile::print(std::FILE* out, double training_seconds, int device_
   const double step_ms = training_seconds * 1e3 / steps;
   std::fprintf(out, "\nprofile: %lld training steps, %.3f ms per step (evaluation excluded)\n",
                static_cast<long long>(steps_), step_ms);
-  std::fprintf(out, "%-28s %10s %7s\n", "phase", "ms/step", "%");
+  std::fprintf(out, "%-32s %10s %7s\n", "phase", "ms/step", "%");
   for (size_t i = 0; i < parallel::kNumPhases; ++i) {
     if (phases_.ms[i] == 0) continue;
     const double ms = phases_.ms[i] / steps;
-    std::fprintf(out, "%-28s %10.3f %7.1f\n", parallel::name(static_cast<parallel::Phase>(i)), ms, 100 * ms / step_ms);
+    std::fprintf(out, "%-32s %10.3f %7.1f\n", parallel::name(static_cast<parallel::Phase>(i)), ms, 100 * ms / step_ms);
   }
-  std::fprintf(out, "%-28s %10s %10s %7s\n", "kernel", "calls/step", "ms/step", "%");
+  std::fprintf(out, "%-32s %10s %10s %7s\n", "kernel", "calls/step", "ms/step", "%");
   double kernel_ms = 0;
   for (const auto& k : kernels_) {
     const double ms = k.seconds * 1e3 / steps;
     kernel_ms += ms;
-    std::fprintf(out, "%-28s %10.1f %10.3f %7.1f\n", k.op.c_str(), static_cast<double>(k.calls) / steps, ms,
+    std::fprintf(out, "%-32s %10.1f %10.3f %7.1f\n", k.op.c_str(), static_cast<double>(k.calls) / steps, ms,
                  100 * ms / step_ms);
   }
   if (device_threads == 1) {
     // The rest of the step: building the graph, the engine, allocation, waiting for the loader.
-    std::fprintf(out, "%-28s %10s %10.3f %7.1f\n", "(outside the kernels)", "", step_ms - kernel_ms,
+    std::fprintf(out, "%-32s %10s %10.3f %7.1f\n", "(outside the kernels)", "", step_ms - kernel_ms,
                  100 * (step_ms - kernel_ms) / step_ms);
   } else {
     std::fprintf(out, "kernel times are summed over the %d device threads, which run at the same time\n",

@@ -186,7 +186,8 @@ void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Te
 
 void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::optional<UnaryOp> activation,
                         const Tensor& out) {
-  const char* op = "avg_pool2d_forward";
+  // Named apart when fused, so that the profiler and the errors tell the two ops apart.
+  const char* op = activation ? "activated_avg_pool2d_forward" : "avg_pool2d_forward";
   check_floating(op, {{"x", x}, {"out", out}});
   check_window(op, {"x", x}, {"out", out}, geometry);
   NnCall(out.device(), op)->avg_pool2d_forward(x, geometry, activation, out);
@@ -194,7 +195,7 @@ void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::op
 
 void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGeometry& geometry,
                          std::optional<UnaryOp> activation, const Tensor& grad_x) {
-  const char* op = "avg_pool2d_backward";
+  const char* op = activation ? "activated_avg_pool2d_backward" : "avg_pool2d_backward";
   check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
   check_window(op, {"grad_x", grad_x}, {"grad_out", grad_out}, geometry);
   if (activation) {  // the activation's gradient reads x

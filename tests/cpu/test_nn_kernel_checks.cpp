@@ -79,12 +79,12 @@ TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kern
   const auto relu = kernels::UnaryOp::relu;
   CHECK_NOTHROW(kernels::avg_pool2d_backward(out, x, g, relu, zeros({1, 2, 4, 4})));
   REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(out, Tensor(), g, relu, zeros({1, 2, 4, 4})),
-                      Contains("avg_pool2d_backward: x is required but undefined"));
+                      Contains("activated_avg_pool2d_backward: x is required but undefined"));
   REQUIRE_THROWS_WITH(
       kernels::avg_pool2d_backward(out, zeros({1, 2, 4, 5}), g, relu, zeros({1, 2, 4, 4})),
-      Contains("avg_pool2d_backward: x f32[1, 2, 4, 5] on cpu:0 does not match grad_x f32[1, 2, 4, 4]"));
+      Contains("activated_avg_pool2d_backward: x f32[1, 2, 4, 5] on cpu:0 does not match grad_x f32[1, 2, 4, 4]"));
   REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(out, f64_zeros({1, 2, 4, 4}), g, relu, zeros({1, 2, 4, 4})),
-                      Contains("avg_pool2d_backward: grad_x f32[1, 2, 4, 4] on cpu:0 and x f64[1, 2, 4, 4]"));
+                      Contains("activated_avg_pool2d_backward: grad_x f32[1, 2, 4, 4] on cpu:0 and x f64[1, 2, 4, 4]"));
   REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(x, g, kernels::UnaryOp::exp, out),
                       Contains("unary op exp is not an activation a pooling can fuse"));
   REQUIRE_THROWS_WITH(kernels::max_pool2d_backward(zeros({1, 2, 2, 2}), indices, f64_zeros({1, 2, 4, 4})),
