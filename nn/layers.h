@@ -241,7 +241,7 @@ DUET_MODULE(Flatten);
 // ---- containers ----
 // Runs its modules in order, as torch.nn.Sequential. One difference, invisible in the results:
 // an activation (ReLU, Sigmoid, Tanh) followed by AvgPool2d runs as one op,
-// functional::activated_avg_pool2d, so the activation's output map is never written or stored.
+// functional::activated_avg_pool2d, so the activation's output map is never written.
 // The values and gradients are those of the two modules in turn (for ReLU, the same bits).
 class SequentialImpl final : public Cloneable<SequentialImpl> {
  public:
