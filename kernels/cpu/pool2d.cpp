@@ -101,10 +101,24 @@ bool is_two_by_two(const PoolLayout& g) {
   return plain(g.rows) && plain(g.cols);
 }
 
-// One plane of 2x2 average pooling: `in` [H, W] -> `out` [Ho, Wo].
+// One plane of 2x2 average pooling: `in` [H, W] -> `out` [Ho, Wo]. With an even width no pair
+// of columns straddles two rows, so the horizontal sums of the whole plane are one contiguous
+// pass the compiler vectorises, and the vertical sums add rows of them; row by row, LeNet-ReLU's
+// 13 windows a row never filled a vector.
 template <class T> void average_plane_2x2(const T* in, const PoolLayout& g, T* out) {
-  const int64_t width = g.cols.in, out_w = g.cols.out;
-  for (int64_t oh = 0; oh < g.rows.out; ++oh) {
+  const int64_t width = g.cols.in, out_w = g.cols.out, out_h = g.rows.out;
+  if (2 * out_w == width) {
+    thread_local std::vector<T> pairs;
+    pairs.resize(static_cast<size_t>(2 * out_h * out_w));
+    T* h = pairs.data();
+    for (int64_t j = 0; j < 2 * out_h * out_w; ++j) h[j] = in[2 * j] + in[2 * j + 1];
+    for (int64_t oh = 0; oh < out_h; ++oh) {
+      const T* top = h + 2 * oh * out_w;
+      for (int64_t ow = 0; ow < out_w; ++ow) out[oh * out_w + ow] = (top[ow] + top[out_w + ow]) * T(0.25);
+    }
+    return;
+  }
+  for (int64_t oh = 0; oh < out_h; ++oh) {
     const T* top = in + 2 * oh * width;
     const T* bottom = top + width;
     for (int64_t ow = 0; ow < out_w; ++ow) {
@@ -113,7 +127,9 @@ template <class T> void average_plane_2x2(const T* in, const PoolLayout& g, T* o
   }
 }
 
-// Its adjoint: each window's share written to its four inputs.
+// Its adjoint: each window's share written to its four inputs. (Spreading the shares of a whole
+// plane in one contiguous pass, as the forward sums it, measured no faster: this pass is bound
+// by writing grad_x.)
 template <class T> void average_plane_2x2_backward(const T* grad, const PoolLayout& g, T* gx) {
   const int64_t width = g.cols.in, out_w = g.cols.out;
   // An odd last row or column belongs to no window.
