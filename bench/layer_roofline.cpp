@@ -100,7 +100,7 @@ void time_conv(const Layer& l, int runs) {
     auto [bi, bii] = both_paths(runs, [&] { kernels::conv2d_backward_input(g, w, geometry, gx); });
     row(l, "input grad", mflop, bi, bii);
   }
-  auto [bw, bwi] = both_paths(runs, [&] { kernels::conv2d_backward_weight(g, x, geometry, gw); });
+  auto [bw, bwi] = both_paths(runs, [&] { kernels::conv2d_backward_weight(g, x, geometry, gw, Tensor()); });
   row(l, "weight grad", mflop, bw, bwi);
 }
 

@@ -159,11 +159,14 @@ void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const C
 }
 
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
-                            const Tensor& grad_weight) {
+                            const Tensor& grad_weight, const Tensor& grad_bias) {
   const char* op = "conv2d_backward_weight";
-  check_floating(op, {{"grad_out", grad_out}, {"x", x}, {"grad_weight", grad_weight}});
+  check_floating(op,
+                 {{"grad_out", grad_out}, {"x", x}, {"grad_weight", grad_weight}, optional("grad_bias", grad_bias)});
   check_conv(op, {"x", x}, {"grad_weight", grad_weight}, {"grad_out", grad_out}, geometry);
-  NnCall(grad_weight.device(), op)->conv2d_backward_weight(grad_out, x, geometry, grad_weight);
+  DUET_CHECK(!grad_bias.defined() || grad_bias.sizes() == Shape{grad_weight.size(0)}, op, ": grad_bias ",
+             grad_bias.describe(), " does not match grad_weight ", grad_weight.describe(), " (one per filter)");
+  NnCall(grad_weight.device(), op)->conv2d_backward_weight(grad_out, x, geometry, grad_weight, grad_bias);
 }
 
 void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out, const Tensor& indices) {

@@ -82,10 +82,11 @@ void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
 // grad_x [N, C, H, W] from grad_out [N, K, Ho, Wo]; grad_x's shape gives H and W.
 void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const Conv2dGeometry& geometry,
                            const Tensor& grad_x);
-// grad_weight [K, C / groups, kh, kw] from grad_out and the forward input x. The bias gradient
-// is the plain sum of grad_out over N, H, W, which the op layer computes.
+// grad_weight [K, C / groups, kh, kw] from grad_out and the forward input x; and, when defined,
+// grad_bias [K], the sum of grad_out over N, H and W, which the CPU's direct kernels take in the
+// same pass over grad_out.
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
-                            const Tensor& grad_weight);
+                            const Tensor& grad_weight, const Tensor& grad_bias);
 
 // ---- pooling ----
 // out and indices [N, C, Ho, Wo]. indices (i64) holds the position of each maximum within its

@@ -36,11 +36,15 @@ class Conv2dBackward final : public Node {
       grad_x = empty(x_shape_, autograd::options_of(grad));
       kernels::conv2d_backward_input(grad, weight_.unpack(*this), geometry_, grad_x);
     }
+    const bool bias_needs = autograd::input_needs_grad(*this, 2);
     if (autograd::input_needs_grad(*this, 1)) {
+      // The bias gradient comes with the weight's, from one pass over grad where the kernel can.
       grad_weight = empty(weight_shape_, autograd::options_of(grad));
-      kernels::conv2d_backward_weight(grad, x_.unpack(*this), geometry_, grad_weight);
+      if (bias_needs) grad_bias = empty({weight_shape_[0]}, autograd::options_of(grad));
+      kernels::conv2d_backward_weight(grad, x_.unpack(*this), geometry_, grad_weight, grad_bias);
+    } else if (bias_needs) {
+      grad_bias = sum(grad, {0, 2, 3});
     }
-    if (autograd::input_needs_grad(*this, 2)) grad_bias = sum(grad, {0, 2, 3});
     return {grad_x, grad_weight, grad_bias};
   }
   std::string name() const override { return "Conv2dBackward"; }

@@ -144,13 +144,21 @@ void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const C
 }
 
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2dGeometry& geometry,
-                            const Tensor& grad_weight) {
-  if (grad_weight.numel() == 0) return;
+                            const Tensor& grad_weight, const Tensor& grad_bias) {
   const ConvLayout g = ConvLayout::of(x, grad_weight, grad_out, geometry);
+  // The direct kernels sum the bias gradient as they stage grad_out; otherwise it is a reduction.
+  const bool direct = grad_weight.numel() > 0 && direct_weight_grad(g);
+  if (grad_bias.defined() && !direct) {
+    cpu::reduce(ReduceOp::sum, grad_out, {0, 2, 3}, grad_bias.view({1, grad_bias.size(0), 1, 1}));
+  }
+  if (grad_weight.numel() == 0) return;
   dispatch_floating(x.dtype(), "conv2d_backward_weight", [&]<class T>() {
-    if (direct_weight_grad(g))
-      direct_conv_backward_weight<T>(g, grad_out.data<T>(), x.data<T>(), grad_weight.data<T>());
-    else backward_weight_typed<T>(grad_out, x, g, grad_weight);
+    if (direct) {
+      direct_conv_backward_weight<T>(g, grad_out.data<T>(), x.data<T>(), grad_weight.data<T>(),
+                                     grad_bias.defined() ? grad_bias.data<T>() : nullptr);
+    } else {
+      backward_weight_typed<T>(grad_out, x, g, grad_weight);
+    }
   });
 }
 

@@ -169,6 +169,27 @@ template <class T> void correlate_by_filter(const Grid& grid, const int64_t* off
   }
 }
 
+// sums[k] += the sum of rows[k * length, (k + 1) * length) for each of `count` rows: the bias
+// gradient, from rows of the output gradient already in cache. Each row is added in vectors of
+// float (a few hundred elements), the rows' sums in double.
+template <class T> void add_row_sums(const T* rows, int64_t count, int64_t length, double* sums) {
+  using S = Simd<T>;
+  constexpr int64_t V = S::kLanes;
+  for (int64_t k = 0; k < count; ++k) {
+    const T* row = rows + k * length;
+    typename S::Vec acc[4] = {};
+    int64_t i = 0;
+    for (; i + 4 * V <= length; i += 4 * V) {
+#pragma GCC unroll 4
+      for (int c = 0; c < 4; ++c) acc[c] += S::load(row + i + c * V);
+    }
+    for (; i + V <= length; i += V) acc[0] += S::load(row + i);
+    T tail = 0;
+    for (; i < length; ++i) tail += row[i];
+    sums[k] += static_cast<double>(S::sum((acc[0] + acc[1]) + (acc[2] + acc[3])) + tail);
+  }
+}
+
 // g [filters, span]: one image's output gradient [filters, out_h, out_w] laid out on the grid;
 // the dropped columns keep the zeros they were allocated with.
 template <class T> void stage_on_grid(const Grid& grid, const T* grad_out, int64_t filters, T* g) {
@@ -551,7 +572,7 @@ template <class T> void direct_conv_backward_input(const ConvLayout& g, const T*
 // layers with few filters and for the filters that the kernel along the filters leaves.
 template <class T> void weight_grad_by_pixel(const ConvLayout& g, const Grid& grid, const int64_t* offsets,
                                              const T* grad_out, const T* x, int64_t first, int64_t last,
-                                             FilterRange range, T* part) {
+                                             FilterRange range, T* part, double* bias_part) {
   using Vec = typename Simd<T>::Vec;
   const int64_t filters = range.count, span = grid.span<T>(), weights = filters * grid.taps();
   std::vector<T> planes(static_cast<size_t>(kImageGroup * grid.plane_size<T>()));
@@ -566,6 +587,7 @@ template <class T> void weight_grad_by_pixel(const ConvLayout& g, const Grid& gr
       pad_into(grid, x + (n + i) * g.image_size(), planes.data() + i * grid.plane_size<T>());
       const T* gn = grad_out + ((n + i) * g.filters + range.first) * g.out_pixels();
       stage_on_grid(grid, gn, filters, grads + i * filters * span);
+      if (bias_part) add_row_sums(grads + i * filters * span, filters, span, bias_part);
     }
     accumulate_weight_grad(grid, offsets, images, planes.data(), grads, filters, acc.data());
   }
@@ -576,7 +598,7 @@ template <class T> void weight_grad_by_pixel(const ConvLayout& g, const Grid& gr
 // filters: filters [0, range.count) into part [range.count, taps].
 template <class T> void weight_grad_by_filter(const ConvLayout& g, const Grid& grid, const int64_t* offsets,
                                               const T* grad_out, const T* x, int64_t first, int64_t last,
-                                              FilterRange range, T* part) {
+                                              FilterRange range, T* part, double* bias_part) {
   using S = Simd<T>;
   constexpr int64_t V = S::kLanes;
   const int64_t filters = range.count, taps = grid.taps(), pixels = g.out_pixels();
@@ -591,6 +613,7 @@ template <class T> void weight_grad_by_filter(const ConvLayout& g, const Grid& g
     for (int64_t k = 0; k < filters; ++k) {
       for (int64_t p = 0; p < pixels; ++p) gT[p * row + k] = gn[k * pixels + p];
     }
+    if (bias_part) add_row_sums(gn, filters, pixels, bias_part);  // gn's rows: in L1 from the transpose
     accumulate_weight_grad_by_filter(grid, offsets, plane.data(), gT, filter_vectors, acc.data());
   }
   const T* lanes = reinterpret_cast<const T*>(acc.data());
@@ -600,7 +623,7 @@ template <class T> void weight_grad_by_filter(const ConvLayout& g, const Grid& g
 }
 
 template <class T>
-void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight) {
+void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight, T* grad_bias) {
   const Grid grid = input_grid(g);
   const std::vector<int64_t> offsets = grid.tap_offsets();
   const int64_t taps = grid.taps(), weights = g.filters * taps;
@@ -612,14 +635,18 @@ void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T
   // shares are added in order, so the result does not change from run to run.
   const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(g.batch, pool_size()));
   std::vector<T> partials(static_cast<size_t>(shares * weights));
+  std::vector<double> bias_partials(grad_bias ? static_cast<size_t>(shares * g.filters) : 0);  // zeros
   parallel_for(shares, 1, [&](int64_t begin, int64_t end) {
     for (int64_t share = begin; share < end; ++share) {
       const int64_t first = g.batch * share / shares, last = g.batch * (share + 1) / shares;
       T* part = partials.data() + share * weights;
-      if (lane_filters > 0)
-        weight_grad_by_filter(g, grid, offsets.data(), grad_out, x, first, last, {0, lane_filters}, part);
+      double* bias_part = grad_bias ? bias_partials.data() + share * g.filters : nullptr;
+      if (lane_filters > 0) {
+        weight_grad_by_filter(g, grid, offsets.data(), grad_out, x, first, last, {0, lane_filters}, part, bias_part);
+      }
       if (by_pixel.count > 0) {
-        weight_grad_by_pixel(g, grid, offsets.data(), grad_out, x, first, last, by_pixel, part + lane_filters * taps);
+        weight_grad_by_pixel(g, grid, offsets.data(), grad_out, x, first, last, by_pixel, part + lane_filters * taps,
+                             bias_part ? bias_part + lane_filters : nullptr);
       }
     }
   });
@@ -628,12 +655,17 @@ void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T
     const T* part = partials.data() + share * weights;
     for (int64_t i = 0; i < weights; ++i) grad_weight[i] += part[i];
   }
+  for (int64_t k = 0; grad_bias && k < g.filters; ++k) {
+    double sum = 0;
+    for (int64_t share = 0; share < shares; ++share) sum += bias_partials[static_cast<size_t>(share * g.filters + k)];
+    grad_bias[k] = static_cast<T>(sum);
+  }
 }
 
 #define DUET_DIRECT_CONV(T)                                                                  \
   template void direct_conv_forward<T>(const ConvLayout&, const T*, const T*, const T*, T*); \
   template void direct_conv_backward_input<T>(const ConvLayout&, const T*, const T*, T*);    \
-  template void direct_conv_backward_weight<T>(const ConvLayout&, const T*, const T*, T*);
+  template void direct_conv_backward_weight<T>(const ConvLayout&, const T*, const T*, T*, T*);
 DUET_DIRECT_CONV(float)
 DUET_DIRECT_CONV(double)
 #undef DUET_DIRECT_CONV

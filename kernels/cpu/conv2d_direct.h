@@ -43,6 +43,8 @@ bool direct_weight_grad_pays(const ConvLayout& g);
 // The three convolutions over the whole batch, in the pool's threads; operands as conv2d.cpp's.
 template <class T> void direct_conv_forward(const ConvLayout& g, const T* x, const T* weight, const T* bias, T* out);
 template <class T> void direct_conv_backward_input(const ConvLayout& g, const T* grad_out, const T* weight, T* grad_x);
-template <class T> void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight);
+// grad_bias (may be null): the sum of grad_out over N, H and W, taken as grad_out is staged.
+template <class T>
+void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight, T* grad_bias);
 
 }  // namespace duet::kernels::cpu

@@ -120,9 +120,13 @@ void conv2d_backward_input(const Tensor& grad_out, const Tensor& weight, const k
   launch_conv2d_backward_input(grad_out, weight, geometry, grad_x, on.device(), on.stream());
 }
 void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const kernels::Conv2dGeometry& geometry,
-                            const Tensor& grad_weight) {
-  OnDevice on("conv2d_backward_weight", grad_weight, {&grad_out, &x});
+                            const Tensor& grad_weight, const Tensor& grad_bias) {
+  OnDevice on("conv2d_backward_weight", grad_weight, {&grad_out, &x, &grad_bias});
   launch_conv2d_backward_weight(grad_out, x, geometry, grad_weight, on.device(), on.stream());
+  // The bias gradient is a reduction of its own here: cuDNN's weight gradient does not sum it.
+  if (grad_bias.defined()) {
+    launch_reduce(ReduceOp::sum, grad_out, {0, 2, 3}, grad_bias.view({1, grad_bias.size(0), 1, 1}), on.stream());
+  }
 }
 
 void max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,

@@ -60,17 +60,18 @@ void check_same(const Tensor& a, const Tensor& b, double tolerance) {
   for (size_t i = 0; i < av.size(); ++i) REQUIRE(std::abs(av[i] - bv[i]) <= tolerance * scale);
 }
 
-// The three passes on the im2col path, through the kernel table.
+// The three passes on the im2col path, through the kernel table (the bias gradient there is a
+// reduction of its own).
 struct Passes {
-  Tensor out, grad_x, grad_w;
+  Tensor out, grad_x, grad_w, grad_b;
 };
 Passes im2col_passes(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& g,
                      const kernels::Conv2dGeometry& geometry) {
   setenv("DUET_CONV_IM2COL", "1", 1);
-  Passes p{empty_like(g), empty_like(x), empty_like(w)};
+  Passes p{empty_like(g), empty_like(x), empty_like(w), empty_like(b)};
   kernels::conv2d_forward(x, w, b, geometry, p.out);
   kernels::conv2d_backward_input(g, w, geometry, p.grad_x);
-  kernels::conv2d_backward_weight(g, x, geometry, p.grad_w);
+  kernels::conv2d_backward_weight(g, x, geometry, p.grad_w, p.grad_b);
   unsetenv("DUET_CONV_IM2COL");
   return p;
 }
@@ -84,13 +85,19 @@ template <class T> void check_case(const DirectCase& c, DType dtype, double tole
   const kernels::ConvLayout layout = kernels::ConvLayout::of(x, w, g, geometry);
   REQUIRE(kernels::cpu::direct_conv_fits(layout));
   const Passes reference = im2col_passes(x, w, b, g, geometry);
-  Passes direct{empty_like(g), empty_like(x), empty_like(w)};
+  Passes direct{empty_like(g), empty_like(x), empty_like(w), empty_like(b)};
   kernels::cpu::direct_conv_forward<T>(layout, x.data<T>(), w.data<T>(), b.data<T>(), direct.out.data<T>());
   kernels::cpu::direct_conv_backward_input<T>(layout, g.data<T>(), w.data<T>(), direct.grad_x.data<T>());
-  kernels::cpu::direct_conv_backward_weight<T>(layout, g.data<T>(), x.data<T>(), direct.grad_w.data<T>());
+  kernels::cpu::direct_conv_backward_weight<T>(layout, g.data<T>(), x.data<T>(), direct.grad_w.data<T>(),
+                                               direct.grad_b.data<T>());
   check_same(direct.out, reference.out, tolerance);
   check_same(direct.grad_x, reference.grad_x, tolerance);
   check_same(direct.grad_w, reference.grad_w, tolerance);
+  check_same(direct.grad_b, reference.grad_b, tolerance);
+  // Without a bias gradient the weight gradient is the same.
+  Tensor grad_w_alone = empty_like(w);
+  kernels::cpu::direct_conv_backward_weight<T>(layout, g.data<T>(), x.data<T>(), grad_w_alone.data<T>(), nullptr);
+  check_same(grad_w_alone, direct.grad_w, 0);
 }
 
 }  // namespace

@@ -36,9 +36,15 @@ TEST_CASE("conv2d kernels name the op and each operand they refuse", "[nn][kerne
                       Contains("stride 0, padding 0"));
   REQUIRE_THROWS_WITH(kernels::conv2d_backward_input(zeros({2, 4, 3, 3}), w, g, zeros({2, 3, 6, 5})),
                       Contains("conv2d_backward_input: shapes do not match: grad_x f32[2, 3, 6, 5]"));
-  REQUIRE_THROWS_WITH(kernels::conv2d_backward_weight(zeros({2, 4, 3, 3}), x, g, zeros({4, 2, 3, 3})),
+  REQUIRE_THROWS_WITH(kernels::conv2d_backward_weight(zeros({2, 4, 3, 3}), x, g, zeros({4, 2, 3, 3}), Tensor()),
                       Contains("conv2d_backward_weight: shapes do not match: x f32[2, 3, 5, 5] on cpu:0, "
                                "grad_weight f32[4, 2, 3, 3]"));
+  CHECK_NOTHROW(kernels::conv2d_backward_weight(zeros({2, 4, 3, 3}), x, g, zeros(w.sizes()), zeros({4})));
+  REQUIRE_THROWS_WITH(kernels::conv2d_backward_weight(zeros({2, 4, 3, 3}), x, g, zeros(w.sizes()), zeros({3})),
+                      Contains("conv2d_backward_weight: grad_bias f32[3] on cpu:0 does not match grad_weight "
+                               "f32[4, 3, 3, 3]"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_backward_weight(zeros({2, 4, 3, 3}), x, g, zeros(w.sizes()), f64_zeros({4})),
+                      Contains("have different dtypes"));
 
   // Groups and per-axis geometry: weight [K, C / groups, kh, kw], K divisible by groups.
   const kernels::Conv2dGeometry grouped{.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}, .groups = 2};

@@ -464,11 +464,12 @@ TEST_CASE("CUDA conv2d matches the CPU through cuDNN and through im2col", "[cuda
         cpu_nn().conv2d_backward_input(grad.cpu, w.cpu, cs.geometry, gx_cpu);
         compare(gx, gx_cpu, tol(dtype, 1e-4), label("conv2d_backward_input" + path, dtype, c));
 
-        test::GuardedOutput gw(cs.weight, dtype, kGpu);
-        kernels::conv2d_backward_weight(grad.cuda, x.cuda, cs.geometry, gw.view());
-        Tensor gw_cpu = cpu_empty(cs.weight, dtype);
-        cpu_nn().conv2d_backward_weight(grad.cpu, x.cpu, cs.geometry, gw_cpu);
+        test::GuardedOutput gw(cs.weight, dtype, kGpu), gb({cs.weight[0]}, dtype, kGpu);
+        kernels::conv2d_backward_weight(grad.cuda, x.cuda, cs.geometry, gw.view(), gb.view());
+        Tensor gw_cpu = cpu_empty(cs.weight, dtype), gb_cpu = cpu_empty({cs.weight[0]}, dtype);
+        cpu_nn().conv2d_backward_weight(grad.cpu, x.cpu, cs.geometry, gw_cpu, gb_cpu);
         compare(gw, gw_cpu, tol(dtype, 1e-4), label("conv2d_backward_weight" + path, dtype, c));
+        compare(gb, gb_cpu, tol(dtype, 1e-4), label("conv2d_backward_weight's bias" + path, dtype, c));
       }
     }
     if (im2col) unsetenv("DUET_CONV_IM2COL");
