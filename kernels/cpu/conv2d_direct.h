@@ -15,6 +15,8 @@
 // last full vector stay on the grid. Their input gradient is a GEMM per block of real output
 // pixels, cols [pixels, kh * kw * C] = g^T @ W (gemm.h's PackedPanels, W packed once per call),
 // whose rows are added onto a channel-last padded plane, a kernel row's kw * C values at a time.
+// The weight gradient sums the bias gradient from each image's output gradient while it is in
+// cache, staged or transposed, so the step reads it once for both.
 //
 // Each kernel keeps a block of outputs (or, for the weight gradient, of weights) in registers and
 // streams the operands through it. On LeNet's and LeNet-ReLU's layers this runs 1.5 to 4 times
