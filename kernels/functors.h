@@ -201,16 +201,9 @@ struct Identity {
 };
 template <class Fn> decltype(auto) dispatch_activation(std::optional<UnaryOp> op, Fn&& fn) {
   if (!op) return fn.template operator()<Identity>();
-  switch (*op) {
-    case UnaryOp::relu:
-      return fn.template operator()<Relu>();
-    case UnaryOp::sigmoid:
-      return fn.template operator()<Sigmoid>();
-    case UnaryOp::tanh:
-      return fn.template operator()<Tanh>();
-    default:
-      DUET_FAIL("unary op ", name(*op), " is not an activation a pooling can fuse (relu, sigmoid, tanh)");
-  }
+  DUET_CHECK(*op == UnaryOp::relu || *op == UnaryOp::sigmoid || *op == UnaryOp::tanh, "unary op ", name(*op),
+             " is not an activation a pooling can fuse (relu, sigmoid, tanh)");
+  return dispatch_unary(*op, fn);
 }
 
 // Arithmetic ops only (not comparisons).
