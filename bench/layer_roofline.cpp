@@ -149,10 +149,13 @@ double fma_ceiling(int threads) {
 
 int main(int argc, char** argv) {
   int runs = 21;
+  std::string only_model;
   CLI::App app{"layer_roofline: GFLOP/s of each weighted layer's forward and backward on duet's CPU kernels"};
   app.add_option("--runs", runs, "Timings per figure; the median is reported")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--model", only_model, "Only this model's layers (mlp, lenet, lenet-relu, resnet18)")
+      ->check(CLI::IsMember({"mlp", "lenet", "lenet-relu", "resnet18"}));
   CLI11_PARSE(app, argc, argv);
   try {
     manual_seed(0);
@@ -163,6 +166,7 @@ int main(int argc, char** argv) {
         "| model | layer | pass | batch | MFLOP | ms | GFLOP/s | GFLOP/s im2col "
         "|\n|---|---|---|---|---|---|---|---|\n");
     for (const Layer& l : kLayers) {
+      if (!only_model.empty() && l.model != only_model) continue;
       if (l.kernel > 0) time_conv(l, runs);
       else time_linear(l, runs);
     }

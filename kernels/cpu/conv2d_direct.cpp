@@ -302,8 +302,15 @@ template <class T> void accumulate_weight_grad(const Grid& grid, const int64_t* 
   }
 }
 
-// Images whose planes the weight gradient holds at once (accumulate_weight_grad).
-constexpr int64_t kImageGroup = 8;
+// Images whose output gradients the weight gradient stages at once (accumulate_weight_grad): as
+// many as fit in 32 KiB, the L1 of this project's machines, up to 8. More images per group read
+// and write the partial sums less often, which pays where a grid is small (lenet-relu's 2 filters
+// left to the grid: 9 multiply-adds per partial sum and image); but staged past L1 they are read
+// back from L2 (lenet-relu's 1->20, 61 KiB an image, took 1.3x as long in groups of 8).
+template <class T> int64_t image_group(const Grid& grid, int64_t filters) {
+  const int64_t staged_bytes = filters * grid.span<T>() * static_cast<int64_t>(sizeof(T));
+  return std::clamp<int64_t>((32 << 10) / staged_bytes, 1, 8);
+}
 
 // Filters [first, first + count) of a layer: the weight gradient's kernels may split them.
 struct FilterRange {
@@ -575,14 +582,15 @@ template <class T> void weight_grad_by_pixel(const ConvLayout& g, const Grid& gr
                                              FilterRange range, T* part, double* bias_part) {
   using Vec = typename Simd<T>::Vec;
   const int64_t filters = range.count, span = grid.span<T>(), weights = filters * grid.taps();
-  std::vector<T> planes(static_cast<size_t>(kImageGroup * grid.plane_size<T>()));
+  const int64_t group = image_group<T>(grid, filters);
+  std::vector<T> planes(static_cast<size_t>(group * grid.plane_size<T>()));
   // grad_out on the grid, zeros in the dropped columns; rows on vector boundaries (span is a
   // multiple of the lanes), so that the kernel's loads of it never straddle two cache lines.
-  std::vector<Vec> grad_vectors(static_cast<size_t>(kImageGroup * filters * span / Simd<T>::kLanes));
+  std::vector<Vec> grad_vectors(static_cast<size_t>(group * filters * span / Simd<T>::kLanes));
   T* grads = reinterpret_cast<T*>(grad_vectors.data());
   std::vector<Vec> acc(static_cast<size_t>(weights));
-  for (int64_t n = first; n < last; n += kImageGroup) {
-    const int64_t images = std::min(kImageGroup, last - n);
+  for (int64_t n = first; n < last; n += group) {
+    const int64_t images = std::min(group, last - n);
     for (int64_t i = 0; i < images; ++i) {
       pad_into(grid, x + (n + i) * g.image_size(), planes.data() + i * grid.plane_size<T>());
       const T* gn = grad_out + ((n + i) * g.filters + range.first) * g.out_pixels();
