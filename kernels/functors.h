@@ -199,10 +199,13 @@ struct Identity {
   template <class T> DUET_HD T operator()(T x) const { return x; }
   template <class T> DUET_HD T backward(T g, T, T) const { return g; }
 };
+constexpr bool pooling_can_fuse(UnaryOp op) {
+  return op == UnaryOp::relu || op == UnaryOp::sigmoid || op == UnaryOp::tanh;
+}
 template <class Fn> decltype(auto) dispatch_activation(std::optional<UnaryOp> op, Fn&& fn) {
   if (!op) return fn.template operator()<Identity>();
-  DUET_CHECK(*op == UnaryOp::relu || *op == UnaryOp::sigmoid || *op == UnaryOp::tanh, "unary op ", name(*op),
-             " is not an activation a pooling can fuse (relu, sigmoid, tanh)");
+  // kernels::avg_pool2d_* refuse any other op, naming themselves; this guards the backends.
+  DUET_CHECK(pooling_can_fuse(*op), "unary op ", name(*op), " is not an activation a pooling can fuse");
   return dispatch_unary(*op, fn);
 }
 

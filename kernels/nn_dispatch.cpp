@@ -8,6 +8,7 @@
 
 #include "duet/core/error.h"
 #include "duet/kernels/backend.h"
+#include "duet/kernels/functors.h"
 #include "duet/kernels/nn_layouts.h"
 #include "duet/kernels/profiler.h"
 
@@ -99,6 +100,11 @@ void check_window(const char* op, const Operand& x, const Operand& out, const Po
 }
 
 // x [N, C] or [N, C, H, W], and one value per channel in every defined per-channel operand.
+void check_pool_activation(const char* op, std::optional<UnaryOp> activation) {
+  DUET_CHECK(!activation || functors::pooling_can_fuse(*activation), op, ": unary op ", name(*activation),
+             " is not an activation a pooling can fuse (relu, sigmoid, tanh)");
+}
+
 void check_channels(const char* op, const Operand& x, std::initializer_list<Operand> per_channel) {
   const Tensor& xt = x.tensor;
   DUET_CHECK(xt.dim() == 2 || xt.dim() == 4, op, ": expected ", x.role, " of shape [N, C] or [N, C, H, W], got ",
@@ -187,10 +193,16 @@ void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Te
   NnCall(grad_x.device(), op)->max_pool2d_backward(grad_out, indices, grad_x);
 }
 
+const char* avg_pool2d_name(std::optional<UnaryOp> activation, bool backward) {
+  if (activation) return backward ? "activated_avg_pool2d_backward" : "activated_avg_pool2d_forward";
+  return backward ? "avg_pool2d_backward" : "avg_pool2d_forward";
+}
+
 void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::optional<UnaryOp> activation,
                         const Tensor& out) {
   // Named apart when fused, so that the profiler and the errors tell the two ops apart.
-  const char* op = activation ? "activated_avg_pool2d_forward" : "avg_pool2d_forward";
+  const char* op = avg_pool2d_name(activation, false);
+  check_pool_activation(op, activation);
   check_floating(op, {{"x", x}, {"out", out}});
   check_window(op, {"x", x}, {"out", out}, geometry);
   NnCall(out.device(), op)->avg_pool2d_forward(x, geometry, activation, out);
@@ -198,7 +210,8 @@ void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::op
 
 void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGeometry& geometry,
                          std::optional<UnaryOp> activation, const Tensor& grad_x) {
-  const char* op = activation ? "activated_avg_pool2d_backward" : "avg_pool2d_backward";
+  const char* op = avg_pool2d_name(activation, true);
+  check_pool_activation(op, activation);
   check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
   check_window(op, {"grad_x", grad_x}, {"grad_out", grad_out}, geometry);
   if (activation) {  // the activation's gradient reads x

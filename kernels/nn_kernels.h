@@ -105,6 +105,9 @@ void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::op
                         const Tensor& out);
 void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGeometry& geometry,
                          std::optional<UnaryOp> activation, const Tensor& grad_x);
+// What the profiler, the errors and every backend call those two: avg_pool2d_forward/backward,
+// or activated_avg_pool2d_forward/backward with an activation.
+const char* avg_pool2d_name(std::optional<UnaryOp> activation, bool backward);
 // Adaptive pooling to out's Ho x Wo: output row o covers input rows
 // [floor(o * H / Ho), ceil((o + 1) * H / Ho)), and likewise for columns. The max writes indices
 // as max_pool2d_forward does, and max_pool2d_backward is its backward too.

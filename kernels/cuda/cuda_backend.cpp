@@ -140,12 +140,12 @@ void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Te
 }
 void avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry,
                         std::optional<kernels::UnaryOp> activation, const Tensor& out) {
-  OnDevice on("avg_pool2d_forward", out, {&x});
+  OnDevice on(kernels::avg_pool2d_name(activation, false), out, {&x});
   launch_avg_pool2d_forward(x, geometry, activation, out, on.stream());
 }
 void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const kernels::Pool2dGeometry& geometry,
                          std::optional<kernels::UnaryOp> activation, const Tensor& grad_x) {
-  OnDevice on("avg_pool2d_backward", grad_x, {&grad_out, &x});
+  OnDevice on(kernels::avg_pool2d_name(activation, true), grad_x, {&grad_out, &x});
   launch_avg_pool2d_backward(grad_out, x, geometry, activation, grad_x, on.stream());
 }
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {

@@ -92,7 +92,10 @@ TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kern
   REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(out, f64_zeros({1, 2, 4, 4}), g, relu, zeros({1, 2, 4, 4})),
                       Contains("activated_avg_pool2d_backward: grad_x f32[1, 2, 4, 4] on cpu:0 and x f64[1, 2, 4, 4]"));
   REQUIRE_THROWS_WITH(kernels::avg_pool2d_forward(x, g, kernels::UnaryOp::exp, out),
-                      Contains("unary op exp is not an activation a pooling can fuse"));
+                      Contains("activated_avg_pool2d_forward: unary op exp is not an activation a pooling can "
+                               "fuse (relu, sigmoid, tanh)"));
+  REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(out, x, g, kernels::UnaryOp::neg, zeros({1, 2, 4, 4})),
+                      Contains("activated_avg_pool2d_backward: unary op neg is not an activation a pooling can fuse"));
   REQUIRE_THROWS_WITH(kernels::max_pool2d_backward(zeros({1, 2, 2, 2}), indices, f64_zeros({1, 2, 4, 4})),
                       Contains("max_pool2d_backward: grad_x f64[1, 2, 4, 4] on cpu:0 and grad_out f32[1, 2, 2, 2] on "
                                "cpu:0 have different dtypes"));
