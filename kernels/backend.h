@@ -40,6 +40,8 @@ struct Backend {
   decltype(&kernels::max_pool2d_backward) max_pool2d_backward;
   decltype(&kernels::avg_pool2d_forward) avg_pool2d_forward;
   decltype(&kernels::avg_pool2d_backward) avg_pool2d_backward;
+  decltype(&kernels::conv2d_avg_pool2d_forward) conv2d_avg_pool2d_forward;
+  decltype(&kernels::conv2d_avg_pool2d_backward) conv2d_avg_pool2d_backward;
   decltype(&kernels::adaptive_avg_pool2d_forward) adaptive_avg_pool2d_forward;
   decltype(&kernels::adaptive_avg_pool2d_backward) adaptive_avg_pool2d_backward;
   decltype(&kernels::adaptive_max_pool2d_forward) adaptive_max_pool2d_forward;

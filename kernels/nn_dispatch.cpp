@@ -67,16 +67,24 @@ void check_same_shape(const char* op, const Operand& a, const Operand& b) {
 // x (*) weight -> out, as ConvLayout reads them (in the backward kernels x and out are the
 // gradients grad_x and grad_out): x's channels and weight's filters split into `groups`, and out's
 // size the geometry's.
-void check_conv(const char* op, const Operand& x, const Operand& weight, const Operand& out, const Conv2dGeometry& g) {
-  const Tensor &xt = x.tensor, &wt = weight.tensor, &ot = out.tensor;
+// Whether x (*) weight gives [N, K, size] (out's shape, or the convolution's before a pooling).
+bool conv_gives(const Tensor& x, const Tensor& weight, const Conv2dGeometry& g, const Tensor& out, bool pooled) {
   const bool valid_geometry = g.groups >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
                               g.padding.w >= 0 && g.dilation.h >= 1 && g.dilation.w >= 1;
-  DUET_CHECK(
-      valid_geometry && xt.dim() == 4 && wt.dim() == 4 && ot.dim() == 4 && xt.size(0) == ot.size(0) &&
-          xt.size(1) == wt.size(1) * g.groups && ot.size(1) == wt.size(0) && wt.size(0) % g.groups == 0 &&
-          conv2d_output_size(g, {xt.size(2), xt.size(3)}, {wt.size(2), wt.size(3)}) == PerAxis(ot.size(2), ot.size(3)),
-      op, ": shapes do not match: ", x.str(), ", ", weight.str(), ", ", out.str(), ", stride ", g.stride, ", padding ",
-      g.padding, ", dilation ", g.dilation, ", groups ", g.groups);
+  return valid_geometry && x.dim() == 4 && weight.dim() == 4 && out.dim() == 4 && x.size(0) == out.size(0) &&
+         x.size(1) == weight.size(1) * g.groups && out.size(1) == weight.size(0) && weight.size(0) % g.groups == 0 &&
+         (pooled || conv2d_output_size(g, {x.size(2), x.size(3)}, {weight.size(2), weight.size(3)}) ==
+                        PerAxis(out.size(2), out.size(3)));
+}
+
+std::string conv_str(const Conv2dGeometry& g) {
+  return ::duet::detail::concat("stride ", g.stride, ", padding ", g.padding, ", dilation ", g.dilation, ", groups ",
+                                g.groups);
+}
+
+void check_conv(const char* op, const Operand& x, const Operand& weight, const Operand& out, const Conv2dGeometry& g) {
+  DUET_CHECK(conv_gives(x.tensor, weight.tensor, g, out.tensor, false), op, ": shapes do not match: ", x.str(), ", ",
+             weight.str(), ", ", out.str(), ", ", conv_str(g));
 }
 
 // x [N, C, H, W] pooled to out [N, C, Ho, Wo] (grad_x and grad_out in the backward kernels).
@@ -89,22 +97,46 @@ void check_planes(const char* op, const Operand& x, const Operand& out) {
 // A sliding window that starts within the input or its left padding: past that it would read
 // (and its backward write) outside the plane. Padding of at most half the kernel and
 // window_output_size's ceil-mode rule see to it.
-void check_window(const char* op, const Operand& x, const Operand& out, const Pool2dGeometry& g) {
-  check_planes(op, x, out);
-  const Tensor &xt = x.tensor, &ot = out.tensor;
-  DUET_CHECK(g.kernel.h >= 1 && g.kernel.w >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
-                 g.padding.w >= 0 && 2 * g.padding.h <= g.kernel.h && 2 * g.padding.w <= g.kernel.w &&
-                 pool2d_output_size(g, {xt.size(2), xt.size(3)}) == PerAxis(ot.size(2), ot.size(3)),
-             op, ": ", out.str(), " does not match ", x.str(), " with kernel ", g.kernel, ", stride ", g.stride,
-             ", padding ", g.padding, g.ceil_mode ? ", ceil_mode" : "");
+bool window_gives(PerAxis in, const Tensor& out, const Pool2dGeometry& g) {
+  return g.kernel.h >= 1 && g.kernel.w >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
+         g.padding.w >= 0 && 2 * g.padding.h <= g.kernel.h && 2 * g.padding.w <= g.kernel.w &&
+         pool2d_output_size(g, in) == PerAxis(out.size(2), out.size(3));
 }
 
-// x [N, C] or [N, C, H, W], and one value per channel in every defined per-channel operand.
+std::string pool_str(const Pool2dGeometry& g) {
+  return ::duet::detail::concat("kernel ", g.kernel, ", stride ", g.stride, ", padding ", g.padding,
+                                g.ceil_mode ? ", ceil_mode" : "");
+}
+
+void check_window(const char* op, const Operand& x, const Operand& out, const Pool2dGeometry& g) {
+  check_planes(op, x, out);
+  DUET_CHECK(window_gives({x.tensor.size(2), x.tensor.size(3)}, out.tensor, g), op, ": ", out.str(), " does not match ",
+             x.str(), " with ", pool_str(g));
+}
+
+// x (*) weight, then pooled to out (grad_out in the backward).
+void check_conv_pool(const char* op, const Operand& x, const Operand& weight, const Operand& out,
+                     const Conv2dGeometry& conv, const Pool2dGeometry& pool) {
+  const Tensor &xt = x.tensor, &wt = weight.tensor;
+  const bool conv_ok = conv_gives(xt, wt, conv, out.tensor, true);
+  DUET_CHECK(conv_ok && window_gives(conv2d_output_size(conv, {xt.size(2), xt.size(3)}, {wt.size(2), wt.size(3)}),
+                                     out.tensor, pool),
+             op, ": shapes do not match: ", x.str(), ", ", weight.str(), ", ", out.str(), ", convolution ",
+             conv_str(conv), ", pooling ", pool_str(pool));
+}
+
+// One bias per filter, when there is one.
+void check_bias(const char* op, const Tensor& bias, const Tensor& weight) {
+  DUET_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), op, ": bias ", bias.describe(),
+             " does not match the ", weight.size(0), " filters of weight ", weight.describe());
+}
+
 void check_pool_activation(const char* op, std::optional<UnaryOp> activation) {
   DUET_CHECK(!activation || functors::pooling_can_fuse(*activation), op, ": unary op ", name(*activation),
              " is not an activation a pooling can fuse (relu, sigmoid, tanh)");
 }
 
+// x [N, C] or [N, C, H, W], and one value per channel in every defined per-channel operand.
 void check_channels(const char* op, const Operand& x, std::initializer_list<Operand> per_channel) {
   const Tensor& xt = x.tensor;
   DUET_CHECK(xt.dim() == 2 || xt.dim() == 4, op, ": expected ", x.role, " of shape [N, C] or [N, C, H, W], got ",
@@ -151,8 +183,7 @@ void conv2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, c
   const char* op = "conv2d_forward";
   check_floating(op, {{"x", x}, {"weight", weight}, optional("bias", bias), {"out", out}});
   check_conv(op, {"x", x}, {"weight", weight}, {"out", out}, geometry);
-  DUET_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == weight.size(0)), op, ": bias ", bias.describe(),
-             " does not match the ", weight.size(0), " filters of weight ", weight.describe());
+  check_bias(op, bias, weight);
   NnCall(out.device(), op)->conv2d_forward(x, weight, bias, geometry, out);
 }
 
@@ -219,6 +250,39 @@ void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGe
     check_same_shape(op, {"x", x}, {"grad_x", grad_x});
   }
   NnCall(grad_x.device(), op)->avg_pool2d_backward(grad_out, x, geometry, activation, grad_x);
+}
+
+void conv2d_avg_pool2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& conv,
+                               std::optional<UnaryOp> activation, const Pool2dGeometry& pool, const Tensor& out) {
+  const char* op = "conv2d_avg_pool2d_forward";
+  check_pool_activation(op, activation);
+  check_floating(op, {{"x", x}, {"weight", weight}, optional("bias", bias), {"out", out}});
+  check_conv_pool(op, {"x", x}, {"weight", weight}, {"out", out}, conv, pool);
+  check_bias(op, bias, weight);
+  NnCall(out.device(), op)->conv2d_avg_pool2d_forward(x, weight, bias, conv, activation, pool, out);
+}
+
+void conv2d_avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                const Conv2dGeometry& conv, std::optional<UnaryOp> activation,
+                                const Pool2dGeometry& pool, const Tensor& grad_x, const Tensor& grad_weight,
+                                const Tensor& grad_bias) {
+  const char* op = "conv2d_avg_pool2d_backward";
+  check_pool_activation(op, activation);
+  check_floating(op, {{"grad_out", grad_out},
+                      {"x", x},
+                      {"weight", weight},
+                      optional("bias", bias),
+                      optional("grad_x", grad_x),
+                      optional("grad_weight", grad_weight),
+                      optional("grad_bias", grad_bias)});
+  check_conv_pool(op, {"x", x}, {"weight", weight}, {"grad_out", grad_out}, conv, pool);
+  check_bias(op, bias, weight);
+  if (grad_x.defined()) check_same_shape(op, {"grad_x", grad_x}, {"x", x});
+  if (grad_weight.defined()) check_same_shape(op, {"grad_weight", grad_weight}, {"weight", weight});
+  DUET_CHECK(!grad_bias.defined() || grad_bias.sizes() == Shape{weight.size(0)}, op, ": grad_bias ",
+             grad_bias.describe(), " does not match the ", weight.size(0), " filters of weight ", weight.describe());
+  NnCall(grad_out.device(), op)
+      ->conv2d_avg_pool2d_backward(grad_out, x, weight, bias, conv, activation, pool, grad_x, grad_weight, grad_bias);
 }
 
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out) {

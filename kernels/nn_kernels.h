@@ -108,6 +108,22 @@ void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGe
 // What the profiler, the errors and every backend call those two: avg_pool2d_forward/backward,
 // or activated_avg_pool2d_forward/backward with an activation.
 const char* avg_pool2d_name(std::optional<UnaryOp> activation, bool backward);
+
+// ---- a convolution, an activation and average pooling in one op ----
+// out [N, K, Po, Qo] = avg_pool2d(activation(conv2d(x, weight, bias))), the activation relu,
+// sigmoid, tanh or none, the convolution's output [N, K, Ho, Wo] never stored
+// (nn::functional::conv2d_activated_avg_pool2d). The backward, from grad_out [N, K, Po, Qo],
+// computes the convolution again from x, weight and bias, and fills each of grad_x, grad_weight
+// and grad_bias that is defined. The CPU runs the three image by image, the convolution's output
+// kept in the thread's cache, where its direct kernels can compute the convolution; elsewhere,
+// and on CUDA, this is the separate kernels with the convolution's output in a temporary.
+void conv2d_avg_pool2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& conv,
+                               std::optional<UnaryOp> activation, const Pool2dGeometry& pool, const Tensor& out);
+void conv2d_avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                const Conv2dGeometry& conv, std::optional<UnaryOp> activation,
+                                const Pool2dGeometry& pool, const Tensor& grad_x, const Tensor& grad_weight,
+                                const Tensor& grad_bias);
+
 // Adaptive pooling to out's Ho x Wo: output row o covers input rows
 // [floor(o * H / Ho), ceil((o + 1) * H / Ho)), and likewise for columns. The max writes indices
 // as max_pool2d_forward does, and max_pool2d_backward is its backward too.

@@ -47,6 +47,15 @@ Tensor avg_pool2d(const Tensor& x, Pool2dParams params);
 // activation's output. Equal to the two ops in sequence, to the bit for relu (the same sums in
 // the same order). nn::Sequential runs an activation followed by AvgPool2d this way.
 Tensor activated_avg_pool2d(const Tensor& x, std::optional<kernels::UnaryOp> activation, Pool2dParams params);
+// avg_pool2d(activation(conv2d(x, weight, bias))) as one op that never stores the convolution's
+// output: the backward computes it again from x, weight and bias (kernels::conv2d_avg_pool2d_*).
+// On the CPU, where its direct kernels can compute the convolution (stride 1, no dilation, one
+// group), it runs image by image, the convolution's output kept in cache; its results are those
+// of the three ops in turn up to rounding. nn::Sequential runs Conv2d, ReLU / Sigmoid / Tanh and
+// AvgPool2d this way where the convolution is cheap to compute again (nn/layers.h says when).
+// Where PyTorch differs: it has no such op; the three ops give the same values and gradients.
+Tensor conv2d_activated_avg_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dParams conv,
+                                   std::optional<kernels::UnaryOp> activation, Pool2dParams pool);
 // Averages (or takes the max of) each of output_size.h x output_size.w regions, as torch's
 // adaptive_avg_pool2d (adaptive_max_pool2d, whose gradient goes to each region's maximum).
 Tensor adaptive_avg_pool2d(const Tensor& x, PerAxis output_size);

@@ -59,6 +59,48 @@ class Conv2dBackward final : public Node {
   SavedTensor x_, weight_;
 };
 
+// The fused op's backward computes the convolution again, so it keeps x, the weight and the bias
+// (not the convolution's output, which is the point).
+class Conv2dAvgPool2dBackward final : public Node {
+ public:
+  Conv2dAvgPool2dBackward(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                          const kernels::Conv2dGeometry& conv, std::optional<kernels::UnaryOp> activation,
+                          const kernels::Pool2dGeometry& pool)
+      : x_(x), weight_(weight), bias_(bias), conv_(conv), activation_(activation), pool_(pool) {}
+
+  TensorList apply(TensorList&& grads) override {
+    if (!grads.at(0).defined()) return {Tensor(), Tensor(), Tensor()};
+    const Tensor grad = detail::dense(grads[0]);
+    const Tensor x = x_.unpack(*this), weight = weight_.unpack(*this), bias = bias_.unpack(*this);
+    Tensor grad_x, grad_weight, grad_bias;
+    if (autograd::input_needs_grad(*this, 0)) grad_x = empty(x.sizes(), autograd::options_of(grad));
+    if (autograd::input_needs_grad(*this, 1)) grad_weight = empty(weight.sizes(), autograd::options_of(grad));
+    if (autograd::input_needs_grad(*this, 2)) grad_bias = empty(bias.sizes(), autograd::options_of(grad));
+    kernels::conv2d_avg_pool2d_backward(grad, x, weight, bias, conv_, activation_, pool_, grad_x, grad_weight,
+                                        grad_bias);
+    return {grad_x, grad_weight, grad_bias};
+  }
+  std::string name() const override {
+    const std::string activation = activation_ ? kernels::name(*activation_) : "";
+    return "Conv2d" + autograd::backward_name((activation + "AvgPool2d").c_str());  // Conv2dReluAvgPool2dBackward
+  }
+  void release_saved() override {
+    x_.reset();
+    weight_.reset();
+    bias_.reset();
+  }
+
+ private:
+  SavedTensor x_, weight_, bias_;
+  kernels::Conv2dGeometry conv_;
+  std::optional<kernels::UnaryOp> activation_;
+  kernels::Pool2dGeometry pool_;
+};
+
+kernels::Conv2dGeometry geometry_of(const Conv2dParams& params) {
+  return {.stride = params.stride, .padding = params.padding, .dilation = params.dilation, .groups = params.groups};
+}
+
 void check_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& params) {
   const char* op = "conv2d";
   autograd::check_floating(op, x);
@@ -101,8 +143,7 @@ void check_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, con
 
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dParams params) {
   check_conv2d(x, weight, bias, params);
-  const kernels::Conv2dGeometry geometry{
-      .stride = params.stride, .padding = params.padding, .dilation = params.dilation, .groups = params.groups};
+  const kernels::Conv2dGeometry geometry = geometry_of(params);
   const PerAxis out_size =
       kernels::conv2d_output_size(geometry, {x.size(2), x.size(3)}, {weight.size(2), weight.size(3)});
   Tensor out = empty({x.size(0), weight.size(0), out_size.h, out_size.w}, autograd::options_of(x));
@@ -111,6 +152,26 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dP
   if (autograd::needs_grad({x, weight, bias})) {
     auto node =
         std::make_shared<Conv2dBackward>(x_data, weight_data, x.requires_grad(), weight.requires_grad(), geometry);
+    autograd::record(node, {x, weight, bias}, {out});
+  }
+  return out;
+}
+
+Tensor conv2d_activated_avg_pool2d(const Tensor& x, const Tensor& weight, const Tensor& bias, Conv2dParams conv,
+                                   std::optional<kernels::UnaryOp> activation, Pool2dParams pool) {
+  check_conv2d(x, weight, bias, conv);
+  const kernels::Conv2dGeometry geometry = geometry_of(conv);
+  const PerAxis conv_size =
+      kernels::conv2d_output_size(geometry, {x.size(2), x.size(3)}, {weight.size(2), weight.size(3)});
+  const Shape conv_shape{x.size(0), weight.size(0), conv_size.h, conv_size.w};
+  const detail::PoolPlan plan = detail::plan_pool(
+      "avg_pool2d", conv_shape, ::duet::detail::concat("the convolution's output ", conv_shape), pool);
+  Tensor out = empty(plan.out_shape, autograd::options_of(x));
+  const Tensor x_data = detail::dense(x), weight_data = detail::dense(weight), bias_data = detail::dense(bias);
+  kernels::conv2d_avg_pool2d_forward(x_data, weight_data, bias_data, geometry, activation, plan.window, out);
+  if (autograd::needs_grad({x, weight, bias})) {
+    auto node =
+        std::make_shared<Conv2dAvgPool2dBackward>(x_data, weight_data, bias_data, geometry, activation, plan.window);
     autograd::record(node, {x, weight, bias}, {out});
   }
   return out;

@@ -7,6 +7,7 @@
 #include "duet/autograd/grad_mode.h"
 #include "duet/core/error.h"
 #include "duet/core/tensor.h"
+#include "duet/kernels/nn_kernels.h"
 #include "duet/nn/functional.h"
 
 namespace duet::nn::functional::detail {
@@ -25,6 +26,14 @@ inline std::string describe_or_none(const Tensor& t) { return t.defined() ? t.de
 inline void check_rank(const char* op, const char* what, const Tensor& t, int64_t rank, const char* layout) {
   DUET_CHECK(t.dim() == rank, op, ": expected ", what, " of rank ", rank, " (", layout, "), got ", t.describe());
 }
+
+// A pooling's window, with stride 0 resolved to the kernel, checked against an input of shape
+// `in` [N, C, H, W] (`what` in the errors); and the output shape.
+struct PoolPlan {
+  kernels::Pool2dGeometry window;
+  Shape out_shape;
+};
+PoolPlan plan_pool(const char* op, const Shape& in, const std::string& what, const Pool2dParams& params);
 
 // The loss per element, reduced as asked (mean of no elements is NaN, as in PyTorch).
 Tensor reduce_loss(const Tensor& losses, Reduction reduction);

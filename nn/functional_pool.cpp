@@ -83,33 +83,12 @@ void check_pool_input(const char* op, const Tensor& x) {
   DUET_CHECK(x.size(2) >= 1 && x.size(3) >= 1, op, ": input ", x.describe(), " has empty planes");
 }
 
-// The window, with stride 0 resolved to the kernel, checked against the input; and the output shape.
-struct PoolPlan {
-  kernels::Pool2dGeometry window;
-  Shape out_shape;
-};
+using detail::PoolPlan;
 
 PoolPlan plan_pool(const char* op, const Tensor& x, const Pool2dParams& params) {
   check_pool_input(op, x);
-  const PerAxis kernel = params.kernel, padding = params.padding;
-  const PerAxis stride{params.stride.h == 0 ? kernel.h : params.stride.h,
-                       params.stride.w == 0 ? kernel.w : params.stride.w};
-  DUET_CHECK(kernel.h >= 1 && kernel.w >= 1 && stride.h >= 1 && stride.w >= 1, op,
-             ": expected kernel >= 1 and stride >= 0, got kernel ", kernel, " and stride ", params.stride);
-  // Wider padding would give windows that lie wholly in the padding (PyTorch's rule too).
-  DUET_CHECK(padding.h >= 0 && padding.w >= 0 && 2 * padding.h <= kernel.h && 2 * padding.w <= kernel.w, op,
-             ": padding ", padding, " must be between 0 and half the kernel size ", kernel);
-  const kernels::Pool2dGeometry window{.kernel = kernel,
-                                       .stride = stride,
-                                       .padding = padding,
-                                       .ceil_mode = params.ceil_mode,
-                                       .count_include_pad = params.count_include_pad};
-  const PerAxis out = kernels::pool2d_output_size(window, {x.size(2), x.size(3)});
-  DUET_CHECK(out.h >= 1 && out.w >= 1, op, ": kernel ", kernel, " with padding ", padding, " is larger than input ",
-             x.describe());
-  return {window, {x.size(0), x.size(1), out.h, out.w}};
+  return detail::plan_pool(op, x.sizes(), "input " + x.describe(), params);
 }
-
 Shape adaptive_out_shape(const char* op, const Tensor& x, PerAxis output_size) {
   check_pool_input(op, x);
   DUET_CHECK(output_size.h >= 1 && output_size.w >= 1, op, ": expected output_size >= 1, got ", output_size);
@@ -148,6 +127,29 @@ Tensor activated_avg_pool2d(const Tensor& x, std::optional<kernels::UnaryOp> act
   }
   return out;
 }
+
+namespace detail {
+
+PoolPlan plan_pool(const char* op, const Shape& in, const std::string& what, const Pool2dParams& params) {
+  const PerAxis kernel = params.kernel, padding = params.padding;
+  const PerAxis stride{params.stride.h == 0 ? kernel.h : params.stride.h,
+                       params.stride.w == 0 ? kernel.w : params.stride.w};
+  DUET_CHECK(kernel.h >= 1 && kernel.w >= 1 && stride.h >= 1 && stride.w >= 1, op,
+             ": expected kernel >= 1 and stride >= 0, got kernel ", kernel, " and stride ", params.stride);
+  // Wider padding would give windows that lie wholly in the padding (PyTorch's rule too).
+  DUET_CHECK(padding.h >= 0 && padding.w >= 0 && 2 * padding.h <= kernel.h && 2 * padding.w <= kernel.w, op,
+             ": padding ", padding, " must be between 0 and half the kernel size ", kernel);
+  const kernels::Pool2dGeometry window{.kernel = kernel,
+                                       .stride = stride,
+                                       .padding = padding,
+                                       .ceil_mode = params.ceil_mode,
+                                       .count_include_pad = params.count_include_pad};
+  const PerAxis out = kernels::pool2d_output_size(window, {in[2], in[3]});
+  DUET_CHECK(out.h >= 1 && out.w >= 1, op, ": kernel ", kernel, " with padding ", padding, " is larger than ", what);
+  return {window, {in[0], in[1], out.h, out.w}};
+}
+
+}  // namespace detail
 
 Tensor adaptive_avg_pool2d(const Tensor& x, PerAxis output_size) {
   Tensor out = empty(adaptive_out_shape("adaptive_avg_pool2d", x, output_size), autograd::options_of(x));

@@ -55,11 +55,12 @@ Conv2dImpl::Conv2dImpl(const Conv2dOptions& options) : options_(options) {
   if (o.bias_) bias_ = register_parameter("bias", default_init({o.out_channels_}, fan_in));
 }
 
-Tensor Conv2dImpl::forward(const Tensor& x) {
+functional::Conv2dParams Conv2dImpl::params() const {
   const auto& o = options_;
-  return functional::conv2d(x, weight(), bias(),
-                            {.stride = o.stride_, .padding = o.padding_, .dilation = o.dilation_, .groups = o.groups_});
+  return {.stride = o.stride_, .padding = o.padding_, .dilation = o.dilation_, .groups = o.groups_};
 }
+
+Tensor Conv2dImpl::forward(const Tensor& x) { return functional::conv2d(x, weight(), bias(), params()); }
 
 std::string Conv2dImpl::name() const {
   const auto& o = options_;
@@ -143,11 +144,38 @@ std::optional<kernels::UnaryOp> fusable_activation(const Module& m) {
   return std::nullopt;
 }
 
+// The activation and the average pooling after module i, if those follow it.
+struct PooledActivation {
+  kernels::UnaryOp activation;
+  const AvgPool2dImpl* pool;
+};
+std::optional<PooledActivation> pooled_activation_after(const SequentialImpl& s, size_t i) {
+  if (i + 2 >= s.size()) return std::nullopt;
+  const auto* pool = dynamic_cast<const AvgPool2dImpl*>(&s[i + 2]);
+  const std::optional<kernels::UnaryOp> activation = pool ? fusable_activation(s[i + 1]) : std::nullopt;
+  if (!activation) return std::nullopt;
+  return PooledActivation{*activation, pool};
+}
+
+// A convolution whose output costs less to compute again than to store and read back.
+bool cheap_to_recompute(const Conv2dImpl& conv) {
+  const Tensor& w = conv.weight();
+  return w.size(1) * w.size(2) * w.size(3) <= SequentialImpl::kMaxRecomputedMacs;
+}
+
 }  // namespace
 
 Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor out = x;
   for (size_t i = 0; i < num_children(); ++i) {
+    const auto* conv = dynamic_cast<const Conv2dImpl*>(&child(i));
+    const auto conv_tail = conv && cheap_to_recompute(*conv) ? pooled_activation_after(*this, i) : std::nullopt;
+    if (conv_tail) {  // convolution, activation, average pooling: its output never stored (see layers.h)
+      out = functional::conv2d_activated_avg_pool2d(out, conv->weight(), conv->bias(), conv->params(),
+                                                    conv_tail->activation, conv_tail->pool->params());
+      i += 2;
+      continue;
+    }
     const auto* pool = i + 1 < num_children() ? dynamic_cast<const AvgPool2dImpl*>(&child(i + 1)) : nullptr;
     const std::optional<kernels::UnaryOp> activation = pool ? fusable_activation(child(i)) : std::nullopt;
     if (activation) {  // activation, then average pooling: one pass over the map (see layers.h)

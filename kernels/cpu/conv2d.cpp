@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "duet/kernels/conv2d_pool_composed.h"
 #include "duet/kernels/conv_im2col_env.h"
 #include "duet/kernels/cpu/conv2d_direct.h"
 #include "duet/kernels/cpu/cpu_backend.h"
@@ -19,6 +20,7 @@
 #include "duet/kernels/cpu/im2col.h"
 #include "duet/kernels/cpu/nn_common.h"
 #include "duet/kernels/cpu/thread_pool.h"
+#include "duet/kernels/functors.h"
 
 namespace duet::kernels::cpu {
 namespace {
@@ -118,6 +120,22 @@ void backward_weight_typed(const Tensor& grad_out, const Tensor& x, const ConvLa
   });
 }
 
+// The layout of the convolution before a pooling (whose output is not a tensor here).
+ConvLayout conv_layout_before_pool(const Tensor& x, const Tensor& weight, const Conv2dGeometry& conv) {
+  const PerAxis out = conv2d_output_size(conv, {x.size(2), x.size(3)}, {weight.size(2), weight.size(3)});
+  return {x.size(0),   x.size(1),    x.size(2),     x.size(3),   weight.size(0), weight.size(2), weight.size(3),
+          conv.stride, conv.padding, conv.dilation, conv.groups, out.h,          out.w};
+}
+
+// The pooling of one of the convolution's planes into one of pooled's.
+PoolLayout plane_pool_layout(const ConvLayout& g, const Tensor& pooled, const Pool2dGeometry& pool) {
+  return {1,
+          AxisWindows::sliding(g.out_h, pooled.size(2), pool.kernel.h, pool.stride.h, pool.padding.h,
+                               pool.count_include_pad),
+          AxisWindows::sliding(g.out_w, pooled.size(3), pool.kernel.w, pool.stride.w, pool.padding.w,
+                               pool.count_include_pad)};
+}
+
 }  // namespace
 
 // The entry points share a shape (empty result, layout, dtype) but each gives ConvLayout::of its
@@ -159,6 +177,40 @@ void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2
     } else {
       backward_weight_typed<T>(grad_out, x, g, grad_weight);
     }
+  });
+}
+
+// The fused convolution and pooling: image by image on the direct kernels' grid where they can
+// compute the convolution, else the separate kernels.
+void conv2d_avg_pool2d_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dGeometry& conv,
+                               std::optional<UnaryOp> activation, const Pool2dGeometry& pool, const Tensor& out) {
+  if (out.numel() == 0) return;
+  const ConvLayout g = conv_layout_before_pool(x, weight, conv);
+  if (!direct_conv_fits(g)) return composed_conv2d_avg_pool2d_forward(x, weight, bias, conv, activation, pool, out);
+  const PoolLayout p = plane_pool_layout(g, out, pool);
+  dispatch_floating(x.dtype(), "conv2d_avg_pool2d_forward", [&]<class T>() {
+    functors::dispatch_activation(activation, [&]<class F>() {
+      direct_conv_pool_forward<T, F>(g, p, x.data<T>(), weight.data<T>(), data_or_null<T>(bias), out.data<T>());
+    });
+  });
+}
+
+void conv2d_avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                const Conv2dGeometry& conv, std::optional<UnaryOp> activation,
+                                const Pool2dGeometry& pool, const Tensor& grad_x, const Tensor& grad_weight,
+                                const Tensor& grad_bias) {
+  const ConvLayout g = conv_layout_before_pool(x, weight, conv);
+  if (!direct_conv_fits(g) || grad_out.numel() == 0) {
+    return composed_conv2d_avg_pool2d_backward(grad_out, x, weight, bias, conv, activation, pool, grad_x, grad_weight,
+                                               grad_bias);
+  }
+  const PoolLayout p = plane_pool_layout(g, grad_out, pool);
+  dispatch_floating(x.dtype(), "conv2d_avg_pool2d_backward", [&]<class T>() {
+    functors::dispatch_activation(activation, [&]<class F>() {
+      direct_conv_pool_backward<T, F>(g, p, grad_out.data<T>(), x.data<T>(), weight.data<T>(), data_or_null<T>(bias),
+                                      data_or_null<T>(grad_x), data_or_null<T>(grad_weight),
+                                      data_or_null<T>(grad_bias));
+    });
   });
 }
 

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "duet/kernels/cpu/gemm.h"
 #include "duet/kernels/cpu/im2col.h"  // copy_row: rows of a few dozen floats, without a call to memmove
+#include "duet/kernels/cpu/pool_plane.h"
 #include "duet/kernels/cpu/simd.h"
 #include "duet/kernels/cpu/thread_pool.h"
+#include "duet/kernels/functors.h"
 
 namespace duet::kernels::cpu {
 namespace {
@@ -536,23 +539,18 @@ void forward_by_filter(const ConvLayout& g, const Grid& grid, const T* x, const 
   });
 }
 
-template <class T> void direct_conv_forward(const ConvLayout& g, const T* x, const T* weight, const T* bias, T* out) {
-  const Grid grid = input_grid(g);
-  if (forward_by_filter_pays(g)) return forward_by_filter(g, grid, x, weight, bias, out);
-  const int64_t taps = grid.taps(), filters = g.filters;
-  std::vector<T> taps_major(static_cast<size_t>(taps * filters));  // weight [K, taps] transposed
+// weight [K, taps] transposed, as correlate_plane reads it.
+template <class T> std::vector<T> taps_major_of(const T* weight, int64_t filters, int64_t taps) {
+  std::vector<T> taps_major(static_cast<size_t>(taps * filters));
   for (int64_t k = 0; k < filters; ++k) {
     for (int64_t r = 0; r < taps; ++r) taps_major[static_cast<size_t>(r * filters + k)] = weight[k * taps + r];
   }
-  correlate_batch(grid, g.batch, x, taps_major.data(), filters, bias, out);
+  return taps_major;
 }
 
-template <class T> void direct_conv_backward_input(const ConvLayout& g, const T* grad_out, const T* weight, T* grad_x) {
-  if (input_grad_by_gemm_pays(g)) return input_grad_by_gemm(g, grad_out, weight, grad_x);
-  const Grid grid = input_grid(g);
+// A block of channels' weights for one (k, ki, kj) in a row, as scatter_input_grad reads them.
+template <class T> std::vector<T> window_major_of(const ConvLayout& g, const T* weight) {
   const int64_t filters = g.filters, channels = g.channels, window = g.kernel_h * g.kernel_w;
-  const int64_t out_size = filters * g.out_h * g.out_w;
-  // A block of channels' weights for one (k, ki, kj) in a row, as scatter_input_grad reads them.
   std::vector<T> window_major(static_cast<size_t>(window * filters * channels));
   for (int64_t k = 0; k < filters; ++k) {
     for (int64_t c = 0; c < channels; ++c) {
@@ -561,6 +559,21 @@ template <class T> void direct_conv_backward_input(const ConvLayout& g, const T*
       }
     }
   }
+  return window_major;
+}
+
+template <class T> void direct_conv_forward(const ConvLayout& g, const T* x, const T* weight, const T* bias, T* out) {
+  const Grid grid = input_grid(g);
+  if (forward_by_filter_pays(g)) return forward_by_filter(g, grid, x, weight, bias, out);
+  const std::vector<T> taps_major = taps_major_of(weight, g.filters, grid.taps());
+  correlate_batch(grid, g.batch, x, taps_major.data(), g.filters, bias, out);
+}
+
+template <class T> void direct_conv_backward_input(const ConvLayout& g, const T* grad_out, const T* weight, T* grad_x) {
+  if (input_grad_by_gemm_pays(g)) return input_grad_by_gemm(g, grad_out, weight, grad_x);
+  const Grid grid = input_grid(g);
+  const int64_t filters = g.filters, out_size = filters * g.out_h * g.out_w;
+  const std::vector<T> window_major = window_major_of(g, weight);
   parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> plane(static_cast<size_t>(grid.plane_size<T>()));
     std::vector<typename Simd<T>::Vec> staged(static_cast<size_t>(filters * grid.span<T>() / Simd<T>::kLanes));
@@ -630,45 +643,222 @@ template <class T> void weight_grad_by_filter(const ConvLayout& g, const Grid& g
   }
 }
 
-template <class T>
-void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight, T* grad_bias) {
-  const Grid grid = input_grid(g);
-  const std::vector<int64_t> offsets = grid.tap_offsets();
-  const int64_t taps = grid.taps(), weights = g.filters * taps;
-  // Filters [0, lane_filters) along the filters, the rest along the grid's pixels.
-  const bool by_filter = weight_grad_lanes(g) == WeightGradLanes::filters;
-  const int64_t lane_filters = by_filter ? g.filters - filters_left_to_grid<T>(g.filters) : 0;
-  const FilterRange by_pixel{lane_filters, g.filters - lane_filters};
-  // As the im2col path: each pool thread sums a fixed, contiguous share of the images, and the
-  // shares are added in order, so the result does not change from run to run.
+// A weight gradient's sum over the batch, as the im2col path takes it: each pool thread sums a
+// fixed, contiguous share of the images, and the shares are added in order, so the result does
+// not change from run to run. share(first, last, part, bias_part) sums images [first, last)
+// into part [filters, taps] and, when grad_bias is wanted, bias_part [filters] (zeros at the
+// start); grad_weight may be null (not wanted).
+template <class T, class ShareFn>
+void sum_over_shares(const ConvLayout& g, T* grad_weight, T* grad_bias, ShareFn&& share) {
+  const int64_t weights = g.filters * g.patch_size();
   const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(g.batch, pool_size()));
   std::vector<T> partials(static_cast<size_t>(shares * weights));
   std::vector<double> bias_partials(grad_bias ? static_cast<size_t>(shares * g.filters) : 0);  // zeros
   parallel_for(shares, 1, [&](int64_t begin, int64_t end) {
-    for (int64_t share = begin; share < end; ++share) {
-      const int64_t first = g.batch * share / shares, last = g.batch * (share + 1) / shares;
-      T* part = partials.data() + share * weights;
-      double* bias_part = grad_bias ? bias_partials.data() + share * g.filters : nullptr;
-      if (lane_filters > 0) {
-        weight_grad_by_filter(g, grid, offsets.data(), grad_out, x, first, last, {0, lane_filters}, part, bias_part);
-      }
-      if (by_pixel.count > 0) {
-        weight_grad_by_pixel(g, grid, offsets.data(), grad_out, x, first, last, by_pixel, part + lane_filters * taps,
-                             bias_part ? bias_part + lane_filters : nullptr);
-      }
+    for (int64_t i = begin; i < end; ++i) {
+      share(g.batch * i / shares, g.batch * (i + 1) / shares, partials.data() + i * weights,
+            grad_bias ? bias_partials.data() + i * g.filters : nullptr);
     }
   });
-  std::copy_n(partials.data(), weights, grad_weight);
-  for (int64_t share = 1; share < shares; ++share) {
-    const T* part = partials.data() + share * weights;
-    for (int64_t i = 0; i < weights; ++i) grad_weight[i] += part[i];
+  if (grad_weight) {
+    std::copy_n(partials.data(), weights, grad_weight);
+    for (int64_t i = 1; i < shares; ++i) {
+      const T* part = partials.data() + i * weights;
+      for (int64_t w = 0; w < weights; ++w) grad_weight[w] += part[w];
+    }
   }
   for (int64_t k = 0; grad_bias && k < g.filters; ++k) {
     double sum = 0;
-    for (int64_t share = 0; share < shares; ++share) sum += bias_partials[static_cast<size_t>(share * g.filters + k)];
+    for (int64_t i = 0; i < shares; ++i) sum += bias_partials[static_cast<size_t>(i * g.filters + k)];
     grad_bias[k] = static_cast<T>(sum);
   }
 }
+
+template <class T>
+void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight, T* grad_bias) {
+  const Grid grid = input_grid(g);
+  const std::vector<int64_t> offsets = grid.tap_offsets();
+  const int64_t taps = grid.taps();
+  // Filters [0, lane_filters) along the filters, the rest along the grid's pixels.
+  const bool by_filter = weight_grad_lanes(g) == WeightGradLanes::filters;
+  const int64_t lane_filters = by_filter ? g.filters - filters_left_to_grid<T>(g.filters) : 0;
+  const FilterRange by_pixel{lane_filters, g.filters - lane_filters};
+  sum_over_shares(g, grad_weight, grad_bias, [&](int64_t first, int64_t last, T* part, double* bias_part) {
+    if (lane_filters > 0) {
+      weight_grad_by_filter(g, grid, offsets.data(), grad_out, x, first, last, {0, lane_filters}, part, bias_part);
+    }
+    if (by_pixel.count > 0) {
+      weight_grad_by_pixel(g, grid, offsets.data(), grad_out, x, first, last, by_pixel, part + lane_filters * taps,
+                           bias_part ? bias_part + lane_filters : nullptr);
+    }
+  });
+}
+
+// ---- the convolution, an activation and average pooling in one op ----
+// Image by image, in the pool's threads: the convolution on the grid (correlate_plane) into a
+// stage that stays in the thread's cache, then each filter's plane taken out of it, through F and
+// pooled. The backward computes the stage again from x, takes the pooling's and F's gradient
+// plane by plane onto the grid, and runs the weight gradient (accumulate_weight_grad) and the
+// input gradient (scatter_input_grad) on it while it is in cache. The convolution's output and
+// its gradient are never written to memory: on lenet-relu's first layer these are 13.8 MB maps
+// that the separate ops wrote and read back 5 times a step.
+
+// out [oh, ow] = filter k's plane of stage (on the grid, see conv2d_direct.h).
+template <class T> void unstage_filter(const Grid& grid, const T* stage, int64_t k, T* out) {
+  const int64_t span = grid.span<T>(), oh = grid.out_h(), ow = grid.out_w();
+  for (int64_t y = 0; y < oh; ++y) copy_row(out + y * ow, stage + k * span + y * grid.width, ow);
+}
+
+// Filter k's pooled plane out [Po, Qo] from its convolution output on the grid (stage_k), through
+// F, for 2x2 windows, each window's sum added in the order of pool2d.cpp's 2x2 loops, so the bits
+// are the separate kernels'. With an even width and grid width, no column pair straddles two grid
+// rows: the pairs' sums of all the rows are one contiguous pass into `buffer` (the grid's width
+// times Po), and each window adds two of them. Else a pair of rows at a time is activated into
+// `buffer` (4 Qo).
+template <class T, class F>
+void two_by_two_pool_from_grid(const Grid& grid, const PoolLayout& p, const T* stage_k, T* buffer, T* out) {
+  const int64_t pw = p.cols.out, used = 2 * pw;
+  const bool even_width = used == grid.out_w();
+  const F f;
+  if (even_width && grid.width % 2 == 0) {
+    // Up to the last window's last column: the grid's span may end there.
+    const int64_t pairs = ((2 * p.rows.out - 1) * grid.width + used) / 2, half = grid.width / 2;
+    for (int64_t j = 0; j < pairs; ++j) buffer[j] = f(stage_k[2 * j]) + f(stage_k[2 * j + 1]);
+    for (int64_t r = 0; r < p.rows.out; ++r) {
+      const T* top = buffer + r * grid.width;
+      for (int64_t j = 0; j < pw; ++j) out[r * pw + j] = (top[j] + top[half + j]) * T(0.25);
+    }
+    return;
+  }
+  T* top = buffer;
+  T* bottom = buffer + used;
+  for (int64_t r = 0; r < p.rows.out; ++r) {
+    const T* a = stage_k + 2 * r * grid.width;
+    const T* b = a + grid.width;
+    for (int64_t x = 0; x < used; ++x) {
+      top[x] = f(a[x]);
+      bottom[x] = f(b[x]);
+    }
+    T* o = out + r * pw;
+    if (even_width) {
+      for (int64_t j = 0; j < pw; ++j)
+        o[j] = ((top[2 * j] + top[2 * j + 1]) + (bottom[2 * j] + bottom[2 * j + 1])) * T(0.25);
+    } else {
+      for (int64_t j = 0; j < pw; ++j)
+        o[j] = (top[2 * j] + top[2 * j + 1] + bottom[2 * j] + bottom[2 * j + 1]) * T(0.25);
+    }
+  }
+}
+
+template <class T, class F> void direct_conv_pool_forward(const ConvLayout& g, const PoolLayout& p, const T* x,
+                                                          const T* weight, const T* bias, T* out) {
+  const Grid grid = input_grid(g);
+  const std::vector<int64_t> offsets = grid.tap_offsets();
+  const std::vector<T> taps_major = taps_major_of(weight, g.filters, grid.taps());
+  const int64_t filters = g.filters;
+  const bool two_by_two = is_two_by_two(p);
+  parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> plane(static_cast<size_t>(grid.plane_size<T>()));
+    std::vector<T> stage(static_cast<size_t>(filters * grid.span<T>())), map(static_cast<size_t>(p.in_plane()));
+    std::vector<T> pool_buffer(static_cast<size_t>(std::max(p.rows.out * grid.width, 4 * p.cols.out)));
+    for (int64_t n = begin; n < end; ++n) {
+      pad_into(grid, x + n * g.image_size(), plane.data());
+      correlate_plane(grid, offsets.data(), plane.data(), taps_major.data(), filters, bias, stage.data());
+      for (int64_t k = 0; k < filters; ++k) {
+        if (two_by_two) {
+          two_by_two_pool_from_grid<T, F>(grid, p, stage.data() + k * grid.span<T>(), pool_buffer.data(),
+                                          out + (n * filters + k) * p.out_plane());
+          continue;
+        }
+        unstage_filter(grid, stage.data(), k, map.data());
+        average_activated_plane<T, F>(map.data(), p, out + (n * filters + k) * p.out_plane());
+      }
+    }
+  });
+}
+
+// Filter k's gradient on the grid, g_k, from the pooled gradient grad [Po, Qo] of 2x2 windows:
+// each window's share spread over its four outputs in `shares` (the grid's rows 0 to 2 Po), then
+// times F's derivative at the convolution's output (stage_k, on the grid) in one contiguous pass.
+// Where no window reaches, g_k stays zero: the columns past 2 Qo (an odd last column, the grid's
+// dropped columns) get share 0 times a derivative, and an odd last row is never written.
+template <class T, class F> void two_by_two_grad_on_grid(const Grid& grid, const PoolLayout& p, const T* grad,
+                                                         const T* stage_k, T* shares, T* g_k) {
+  const int64_t width = grid.width, pw = p.cols.out, rows = 2 * p.rows.out;
+  for (int64_t r = 0; r < p.rows.out; ++r) {
+    T* top = shares + 2 * r * width;
+    for (int64_t j = 0; j < pw; ++j) {
+      const T share = grad[r * pw + j] * T(0.25);
+      top[2 * j] = top[2 * j + 1] = top[width + 2 * j] = top[width + 2 * j + 1] = share;
+    }
+  }
+  const F f;
+  const int64_t covered = rows > 0 ? (rows - 1) * width + 2 * pw : 0;  // up to the last window's last output
+  for (int64_t i = 0; i < covered; ++i) g_k[i] = f.backward(shares[i], stage_k[i], f(stage_k[i]));
+}
+
+template <class T, class F> void direct_conv_pool_backward(const ConvLayout& g, const PoolLayout& p, const T* grad_out,
+                                                           const T* x, const T* weight, const T* bias, T* grad_x,
+                                                           T* grad_weight, T* grad_bias) {
+  using Vec = typename Simd<T>::Vec;
+  const Grid grid = input_grid(g);
+  const std::vector<int64_t> offsets = grid.tap_offsets();
+  const std::vector<T> taps_major = taps_major_of(weight, g.filters, grid.taps());
+  const std::vector<T> window_major = grad_x ? window_major_of(g, weight) : std::vector<T>();
+  const int64_t filters = g.filters, span = grid.span<T>(), oh = grid.out_h(), ow = grid.out_w();
+  const int64_t weights = filters * grid.taps();
+  const bool two_by_two = is_two_by_two(p);
+  sum_over_shares(g, grad_weight, grad_bias, [&](int64_t first, int64_t last, T* part, double* bias_part) {
+    std::vector<T> plane(static_cast<size_t>(grid.plane_size<T>())), input_grad;
+    std::vector<T> stage(static_cast<size_t>(filters * span)), map(static_cast<size_t>(p.in_plane()));
+    std::vector<T> map_grad(static_cast<size_t>(p.in_plane()));
+    std::vector<T> shares(static_cast<size_t>(2 * p.rows.out * grid.width));  // two_by_two_grad_on_grid's
+    // The gradient on the grid, rows on vector boundaries; zeros wherever no window reaches.
+    std::vector<Vec> grad_vectors(static_cast<size_t>(filters * span / Simd<T>::kLanes));
+    T* grads = reinterpret_cast<T*>(grad_vectors.data());
+    std::vector<Vec> acc(static_cast<size_t>(grad_weight ? weights : 0));
+    if (grad_x) input_grad.resize(static_cast<size_t>(grid.plane_size<T>()));
+    for (int64_t n = first; n < last; ++n) {
+      pad_into(grid, x + n * g.image_size(), plane.data());
+      // Without an activation the pooling's gradient does not depend on the convolution's output.
+      constexpr bool reads_map = !std::is_same_v<F, functors::Identity>;
+      if (reads_map) {
+        correlate_plane(grid, offsets.data(), plane.data(), taps_major.data(), filters, bias, stage.data());
+      }
+      for (int64_t k = 0; k < filters; ++k) {
+        const T* grad_k = grad_out + (n * filters + k) * p.out_plane();
+        if (two_by_two) {  // straight from the stage onto the grid
+          two_by_two_grad_on_grid<T, F>(grid, p, grad_k, stage.data() + k * span, shares.data(), grads + k * span);
+          continue;
+        }
+        if (reads_map) unstage_filter(grid, stage.data(), k, map.data());
+        average_activated_plane_backward<T, F>(grad_k, map.data(), p, map_grad.data());
+        for (int64_t y = 0; y < oh; ++y) copy_row(grads + k * span + y * grid.width, map_grad.data() + y * ow, ow);
+      }
+      if (bias_part) add_row_sums(grads, filters, span, bias_part);
+      if (grad_weight) accumulate_weight_grad(grid, offsets.data(), 1, plane.data(), grads, filters, acc.data());
+      if (grad_x) {
+        std::fill(input_grad.begin(), input_grad.end(), T(0));
+        scatter_input_grad(grid, grads, filters, window_major.data(), input_grad.data());
+        unpad_from(grid, input_grad.data(), grad_x + n * g.image_size());
+      }
+    }
+    for (int64_t i = 0; grad_weight && i < weights; ++i) part[i] = Simd<T>::sum(acc[static_cast<size_t>(i)]);
+  });
+}
+
+#define DUET_DIRECT_CONV_POOL(T, F)                                                                                 \
+  template void direct_conv_pool_forward<T, F>(const ConvLayout&, const PoolLayout&, const T*, const T*, const T*,  \
+                                               T*);                                                                 \
+  template void direct_conv_pool_backward<T, F>(const ConvLayout&, const PoolLayout&, const T*, const T*, const T*, \
+                                                const T*, T*, T*, T*);
+#define DUET_DIRECT_CONV_POOLS(F) DUET_DIRECT_CONV_POOL(float, F) DUET_DIRECT_CONV_POOL(double, F)
+DUET_DIRECT_CONV_POOLS(functors::Identity)
+DUET_DIRECT_CONV_POOLS(functors::Relu)
+DUET_DIRECT_CONV_POOLS(functors::Sigmoid)
+DUET_DIRECT_CONV_POOLS(functors::Tanh)
+#undef DUET_DIRECT_CONV_POOLS
+#undef DUET_DIRECT_CONV_POOL
 
 #define DUET_DIRECT_CONV(T)                                                                  \
   template void direct_conv_forward<T>(const ConvLayout&, const T*, const T*, const T*, T*); \

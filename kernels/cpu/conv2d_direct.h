@@ -49,4 +49,14 @@ template <class T> void direct_conv_backward_input(const ConvLayout& g, const T*
 template <class T>
 void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T* x, T* grad_weight, T* grad_bias);
 
+// out = average pooling p of F(the convolution), F an activation functor of kernels/functors.h
+// or Identity, image by image, the convolution's output kept in the thread's cache; p's sizes
+// are one plane's. Any convolution that direct_conv_fits. The backward computes the convolution
+// again, and fills each of grad_x, grad_weight and grad_bias that is not null.
+template <class T, class F> void direct_conv_pool_forward(const ConvLayout& g, const PoolLayout& p, const T* x,
+                                                          const T* weight, const T* bias, T* out);
+template <class T, class F> void direct_conv_pool_backward(const ConvLayout& g, const PoolLayout& p, const T* grad_out,
+                                                           const T* x, const T* weight, const T* bias, T* grad_x,
+                                                           T* grad_weight, T* grad_bias);
+
 }  // namespace duet::kernels::cpu

@@ -26,6 +26,8 @@ const Backend& cpu_backend() {
       .max_pool2d_backward = cpu::max_pool2d_backward,
       .avg_pool2d_forward = cpu::avg_pool2d_forward,
       .avg_pool2d_backward = cpu::avg_pool2d_backward,
+      .conv2d_avg_pool2d_forward = cpu::conv2d_avg_pool2d_forward,
+      .conv2d_avg_pool2d_backward = cpu::conv2d_avg_pool2d_backward,
       .adaptive_avg_pool2d_forward = cpu::adaptive_avg_pool2d_forward,
       .adaptive_avg_pool2d_backward = cpu::adaptive_avg_pool2d_backward,
       .adaptive_max_pool2d_forward = cpu::adaptive_max_pool2d_forward,

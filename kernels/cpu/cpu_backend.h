@@ -32,6 +32,8 @@ decltype(kernels::adam_update) adam_update;
 decltype(kernels::conv2d_forward) conv2d_forward;
 decltype(kernels::conv2d_backward_input) conv2d_backward_input;
 decltype(kernels::conv2d_backward_weight) conv2d_backward_weight;
+decltype(kernels::conv2d_avg_pool2d_forward) conv2d_avg_pool2d_forward;
+decltype(kernels::conv2d_avg_pool2d_backward) conv2d_avg_pool2d_backward;
 // pool2d.cpp
 decltype(kernels::max_pool2d_forward) max_pool2d_forward;
 decltype(kernels::max_pool2d_backward) max_pool2d_backward;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "duet/kernels/backend.h"
+#include "duet/kernels/conv2d_pool_composed.h"
 #include "duet/kernels/cuda/cross_device_copy.h"
 #include "duet/kernels/cuda/cudnn_handle.h"
 #include "duet/kernels/cuda/launchers.h"
@@ -229,6 +230,8 @@ constexpr kernels::Backend kCudaBackend{
     .max_pool2d_backward = max_pool2d_backward,
     .avg_pool2d_forward = avg_pool2d_forward,
     .avg_pool2d_backward = avg_pool2d_backward,
+    .conv2d_avg_pool2d_forward = kernels::composed_conv2d_avg_pool2d_forward,
+    .conv2d_avg_pool2d_backward = kernels::composed_conv2d_avg_pool2d_backward,
     .adaptive_avg_pool2d_forward = adaptive_avg_pool2d_forward,
     .adaptive_avg_pool2d_backward = adaptive_avg_pool2d_backward,
     .adaptive_max_pool2d_forward = adaptive_max_pool2d_forward,

@@ -63,6 +63,51 @@ TEST_CASE("conv2d kernels name the op and each operand they refuse", "[nn][kerne
                       Contains("dilation 0, groups 2"));
 }
 
+TEST_CASE("the fused convolution and pooling kernels name the op and each operand they refuse",
+          "[nn][kernels][errors]") {
+  const kernels::Conv2dGeometry conv{};
+  const kernels::Pool2dGeometry pool{.kernel = 2, .stride = 2};
+  const auto relu = kernels::UnaryOp::relu;
+  // x [2, 3, 7, 7] (*) w [4, 3, 3, 3] -> [2, 4, 5, 5], pooled 2x2 -> [2, 4, 2, 2].
+  Tensor x = zeros({2, 3, 7, 7}), w = zeros({4, 3, 3, 3}), b = zeros({4}), out = zeros({2, 4, 2, 2});
+  CHECK_NOTHROW(kernels::conv2d_avg_pool2d_forward(x, w, b, conv, relu, pool, out));
+  REQUIRE_THROWS_WITH(kernels::conv2d_avg_pool2d_forward(x, w, b, conv, relu, pool, zeros({2, 4, 3, 3})),
+                      Contains("conv2d_avg_pool2d_forward: shapes do not match: x f32[2, 3, 7, 7] on cpu:0, weight "
+                               "f32[4, 3, 3, 3] on cpu:0, out f32[2, 4, 3, 3] on cpu:0, convolution stride 1, "
+                               "padding 0, dilation 1, groups 1, pooling kernel 2, stride 2, padding 0"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_avg_pool2d_forward(x, zeros({4, 2, 3, 3}), b, conv, relu, pool, out),
+                      Contains("conv2d_avg_pool2d_forward: shapes do not match"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_avg_pool2d_forward(x, w, zeros({5}), conv, relu, pool, out),
+                      Contains("conv2d_avg_pool2d_forward: bias f32[5] on cpu:0 does not match the 4 filters"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_avg_pool2d_forward(x, w, b, conv, relu, pool, f64_zeros({2, 4, 2, 2})),
+                      Contains("conv2d_avg_pool2d_forward: out f64[2, 4, 2, 2] on cpu:0 and x f32[2, 3, 7, 7]"));
+  REQUIRE_THROWS_WITH(kernels::conv2d_avg_pool2d_forward(x, w, b, conv, kernels::UnaryOp::log, pool, out),
+                      Contains("conv2d_avg_pool2d_forward: unary op log is not an activation a pooling can fuse"));
+
+  Tensor grad = zeros({2, 4, 2, 2});
+  CHECK_NOTHROW(kernels::conv2d_avg_pool2d_backward(grad, x, w, b, conv, relu, pool, zeros(x.sizes()), zeros(w.sizes()),
+                                                    zeros({4})));
+  CHECK_NOTHROW(kernels::conv2d_avg_pool2d_backward(grad, x, w, Tensor(), conv, std::nullopt, pool, Tensor(),
+                                                    zeros(w.sizes()), Tensor()));
+  REQUIRE_THROWS_WITH(kernels::conv2d_avg_pool2d_backward(zeros({2, 4, 2, 3}), x, w, b, conv, relu, pool, Tensor(),
+                                                          zeros(w.sizes()), Tensor()),
+                      Contains("conv2d_avg_pool2d_backward: shapes do not match: x f32[2, 3, 7, 7] on cpu:0, weight "
+                               "f32[4, 3, 3, 3] on cpu:0, grad_out f32[2, 4, 2, 3]"));
+  REQUIRE_THROWS_WITH(
+      kernels::conv2d_avg_pool2d_backward(grad, x, w, b, conv, relu, pool, zeros({2, 3, 7, 6}), Tensor(), Tensor()),
+      Contains("conv2d_avg_pool2d_backward: grad_x f32[2, 3, 7, 6] on cpu:0 does not match x"));
+  REQUIRE_THROWS_WITH(
+      kernels::conv2d_avg_pool2d_backward(grad, x, w, b, conv, relu, pool, Tensor(), zeros({4, 3, 3, 2}), Tensor()),
+      Contains("conv2d_avg_pool2d_backward: grad_weight f32[4, 3, 3, 2] on cpu:0 does not match "
+               "weight"));
+  REQUIRE_THROWS_WITH(
+      kernels::conv2d_avg_pool2d_backward(grad, x, w, b, conv, relu, pool, Tensor(), Tensor(), zeros({3})),
+      Contains("conv2d_avg_pool2d_backward: grad_bias f32[3] on cpu:0 does not match the 4 filters"));
+  REQUIRE_THROWS_WITH(
+      kernels::conv2d_avg_pool2d_backward(grad, x, w, b, conv, relu, pool, Tensor(), Tensor(), f64_zeros({4})),
+      Contains("have different dtypes"));
+}
+
 TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kernels][errors]") {
   const kernels::Pool2dGeometry g{.kernel = 2, .stride = 2, .padding = 0};
   Tensor x = zeros({1, 2, 4, 4}), out = zeros({1, 2, 2, 2}), indices = i64_zeros({1, 2, 2, 2});

@@ -1,7 +1,8 @@
 // The CUDA NN kernels against the CPU ones on the same random inputs: softmax, log-softmax and
 // cross-entropy, pooling (per-axis windows, ceil_mode, count_include_pad, adaptive average and
 // max, NaN), batch norm (cuDNN and duet's kernels) and conv2d (cuDNN and im2col paths, with
-// groups, dilation and per-axis geometry), forward and backward, f32 and f64, odd sizes. Outputs sit between sentinel
+// groups, dilation and per-axis geometry), and the convolution fused with an activation and average
+// pooling, forward and backward, f32 and f64, odd sizes. Outputs sit between sentinel
 // guard bands. (The NN kernels take contiguous operands only, so there are no strided cases.)
 #include <catch2/catch.hpp>
 
@@ -473,5 +474,58 @@ TEST_CASE("CUDA conv2d matches the CPU through cuDNN and through im2col", "[cuda
       }
     }
     if (im2col) unsetenv("DUET_CONV_IM2COL");
+  }
+}
+
+TEST_CASE("CUDA's fused convolution and average pooling matches the CPU's fused kernels", "[cuda]") {
+  struct Case {
+    Shape x, weight;
+    kernels::Conv2dGeometry conv;
+    kernels::Pool2dGeometry pool;
+  };
+  const std::vector<Case> cases = {
+      {{3, 1, 28, 28}, {20, 1, 3, 3}, {}, {.kernel = 2, .stride = 2}},  // LeNet-ReLU's first layer
+      {{2, 2, 9, 8}, {17, 2, 3, 3}, {.padding = 1}, {.kernel = 2, .stride = 2}},
+      {{1, 2, 8, 9}, {3, 2, 3, 3}, {}, {.kernel = 2, .stride = 2}},  // an odd width
+      {{2, 1, 4, 9}, {2, 1, 3, 3}, {}, {.kernel = 2, .stride = 2}},  // one row of windows
+      {{2, 3, 8, 7},
+       {4, 3, 3, 3},
+       {.padding = 1},
+       {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false}},
+      {{2, 3, 9, 9}, {4, 3, 3, 3}, {.stride = 2}, {.kernel = 2, .stride = 2}}};  // the CPU's separate kernels
+  uint64_t seed = 9000;
+  for (DType dtype : kFloating) {
+    for (size_t c = 0; c < cases.size(); ++c) {
+      const Case& cs = cases[c];
+      const PerAxis conv_hw = kernels::conv2d_output_size(cs.conv, {cs.x[2], cs.x[3]}, {cs.weight[2], cs.weight[3]});
+      const PerAxis out_hw = kernels::pool2d_output_size(cs.pool, conv_hw);
+      const Shape out_sizes = {cs.x[0], cs.weight[0], out_hw.h, out_hw.w}, bias_sizes = {cs.weight[0]};
+      auto x = test::random_pair(cs.x, dtype, -1, 1, ++seed);
+      auto w = test::random_pair(cs.weight, dtype, -1, 1, ++seed);
+      auto b = test::random_pair(bias_sizes, dtype, -1, 1, ++seed);
+      auto grad = test::random_pair(out_sizes, dtype, -1, 1, ++seed);
+      for (std::optional<kernels::UnaryOp> activation :
+           {std::optional<kernels::UnaryOp>(), std::optional(kernels::UnaryOp::relu),
+            std::optional(kernels::UnaryOp::sigmoid), std::optional(kernels::UnaryOp::tanh)}) {
+        const std::string name =
+            std::string("conv2d ") + (activation ? kernels::name(*activation) : "") + " avg_pool2d";
+        test::GuardedOutput out(out_sizes, dtype, kGpu);
+        kernels::conv2d_avg_pool2d_forward(x.cuda, w.cuda, b.cuda, cs.conv, activation, cs.pool, out.view());
+        Tensor out_cpu = cpu_empty(out_sizes, dtype);
+        cpu_nn().conv2d_avg_pool2d_forward(x.cpu, w.cpu, b.cpu, cs.conv, activation, cs.pool, out_cpu);
+        compare(out, out_cpu, tol(dtype, 1e-4), label(name, dtype, c));
+
+        test::GuardedOutput gx(cs.x, dtype, kGpu), gw(cs.weight, dtype, kGpu), gb(bias_sizes, dtype, kGpu);
+        kernels::conv2d_avg_pool2d_backward(grad.cuda, x.cuda, w.cuda, b.cuda, cs.conv, activation, cs.pool, gx.view(),
+                                            gw.view(), gb.view());
+        Tensor gx_cpu = cpu_empty(cs.x, dtype), gw_cpu = cpu_empty(cs.weight, dtype);
+        Tensor gb_cpu = cpu_empty(bias_sizes, dtype);
+        cpu_nn().conv2d_avg_pool2d_backward(grad.cpu, x.cpu, w.cpu, b.cpu, cs.conv, activation, cs.pool, gx_cpu, gw_cpu,
+                                            gb_cpu);
+        compare(gx, gx_cpu, tol(dtype, 1e-4), label(name + " grad_x", dtype, c));
+        compare(gw, gw_cpu, tol(dtype, 1e-4), label(name + " grad_weight", dtype, c));
+        compare(gb, gb_cpu, tol(dtype, 1e-4), label(name + " grad_bias", dtype, c));
+      }
+    }
   }
 }
