@@ -162,6 +162,20 @@ double largest_gap(const Tensor& a, const Tensor& b) {
   return gap;
 }
 
+// y = net(x) and its parameters' gradients of sum(y^2) are those of net's modules called one by one.
+void check_as_one_by_one(nn::Sequential& net, const Tensor& x, const Tensor& y) {
+  sum(y * y).backward();
+  std::vector<Tensor> grads;
+  for (const Tensor& p : net->parameters()) grads.push_back(p.grad().clone());
+  net->zero_grad();
+  Tensor z = x;
+  for (size_t i = 0; i < net->size(); ++i) z = (*net)[i].forward(z);
+  sum(z * z).backward();
+  CHECK(largest_gap(z, y) < 1e-6);
+  const std::vector<Tensor> params = net->parameters();
+  for (size_t i = 0; i < params.size(); ++i) CHECK(largest_gap(params[i].grad(), grads[i]) < 1e-5);
+}
+
 }  // namespace
 
 TEST_CASE("Sequential fuses an activation and the AvgPool2d after it, with the modules' results", "[nn][module]") {
@@ -172,18 +186,7 @@ TEST_CASE("Sequential fuses an activation and the AvgPool2d after it, with the m
   // Both pairs ending in AvgPool2d ran fused; Sigmoid before MaxPool2d ran alone.
   CHECK(y.grad_fn()->name() == "TanhAvgPool2dBackward");
   CHECK((*net)[1].forward((*net)[0].forward(x)).grad_fn()->name() == "ReluBackward");
-  sum(y * y).backward();
-  std::vector<Tensor> grads;
-  for (const Tensor& p : net->parameters()) grads.push_back(p.grad().clone());
-
-  // The same modules called one by one.
-  net->zero_grad();
-  Tensor z = x;
-  for (size_t i = 0; i < net->size(); ++i) z = (*net)[i].forward(z);
-  sum(z * z).backward();
-  CHECK(largest_gap(z, y) < 1e-6);
-  const std::vector<Tensor> params = net->parameters();
-  for (size_t i = 0; i < params.size(); ++i) CHECK(largest_gap(params[i].grad(), grads[i]) < 1e-5);
+  check_as_one_by_one(net, x, y);
 }
 
 TEST_CASE("Sequential runs a cheap Conv2d, its activation and AvgPool2d as one op, with the modules' results",
@@ -196,18 +199,7 @@ TEST_CASE("Sequential runs a cheap Conv2d, its activation and AvgPool2d as one o
   CHECK(first(x).grad_fn()->name() == "Conv2dReluAvgPool2dBackward");
   Tensor y = net(x);
   CHECK(y.grad_fn()->name() == "SigmoidAvgPool2dBackward");
-  sum(y * y).backward();
-  std::vector<Tensor> grads;
-  for (const Tensor& p : net->parameters()) grads.push_back(p.grad().clone());
-
-  // The same modules called one by one.
-  net->zero_grad();
-  Tensor z = x;
-  for (size_t i = 0; i < net->size(); ++i) z = (*net)[i].forward(z);
-  sum(z * z).backward();
-  CHECK(largest_gap(z, y) < 1e-6);
-  const std::vector<Tensor> params = net->parameters();
-  for (size_t i = 0; i < params.size(); ++i) CHECK(largest_gap(params[i].grad(), grads[i]) < 1e-5);
+  check_as_one_by_one(net, x, y);
 }
 
 TEST_CASE("the bundled models produce 10 logits for a Fashion-MNIST batch", "[nn][models]") {
