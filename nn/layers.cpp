@@ -144,15 +144,15 @@ std::optional<kernels::UnaryOp> fusable_activation(const Module& m) {
   return std::nullopt;
 }
 
-// The activation and the average pooling after module i, if those follow it.
+// An activation at module i and the average pooling after it, if those are there.
 struct PooledActivation {
   kernels::UnaryOp activation;
   const AvgPool2dImpl* pool;
 };
-std::optional<PooledActivation> pooled_activation_after(const SequentialImpl& s, size_t i) {
-  if (i + 2 >= s.size()) return std::nullopt;
-  const auto* pool = dynamic_cast<const AvgPool2dImpl*>(&s[i + 2]);
-  const std::optional<kernels::UnaryOp> activation = pool ? fusable_activation(s[i + 1]) : std::nullopt;
+std::optional<PooledActivation> pooled_activation_at(const SequentialImpl& s, size_t i) {
+  if (i + 1 >= s.size()) return std::nullopt;
+  const auto* pool = dynamic_cast<const AvgPool2dImpl*>(&s[i + 1]);
+  const std::optional<kernels::UnaryOp> activation = pool ? fusable_activation(s[i]) : std::nullopt;
   if (!activation) return std::nullopt;
   return PooledActivation{*activation, pool};
 }
@@ -169,17 +169,16 @@ Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor out = x;
   for (size_t i = 0; i < num_children(); ++i) {
     const auto* conv = dynamic_cast<const Conv2dImpl*>(&child(i));
-    const auto conv_tail = conv && cheap_to_recompute(*conv) ? pooled_activation_after(*this, i) : std::nullopt;
-    if (conv_tail) {  // convolution, activation, average pooling: its output never stored (see layers.h)
-      out = functional::conv2d_activated_avg_pool2d(out, conv->weight(), conv->bias(), conv->params(),
-                                                    conv_tail->activation, conv_tail->pool->params());
-      i += 2;
-      continue;
+    if (conv && cheap_to_recompute(*conv)) {
+      if (const auto tail = pooled_activation_at(*this, i + 1)) {  // its output never stored (see layers.h)
+        out = functional::conv2d_activated_avg_pool2d(out, conv->weight(), conv->bias(), conv->params(),
+                                                      tail->activation, tail->pool->params());
+        i += 2;
+        continue;
+      }
     }
-    const auto* pool = i + 1 < num_children() ? dynamic_cast<const AvgPool2dImpl*>(&child(i + 1)) : nullptr;
-    const std::optional<kernels::UnaryOp> activation = pool ? fusable_activation(child(i)) : std::nullopt;
-    if (activation) {  // activation, then average pooling: one pass over the map (see layers.h)
-      out = functional::activated_avg_pool2d(out, activation, pool->params());
+    if (const auto pooled = pooled_activation_at(*this, i)) {  // one pass over the map (see layers.h)
+      out = functional::activated_avg_pool2d(out, pooled->activation, pooled->pool->params());
       ++i;
     } else {
       out = child(i).forward(out);
