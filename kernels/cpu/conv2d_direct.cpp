@@ -764,7 +764,8 @@ template <class T, class F> void direct_conv_pool_forward(const ConvLayout& g, c
   parallel_for(g.batch, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> plane(static_cast<size_t>(grid.plane_size<T>()));
     std::vector<T> stage(static_cast<size_t>(filters * grid.span<T>())), map(static_cast<size_t>(p.in_plane()));
-    std::vector<T> pool_buffer(static_cast<size_t>(std::max(p.rows.out * grid.width, 4 * p.cols.out)));
+    std::vector<T> pool_buffer(
+        static_cast<size_t>(std::max({p.rows.out * grid.width, 4 * p.cols.out, average_plane_scratch(p)})));
     for (int64_t n = begin; n < end; ++n) {
       pad_into(grid, x + n * g.image_size(), plane.data());
       correlate_plane(grid, offsets.data(), plane.data(), taps_major.data(), filters, bias, stage.data());
@@ -775,7 +776,7 @@ template <class T, class F> void direct_conv_pool_forward(const ConvLayout& g, c
           continue;
         }
         unstage_filter(grid, stage.data(), k, map.data());
-        average_activated_plane<T, F>(map.data(), p, out + (n * filters + k) * p.out_plane());
+        average_activated_plane<T, F>(map.data(), p, out + (n * filters + k) * p.out_plane(), pool_buffer.data());
       }
     }
   });

@@ -33,10 +33,15 @@ bool is_two_by_two(const PoolLayout& g) {
 
 namespace {
 
+// Runs range(begin, end) over ranges of the planes, in parallel.
+template <class RangeFn> void for_each_plane_range(const PoolLayout& g, RangeFn&& range) {
+  const int64_t work = g.out_plane() * g.rows.max_window() * g.cols.max_window() + g.in_plane();
+  parallel_for(g.planes, grain_for(work), range);
+}
+
 // Runs plane(p) for every plane p, in parallel.
 template <class PlaneFn> void for_each_plane(const PoolLayout& g, PlaneFn&& plane) {
-  const int64_t work = g.out_plane() * g.rows.max_window() * g.cols.max_window() + g.in_plane();
-  parallel_for(g.planes, grain_for(work), [&](int64_t begin, int64_t end) {
+  for_each_plane_range(g, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) plane(p);
   });
 }
@@ -107,12 +112,11 @@ void max_backward_typed(const Tensor& grad_out, const Tensor& indices, const Poo
 // of columns straddles two rows, so the horizontal sums of the whole plane are one contiguous
 // pass the compiler vectorises, and the vertical sums add rows of them; row by row, LeNet-ReLU's
 // 13 windows a row never filled a vector.
-template <class T> void average_plane_2x2(const T* in, const PoolLayout& g, T* out) {
+// `pairs` has room for H W / 2 values.
+template <class T> void average_plane_2x2(const T* in, const PoolLayout& g, T* out, T* pairs) {
   const int64_t width = g.cols.in, out_w = g.cols.out, out_h = g.rows.out;
   if (2 * out_w == width) {
-    thread_local std::vector<T> pairs;
-    pairs.resize(static_cast<size_t>(2 * out_h * out_w));
-    T* h = pairs.data();
+    T* h = pairs;
     for (int64_t j = 0; j < 2 * out_h * out_w; ++j) h[j] = in[2 * j] + in[2 * j + 1];
     for (int64_t oh = 0; oh < out_h; ++oh) {
       const T* top = h + 2 * oh * out_w;
@@ -150,8 +154,8 @@ template <class T> void average_plane_2x2_backward(const T* grad, const PoolLayo
 }
 
 // One plane of average (or adaptive average) pooling: the sum over each window over its divisor.
-template <class T> void average_plane(const T* in, const PoolLayout& g, T* out) {
-  if (is_two_by_two(g)) return average_plane_2x2(in, g, out);
+template <class T> void average_plane(const T* in, const PoolLayout& g, T* out, T* pairs) {
+  if (is_two_by_two(g)) return average_plane_2x2(in, g, out, pairs);
   for_each_window(g, [&](int64_t oh, int64_t ow, Window r, Window c) {
     T sum = 0;
     for (int64_t ih = r.begin; ih < r.end; ++ih)
@@ -176,14 +180,12 @@ template <class T> void average_plane_backward(const T* grad, const PoolLayout& 
 // A plane's activation is one contiguous pass into a buffer the size of the plane, which stays in
 // cache for the pooling after it. With the activation inside the windows' strided loops instead,
 // LeNet-ReLU's fused pooling took 1.2x as long forward and 1.6x backward.
-template <class T, class F> void average_activated_plane(const T* in, const PoolLayout& g, T* out) {
+template <class T, class F> void average_activated_plane(const T* in, const PoolLayout& g, T* out, T* scratch) {
   if constexpr (!std::is_same_v<F, functors::Identity>) {
-    thread_local std::vector<T> activated;
-    activated.resize(static_cast<size_t>(g.in_plane()));
-    for (int64_t i = 0; i < g.in_plane(); ++i) activated[i] = F()(in[i]);
-    in = activated.data();
+    for (int64_t i = 0; i < g.in_plane(); ++i) scratch[i] = F()(in[i]);
+    in = scratch;
   }
-  average_plane(in, g, out);
+  average_plane(in, g, out, scratch + g.in_plane());
 }
 
 // The plain pooling's gradient, then, in the same plane while it is in cache, through F's
@@ -197,8 +199,8 @@ void average_activated_plane_backward(const T* grad, const T* in, const PoolLayo
   }
 }
 
-#define DUET_AVERAGE_PLANE(T, F)                                                \
-  template void average_activated_plane<T, F>(const T*, const PoolLayout&, T*); \
+#define DUET_AVERAGE_PLANE(T, F)                                                    \
+  template void average_activated_plane<T, F>(const T*, const PoolLayout&, T*, T*); \
   template void average_activated_plane_backward<T, F>(const T*, const T*, const PoolLayout&, T*);
 #define DUET_AVERAGE_PLANES(F) DUET_AVERAGE_PLANE(float, F) DUET_AVERAGE_PLANE(double, F)
 DUET_AVERAGE_PLANES(functors::Identity)
@@ -215,8 +217,12 @@ namespace {
 template <class T, class F> void average_forward_typed(const Tensor& x, const PoolLayout& g, const Tensor& out) {
   const T* xd = x.data<T>();
   T* od = out.data<T>();
-  for_each_plane(g,
-                 [&](int64_t p) { average_activated_plane<T, F>(xd + p * g.in_plane(), g, od + p * g.out_plane()); });
+  for_each_plane_range(g, [&](int64_t begin, int64_t end) {
+    std::vector<T> scratch(static_cast<size_t>(average_plane_scratch(g)));
+    for (int64_t p = begin; p < end; ++p) {
+      average_activated_plane<T, F>(xd + p * g.in_plane(), g, od + p * g.out_plane(), scratch.data());
+    }
+  });
 }
 
 // The gradient with respect to x (x is read only when F is not Identity).
