@@ -64,10 +64,8 @@ void check_same_shape(const char* op, const Operand& a, const Operand& b) {
              " (the same shape expected)");
 }
 
-// x (*) weight -> out, as ConvLayout reads them (in the backward kernels x and out are the
-// gradients grad_x and grad_out): x's channels and weight's filters split into `groups`, and out's
-// size the geometry's.
-// Whether x (*) weight gives [N, K, size] (out's shape, or the convolution's before a pooling).
+// Whether x (*) weight gives out's shape [N, K, Ho, Wo], or, `pooled`, its [N, K] and any size
+// (the convolution's output before a pooling, checked by window_gives).
 bool conv_gives(const Tensor& x, const Tensor& weight, const Conv2dGeometry& g, const Tensor& out, bool pooled) {
   const bool valid_geometry = g.groups >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
                               g.padding.w >= 0 && g.dilation.h >= 1 && g.dilation.w >= 1;
@@ -82,6 +80,9 @@ std::string conv_str(const Conv2dGeometry& g) {
                                 g.groups);
 }
 
+// x (*) weight -> out, as ConvLayout reads them (in the backward kernels x and out are the
+// gradients grad_x and grad_out): x's channels and weight's filters split into `groups`, and out's
+// size the geometry's.
 void check_conv(const char* op, const Operand& x, const Operand& weight, const Operand& out, const Conv2dGeometry& g) {
   DUET_CHECK(conv_gives(x.tensor, weight.tensor, g, out.tensor, false), op, ": shapes do not match: ", x.str(), ", ",
              weight.str(), ", ", out.str(), ", ", conv_str(g));

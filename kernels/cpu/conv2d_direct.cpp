@@ -106,12 +106,15 @@ template <class T> void correlate_plane(const Grid& grid, const int64_t* offsets
   }
 }
 
-// out [filters, out_h, out_w] = the grid's outputs in stage, without the columns past out_w.
-template <class T> void unstage(const Grid& grid, const T* stage, int64_t filters, T* out) {
+// out [oh, ow] = filter k's plane of stage, without the grid's columns past out_w.
+template <class T> void unstage_filter(const Grid& grid, const T* stage, int64_t k, T* out) {
   const int64_t span = grid.span<T>(), oh = grid.out_h(), ow = grid.out_w();
-  for (int64_t k = 0; k < filters; ++k) {
-    for (int64_t y = 0; y < oh; ++y) copy_row(out + (k * oh + y) * ow, stage + k * span + y * grid.width, ow);
-  }
+  for (int64_t y = 0; y < oh; ++y) copy_row(out + y * ow, stage + k * span + y * grid.width, ow);
+}
+
+// out [filters, out_h, out_w] = the grid's outputs in stage.
+template <class T> void unstage(const Grid& grid, const T* stage, int64_t filters, T* out) {
+  for (int64_t k = 0; k < filters; ++k) unstage_filter(grid, stage, k, out + k * grid.out_h() * grid.out_w());
 }
 
 // A convolution of every image of a batch through correlate_plane, images split over the pool.
@@ -259,9 +262,9 @@ template <class T> void unpad_from(const Grid& grid, const T* plane, T* image) {
 // Vector partial sums acc[k][r] += g_n[k][q] * plane_n[q + offset(r)] over the grid and over
 // `images` images n, per lane: a block of 8 filters x 3 taps (1 or 2 filters x 6 taps) stays in
 // registers through all the images' outputs, one vector at a time, so that acc (filters x taps
-// vectors, more than L2 holds for large layers) is read and written once per group of images. plane_n = planes + n *
-// plane_size; g_n = grads + n * filters * span holds image n's output gradient on the grid (zeros
-// in the dropped columns).
+// vectors, more than L2 holds for large layers) is read and written once per group of images.
+// plane_n = planes + n * plane_size; g_n = grads + n * filters * span holds image n's output
+// gradient on the grid (zeros in the dropped columns).
 template <class T> void accumulate_weight_grad(const Grid& grid, const int64_t* offsets, int64_t images,
                                                const T* planes, const T* grads, int64_t filters,
                                                typename Simd<T>::Vec* acc) {
@@ -707,12 +710,6 @@ void direct_conv_backward_weight(const ConvLayout& g, const T* grad_out, const T
 // its gradient are never written to memory: on lenet-relu's first layer these are 13.8 MB maps
 // that the separate ops wrote and read back 5 times a step.
 
-// out [oh, ow] = filter k's plane of stage (on the grid, see conv2d_direct.h).
-template <class T> void unstage_filter(const Grid& grid, const T* stage, int64_t k, T* out) {
-  const int64_t span = grid.span<T>(), oh = grid.out_h(), ow = grid.out_w();
-  for (int64_t y = 0; y < oh; ++y) copy_row(out + y * ow, stage + k * span + y * grid.width, ow);
-}
-
 // Filter k's pooled plane out [Po, Qo] from its convolution output on the grid (stage_k), through
 // F, for 2x2 windows, each window's sum added in the order of pool2d.cpp's 2x2 loops, so the bits
 // are the separate kernels'. With an even width and grid width, no column pair straddles two grid
@@ -810,7 +807,7 @@ template <class T, class F> void direct_conv_pool_backward(const ConvLayout& g, 
   const std::vector<int64_t> offsets = grid.tap_offsets();
   const std::vector<T> taps_major = taps_major_of(weight, g.filters, grid.taps());
   const std::vector<T> window_major = grad_x ? window_major_of(g, weight) : std::vector<T>();
-  const int64_t filters = g.filters, span = grid.span<T>(), oh = grid.out_h(), ow = grid.out_w();
+  const int64_t filters = g.filters, span = grid.span<T>();
   const int64_t weights = filters * grid.taps();
   const bool two_by_two = is_two_by_two(p);
   sum_over_shares(g, grad_weight, grad_bias, [&](int64_t first, int64_t last, T* part, double* bias_part) {
@@ -838,7 +835,7 @@ template <class T, class F> void direct_conv_pool_backward(const ConvLayout& g, 
         }
         if (reads_map) unstage_filter(grid, stage.data(), k, map.data());
         average_activated_plane_backward<T, F>(grad_k, map.data(), p, map_grad.data());
-        for (int64_t y = 0; y < oh; ++y) copy_row(grads + k * span + y * grid.width, map_grad.data() + y * ow, ow);
+        stage_on_grid(grid, map_grad.data(), 1, grads + k * span);
       }
       if (bias_part) add_row_sums(grads, filters, span, bias_part);
       if (grad_weight) accumulate_weight_grad(grid, offsets.data(), 1, plane.data(), grads, filters, acc.data());
