@@ -332,15 +332,32 @@ struct FilterRange {
 // and the fewest filters (its inner dimension) where it is taken.
 constexpr int64_t kPixelBlock = 96, kInputGradGemmFilters = 32;
 
-// The forward pass runs its vectors along the filters where two vectors of them are full or
-// nearly (at least 32 filters) and the taps pay for transposing the output (at least 64):
-// lenet-relu's 20->50 gains 1.3x over the grid, resnet18's 256->256 on 7x7 1.5x.
+// The filters that the kernels along the filters leave to the grid's: those past the last full
+// vector, when they fill less than half of one. lenet-relu's 50 filters are 3 full vectors and 2
+// filters, whose fourth vector would be 7/8 zeros; on the grid they cost about a fifth of it.
+template <class T> int64_t filters_left_to_grid(int64_t filters) {
+  constexpr int64_t V = Simd<T>::kLanes;
+  return filters % V < V / 2 ? filters % V : 0;
+}
+
+// The forward pass runs its vectors along the filters where the taps pay for transposing the
+// output (at least 64), and either two vectors of filters are full or nearly (at least 32:
+// lenet-relu's 20->50 gains 1.3x over the grid, resnet18's 256->256 on 7x7 1.5x) or the lanes of
+// one (16 to 31 filters) are fuller than the grid's by 15% or more: lenet's 6->16, 16 filters in
+// 16 lanes against 100 outputs in the grid's 144, gains 1.4x. Of 10 layers with 16 to 28 filters
+// measured both ways (docs/performance.md), this picks the faster way for 8; the other two are 8%
+// faster along the filters and stay on the grid.
 bool forward_by_filter_pays(const ConvLayout& g) {
   constexpr int64_t kFloatLanes = 16;
   const int64_t weight_bytes = g.patch_size() * (g.filters + kFloatLanes - 1) / kFloatLanes * kFloatLanes * 4;
   // Each block of 6 pixels streams all the weights: within 4 MiB of cache (resnet18's 512->512,
   // 9 MiB, runs at 68 against im2col's 85 GFLOP/s).
-  return direct_conv_fits(g) && g.filters >= 2 * kFloatLanes && g.patch_size() >= 64 && weight_bytes <= (4 << 20);
+  if (!direct_conv_fits(g) || g.patch_size() < 64 || weight_bytes > (4 << 20)) return false;
+  if (g.filters >= 2 * kFloatLanes) return true;
+  const int64_t lane_filters = g.filters - filters_left_to_grid<float>(g.filters);
+  const int64_t lanes = (lane_filters + kFloatLanes - 1) / kFloatLanes * kFloatLanes;
+  // lane_filters / lanes >= 1.15 * out_pixels / grid lanes
+  return g.filters >= kFloatLanes && 100 * lane_filters * input_grid(g).span<float>() >= 115 * lanes * g.out_pixels();
 }
 
 // The kernels on the grid pay while at least half of its lanes are outputs (not dropped columns).
@@ -497,14 +514,6 @@ bool direct_forward_pays(const ConvLayout& g) { return forward_by_filter_pays(g)
 bool direct_input_grad_pays(const ConvLayout& g) { return input_grad_by_gemm_pays(g) || grid_pays(g); }
 
 bool direct_weight_grad_pays(const ConvLayout& g) { return weight_grad_lanes(g) != WeightGradLanes::none; }
-
-// The filters that the kernels along the filters leave to the grid's: those past the last full
-// vector, when they fill less than half of one. lenet-relu's 50 filters are 3 full vectors and 2
-// filters, whose fourth vector would be 7/8 zeros; on the grid they cost about a fifth of it.
-template <class T> int64_t filters_left_to_grid(int64_t filters) {
-  constexpr int64_t V = Simd<T>::kLanes;
-  return filters % V < V / 2 ? filters % V : 0;
-}
 
 // The forward pass along the filters (correlate_by_filter), images split over the pool; the
 // filters left to the grid through correlate_plane.

@@ -28,7 +28,8 @@ struct DirectCase {
 
 const std::vector<DirectCase> kCases = {
     {{1, 1, 28, 28}, {6, 1, 5, 5}, 2},     // LeNet's first layer, batch 1
-    {{3, 6, 14, 14}, {16, 6, 5, 5}, 0},    // LeNet's second layer
+    {{3, 6, 14, 14}, {16, 6, 5, 5}, 0},    // LeNet's second layer: one vector of filters
+    {{2, 4, 9, 9}, {20, 4, 5, 5}, 0},      // 20 filters: one vector along the filters, 4 on the grid
     {{2, 20, 13, 13}, {50, 20, 5, 5}, 0},  // LeNet-ReLU's second: 50 filters, blocks of 8 and a tail of 2
     {{2, 3, 7, 9}, {5, 3, 3, 2}, {1, 0}},  // non-square kernel, padding on one axis
     {{1, 17, 5, 4}, {9, 17, 1, 1}, 0},     // pointwise, 17 channels
