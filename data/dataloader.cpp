@@ -17,6 +17,12 @@ template <class Probe> void check_option(const char* option, Probe&& probe) {
   }
 }
 
+// While one example is converted, the one this many places further in the order is prefetched:
+// each is a random read from a dataset larger than the caches (Fashion-MNIST's 47 MB), and waiting
+// for it took most of make_batch's time: 0.070 ms for a batch of 256 images on one core, 0.036 to
+// 0.044 with the prefetch (a throwaway program, batches made on demand).
+constexpr int64_t kPrefetchAhead = 8;
+
 }  // namespace
 
 DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options, std::shared_ptr<const Sampler> sampler)
@@ -61,8 +67,15 @@ Batch DataLoader::make_batch(const std::vector<int64_t>& order, int64_t b) const
   double mean = options_.normalize_mean.value_or(0.0), stddev = options_.normalize_std.value_or(1.0);
   float scale = static_cast<float>(1.0 / stddev), shift = static_cast<float>(mean);
   bool is_u8 = dataset_.images.dtype() == DType::u8;
+  const char* examples = is_u8 ? reinterpret_cast<const char*>(dataset_.images.data<uint8_t>())
+                               : reinterpret_cast<const char*>(dataset_.images.data<float>());
+  const int64_t example_bytes = per_example * (is_u8 ? 1 : static_cast<int64_t>(sizeof(float)));
   for (int64_t i = 0; i < count; ++i) {
     int64_t index = order[static_cast<size_t>(first + i)];
+    if (i + kPrefetchAhead < count) {
+      const char* ahead = examples + order[static_cast<size_t>(first + i + kPrefetchAhead)] * example_bytes;
+      for (int64_t byte = 0; byte < example_bytes; byte += 64) __builtin_prefetch(ahead + byte);
+    }
     y[i] = labels[index];
     float* dst = x + i * per_example;
     if (is_u8) {
