@@ -75,8 +75,10 @@ void transpose_16x16(const float* src, int64_t ld_src, float* dst, int64_t ld_ds
   for (int m = 0; m < 4; ++m) {
     // Quarters 0-1 and 2-3 of the row groups 0, 1 (c) and 2, 3 (d), then column 4q + m from each.
     const Vec c01 = __builtin_shufflevector(v[m], v[4 + m], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    const Vec c23 = __builtin_shufflevector(v[m], v[4 + m], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    const Vec d01 = __builtin_shufflevector(v[8 + m], v[12 + m], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+    const Vec c23 =
+        __builtin_shufflevector(v[m], v[4 + m], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+    const Vec d01 =
+        __builtin_shufflevector(v[8 + m], v[12 + m], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
     const Vec d23 =
         __builtin_shufflevector(v[8 + m], v[12 + m], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
     const Vec columns[4] = {
