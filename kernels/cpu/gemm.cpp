@@ -147,15 +147,15 @@ template <class T> void PackedPanels<T>::pack(bool transpose_b, const T* b, int6
   }
 }
 
-template <class T>
-void PackedPanels<T>::multiply(bool transpose_a, int64_t m, const T* a, int64_t lda, T* c, int64_t ldc) const {
+template <class T> void PackedPanels<T>::multiply(bool transpose_a, int64_t m, const T* a, int64_t lda, T* c,
+                                                  int64_t ldc, int64_t first, int64_t last) const {
   using S = Simd<T>;
   using Vec = typename S::Vec;
   constexpr int64_t kLanes = S::kLanes;
   // op(a)(i, kk) is a[i * row_step + kk * k_step].
   const int64_t row_step = transpose_a ? 1 : lda, k_step = transpose_a ? lda : 1;
   // Panels outermost: each stays in L2 while every row block of op(a) goes through it.
-  for (int64_t p = 0; p < panels(); ++p) {
+  for (int64_t p = first; p < (last < 0 ? panels() : last); ++p) {
     const int64_t columns = std::min(kWidth, n_ - p * kWidth);
     for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
       with_block<kRowBlock>(m - i0, [&]<int RB>() {

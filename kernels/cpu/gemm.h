@@ -4,6 +4,7 @@
 // own threads would only oversubscribe the cores.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace duet::kernels::cpu {
@@ -27,10 +28,14 @@ class PackedPanels {
   // The buffer is the calling thread's, reused from call to call (one PackedPanels at a time).
   PackedPanels(int64_t n, int64_t k);
   int64_t panels() const { return (n_ + kWidth - 1) / kWidth; }
+  // The columns of op(b) in panels [first, last).
+  int64_t columns(int64_t first, int64_t last) const { return std::min(last * kWidth, n_) - first * kWidth; }
   // Packs panels [first, last) of op(b) (b [n, k] row-major when transpose_b, else [k, n]).
   void pack(bool transpose_b, const T* b, int64_t ldb, int64_t first, int64_t last);
-  // c [m, n] = op(a) @ op(b), c's prior contents ignored (a [k, m] row-major when transpose_a).
-  void multiply(bool transpose_a, int64_t m, const T* a, int64_t lda, T* c, int64_t ldc) const;
+  // c [m, n] = op(a) @ op(b), c's prior contents ignored (a [k, m] row-major when transpose_a);
+  // only c's columns of panels [first, last) when given.
+  void multiply(bool transpose_a, int64_t m, const T* a, int64_t lda, T* c, int64_t ldc, int64_t first = 0,
+                int64_t last = -1) const;
 
  private:
   static constexpr int64_t kWidth = 4 * 64 / sizeof(T);  // columns per panel: 4 vectors
