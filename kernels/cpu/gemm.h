@@ -17,8 +17,8 @@ void gemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, T
 // input gradient (conv2d_direct.cpp): on one of this project's machines OpenBLAS 0.3.21 runs its
 // Haswell kernel at about half of the FMA rate (bench/layer_roofline prints both). op(b) [k, n]
 // is packed once into panels of 4 vectors' columns (64 floats), [k][64] each (the last padded
-// with zeros), by the threads together; then each thread computes row blocks of
-// c = op(a) @ op(b) against the shared panels. matmul.cpp takes it where pays() says.
+// with zeros); c = op(a) @ op(b) is computed in row blocks against them. matmul.cpp takes it
+// where pays() says, and splits the work over the threads by panels or by rows of c.
 template <class T>  // float or double
 class PackedPanels {
  public:
