@@ -59,6 +59,32 @@ TEST_CASE("DataLoader: drop_last, normalisation and no-prefetch mode", "[data]")
   CHECK(epoch_labels(loader).size() == 8);
 }
 
+TEST_CASE("DataLoader normalises each value as (x * unit - mean) / std rounds it unfused, in every build", "[data]") {
+  // dataloader.cpp is compiled without fused multiply-adds (CMakeLists.txt): with them, a build
+  // with -march=native rounded one value in six here differently from a portable one. The
+  // expected value's product goes through a volatile, so that this file is never fused either.
+  std::vector<uint8_t> pixels;
+  for (int i = 0; i < 6 * 37; ++i) pixels.push_back(static_cast<uint8_t>((7 * i + 3) % 256));
+  const Tensor u8 = from_vector(pixels, {6, 37});
+  const float shift = static_cast<float>(0.3), scale = static_cast<float>(1.0 / 0.7);
+  for (const bool as_f32 : {false, true}) {
+    CAPTURE(as_f32);
+    const Tensor images = as_f32 ? u8.to(DType::f32) : u8;
+    const float unit = as_f32 ? 1.0f : 1.0f / 255.0f;  // u8 images are scaled to [0, 1]
+    data::DataLoader loader({images, from_vector(std::vector<int64_t>(6, 0), {6})},
+                            {.batch_size = 6, .normalize_mean = 0.3, .normalize_std = 0.7});
+    for (auto& [x, y] : loader) {
+      const std::vector<float> got = x.to_vector<float>();
+      REQUIRE(got.size() == pixels.size());
+      for (size_t i = 0; i < pixels.size(); ++i) {
+        CAPTURE(i);
+        const volatile float product = static_cast<float>(pixels[i]) * unit;
+        CHECK(got[i] == (product - shift) * scale);
+      }
+    }
+  }
+}
+
 TEST_CASE("DataLoader shuffles by (seed, epoch), reproducibly", "[data]") {
   data::DataLoader a(tiny(), {.batch_size = 3, .shuffle = true, .seed = 7});
   data::DataLoader b(tiny(), {.batch_size = 3, .shuffle = true, .seed = 7});
