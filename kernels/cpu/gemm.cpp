@@ -174,17 +174,28 @@ template <class T> void PackedPanels<T>::multiply(bool transpose_a, int64_t m, c
               for (int v = 0; v < VB; ++v) acc[r][v] += x * w[v];
             }
           }
-          for (int r = 0; r < RB; ++r) {
-            T* ci = c + (i0 + r) * ldc + p * kWidth;
-            for (int v = 0; v < VB; ++v) {
-              // Whole vectors in one store: lane by lane, a block's 384 stores cost as much as a
-              // fifth of its multiply-adds when k is small (50 in lenet-relu's input gradient).
-              const int64_t lanes = std::min(kLanes, columns - v * kLanes);
-              if (lanes == kLanes) {
-                S::store(ci + v * kLanes, acc[r][v]);
-              } else {
-                for (int64_t l = 0; l < lanes; ++l) ci[v * kLanes + l] = acc[r][v][l];
-              }
+          // Whole vectors in one store: lane by lane, a block's 384 stores cost as much as a fifth
+          // of its multiply-adds when k is small (50 in lenet-relu's input gradient). A block that
+          // ends mid-vector goes through a copy on the stack, and only there: indexing acc's
+          // lanes anywhere kept all 24 accumulators on the stack after the loop, which cost
+          // k = 50 blocks 14% against k = 784 (100 against 116 GFLOP/s on one thread).
+          // The address in locals: the stores (memcpy) may write anything, and the lambda's
+          // captures were loaded again for each one, 11 instructions a store.
+          T* const block = c + i0 * ldc + p * kWidth;
+          const int64_t ld = ldc;
+          if (columns >= VB * kLanes) {
+#pragma GCC unroll 8
+            for (int r = 0; r < RB; ++r) {
+#pragma GCC unroll 8
+              for (int v = 0; v < VB; ++v) S::store(block + r * ld + v * kLanes, acc[r][v]);
+            }
+          } else {
+#pragma GCC unroll 8
+            for (int r = 0; r < RB; ++r) {
+              T row[VB * kLanes];
+#pragma GCC unroll 8
+              for (int v = 0; v < VB; ++v) S::store(row + v * kLanes, acc[r][v]);
+              std::copy_n(row, columns, block + r * ld);
             }
           }
         });
