@@ -175,27 +175,25 @@ template <class T> void PackedPanels<T>::multiply(bool transpose_a, int64_t m, c
             }
           }
           // Whole vectors in one store: lane by lane, a block's 384 stores cost as much as a fifth
-          // of its multiply-adds when k is small (50 in lenet-relu's input gradient). A block that
-          // ends mid-vector goes through a copy on the stack, and only there: indexing acc's
-          // lanes anywhere kept all 24 accumulators on the stack after the loop, which cost
-          // k = 50 blocks 14% against k = 784 (100 against 116 GFLOP/s on one thread).
+          // of its multiply-adds when k is small (50 in lenet-relu's input gradient). Only the
+          // last vector of a panel that ends mid-vector goes through a copy on the stack:
+          // indexing acc's lanes anywhere kept all 24 accumulators on the stack after the loop,
+          // which cost k = 50 blocks 14% against k = 784 (100 against 116 GFLOP/s on one thread).
           // The address in locals: the stores (memcpy) may write anything, and the lambda's
           // captures were loaded again for each one, 11 instructions a store.
           T* const block = c + i0 * ldc + p * kWidth;
-          const int64_t ld = ldc;
-          if (columns >= VB * kLanes) {
+          const int64_t ld = ldc, last_lanes = columns - (VB - 1) * kLanes;
 #pragma GCC unroll 8
-            for (int r = 0; r < RB; ++r) {
+          for (int r = 0; r < RB; ++r) {
 #pragma GCC unroll 8
-              for (int v = 0; v < VB; ++v) S::store(block + r * ld + v * kLanes, acc[r][v]);
-            }
-          } else {
-#pragma GCC unroll 8
-            for (int r = 0; r < RB; ++r) {
-              T row[VB * kLanes];
-#pragma GCC unroll 8
-              for (int v = 0; v < VB; ++v) S::store(row + v * kLanes, acc[r][v]);
-              std::copy_n(row, columns, block + r * ld);
+            for (int v = 0; v + 1 < VB; ++v) S::store(block + r * ld + v * kLanes, acc[r][v]);
+            T* const last = block + r * ld + (VB - 1) * kLanes;
+            if (last_lanes == kLanes) {
+              S::store(last, acc[r][VB - 1]);
+            } else {
+              T lanes[kLanes];
+              S::store(lanes, acc[r][VB - 1]);
+              for (int64_t l = 0; l < last_lanes; ++l) last[l] = lanes[l];
             }
           }
         });
