@@ -3,7 +3,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include "duet/data/dataloader.h"
 #include "duet/duet.h"
@@ -84,6 +88,37 @@ TEST_CASE("DataLoader normalises each value as (x * unit - mean) / std rounds it
     }
   }
 }
+
+#if defined(__linux__)
+namespace {
+// How many of this process's threads run under scheduling policy `policy` (field 41 of
+// /proc/self/task/<tid>/stat, counted after the parenthesised name).
+int threads_with_policy(int policy) {
+  int count = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream file(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    for (int i = 3; i <= 41 && fields >> field; ++i) {
+      if (i == 41 && std::stoi(field) == policy) ++count;
+    }
+  }
+  return count;
+}
+}  // namespace
+
+TEST_CASE("DataLoader's background thread runs at idle priority, and only that thread", "[data]") {
+  CHECK(threads_with_policy(SCHED_IDLE) == 0);
+  data::DataLoader loader(tiny(), {.batch_size = 2});
+  int during = -1;
+  for (auto& batch : loader) {
+    (void)batch;
+    if (during < 0) during = threads_with_policy(SCHED_IDLE);
+  }
+  CHECK(during == 1);
+}
+#endif
 
 TEST_CASE("DataLoader shuffles by (seed, epoch), reproducibly", "[data]") {
   data::DataLoader a(tiny(), {.batch_size = 3, .shuffle = true, .seed = 7});
