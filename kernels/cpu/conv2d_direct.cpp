@@ -11,6 +11,7 @@
 #include "duet/kernels/cpu/pool_plane.h"
 #include "duet/kernels/cpu/simd.h"
 #include "duet/kernels/cpu/thread_pool.h"
+#include "duet/kernels/cpu/transpose.h"
 #include "duet/kernels/functors.h"
 
 namespace duet::kernels::cpu {
@@ -137,10 +138,11 @@ template <class T> void correlate_batch(const Grid& grid, int64_t batch, const T
 
 // The forward pass with the vectors along the filters, for layers with many: stage[p][k] for each
 // real output pixel p (no dropped columns), a block of 6 pixels x up to 4 filter vectors in
-// registers; per tap, the block's filter vectors of weights (by_tap[r][k], filters padded with
-// zeros to whole vectors) times each pixel's broadcast input.
+// registers, starting from the bias (bias_lanes, padded as by_tap's rows, or null); per tap, the
+// block's filter vectors of weights (by_tap[r][k], filters padded with zeros to whole vectors)
+// times each pixel's broadcast input.
 template <class T> void correlate_by_filter(const Grid& grid, const int64_t* offsets, const T* plane, const T* by_tap,
-                                            int64_t filter_vectors, T* stage) {
+                                            const T* bias_lanes, int64_t filter_vectors, T* stage) {
   using S = Simd<T>;
   using Vec = typename S::Vec;
   constexpr int64_t V = S::kLanes;
@@ -153,6 +155,13 @@ template <class T> void correlate_by_filter(const Grid& grid, const int64_t* off
       for (int64_t kv0 = 0; kv0 < filter_vectors; kv0 += 4) {
         with_block<4>(filter_vectors - kv0, [&]<int KB>() {
           Vec acc[PB][KB] = {};
+          if (bias_lanes) {
+#pragma GCC unroll 8
+            for (int i = 0; i < PB; ++i) {
+#pragma GCC unroll 8
+              for (int j = 0; j < KB; ++j) acc[i][j] = S::load(bias_lanes + (kv0 + j) * V);
+            }
+          }
           for (int64_t r = 0; r < taps; ++r) {
             Vec w[KB];
 #pragma GCC unroll 8
@@ -527,6 +536,8 @@ void forward_by_filter(const ConvLayout& g, const Grid& grid, const T* x, const 
   const int64_t filter_vectors = (lane_filters + V - 1) / V, row = filter_vectors * V;
   std::vector<typename S::Vec> by_tap_vectors(static_cast<size_t>(taps * filter_vectors));  // padding lanes 0
   T* by_tap = reinterpret_cast<T*>(by_tap_vectors.data());
+  std::vector<T> bias_lanes(bias ? static_cast<size_t>(row) : 0);
+  if (bias) std::copy_n(bias, lane_filters, bias_lanes.begin());
   std::vector<T> tail_major(static_cast<size_t>(taps * tail));  // as correlate_plane reads them
   for (int64_t r = 0; r < taps; ++r) {
     for (int64_t k = 0; k < lane_filters; ++k) by_tap[r * row + k] = weight[k * taps + r];
@@ -540,13 +551,10 @@ void forward_by_filter(const ConvLayout& g, const Grid& grid, const T* x, const 
     std::vector<T> tail_stage(static_cast<size_t>(tail * grid.span<T>()));
     for (int64_t n = begin; n < end; ++n) {
       pad_into(grid, x + n * g.image_size(), plane.data());
-      correlate_by_filter(grid, offsets.data(), plane.data(), by_tap, filter_vectors,
-                          reinterpret_cast<T*>(stage_vectors.data()));
+      correlate_by_filter(grid, offsets.data(), plane.data(), by_tap, bias ? bias_lanes.data() : nullptr,
+                          filter_vectors, reinterpret_cast<T*>(stage_vectors.data()));
       T* on = out + n * filters * pixels;
-      for (int64_t k = 0; k < lane_filters; ++k) {
-        const T b = bias ? bias[k] : T(0);
-        for (int64_t p = 0; p < pixels; ++p) on[k * pixels + p] = stage[p * row + k] + b;
-      }
+      transpose(stage, row, pixels, lane_filters, on, pixels);
       if (tail == 0) continue;
       correlate_plane(grid, offsets.data(), plane.data(), tail_major.data(), tail, bias ? bias + lane_filters : nullptr,
                       tail_stage.data());
@@ -647,9 +655,7 @@ template <class T> void weight_grad_by_filter(const ConvLayout& g, const Grid& g
   for (int64_t n = first; n < last; ++n) {
     pad_into(grid, x + n * g.image_size(), plane.data());
     const T* gn = grad_out + n * g.filters * pixels;
-    for (int64_t k = 0; k < filters; ++k) {
-      for (int64_t p = 0; p < pixels; ++p) gT[p * row + k] = gn[k * pixels + p];
-    }
+    transpose(gn, pixels, filters, pixels, gT, row);
     if (bias_part) add_row_sums(gn, filters, pixels, bias_part);  // gn's rows: in L1 from the transpose
     accumulate_weight_grad_by_filter(grid, offsets, plane.data(), gT, filter_vectors, acc.data());
   }

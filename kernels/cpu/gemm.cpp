@@ -3,13 +3,13 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
 
 #include "duet/core/error.h"
 #include "duet/kernels/cpu/simd.h"
+#include "duet/kernels/cpu/transpose.h"
 
 namespace duet::kernels::cpu {
 namespace {
@@ -52,44 +52,6 @@ namespace {
 
 constexpr int64_t kRowBlock = 6;
 
-// dst[t * ld_dst + r] = src[r * ld_src + t] for a 16 x 16 block of floats, in registers: pairs of
-// rows interleaved by float, then by pairs of floats, which leaves a transposed 4 x 4 block in each
-// 128-bit quarter; then the quarters gathered across vectors, twice. 64 shuffles for 256 floats
-// moved, where one load and one store each took the pack 1.1 cycles a float.
-void transpose_16x16(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
-  using Vec = Simd<float>::Vec;
-  Vec v[16], a[16];
-  for (int r = 0; r < 16; ++r) v[r] = Simd<float>::load(src + r * ld_src);
-  for (int i = 0; i < 16; i += 2) {  // floats of rows i and i + 1 alternate, per quarter
-    a[i] = __builtin_shufflevector(v[i], v[i + 1], 0, 16, 1, 17, 4, 20, 5, 21, 8, 24, 9, 25, 12, 28, 13, 29);
-    a[i + 1] = __builtin_shufflevector(v[i], v[i + 1], 2, 18, 3, 19, 6, 22, 7, 23, 10, 26, 11, 27, 14, 30, 15, 31);
-  }
-  for (int i = 0; i < 16; i += 4) {  // quarter q of v[i + m] now holds column 4q + m of rows i..i+3
-    for (int h = 0; h < 2; ++h) {
-      v[i + 2 * h] =
-          __builtin_shufflevector(a[i + h], a[i + h + 2], 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29);
-      v[i + 2 * h + 1] =
-          __builtin_shufflevector(a[i + h], a[i + h + 2], 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31);
-    }
-  }
-  for (int m = 0; m < 4; ++m) {
-    // Quarters 0-1 and 2-3 of the row groups 0, 1 (c) and 2, 3 (d), then column 4q + m from each.
-    const Vec c01 = __builtin_shufflevector(v[m], v[4 + m], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    const Vec c23 =
-        __builtin_shufflevector(v[m], v[4 + m], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    const Vec d01 =
-        __builtin_shufflevector(v[8 + m], v[12 + m], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-    const Vec d23 =
-        __builtin_shufflevector(v[8 + m], v[12 + m], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-    const Vec columns[4] = {
-        __builtin_shufflevector(c01, d01, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
-        __builtin_shufflevector(c01, d01, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31),
-        __builtin_shufflevector(c23, d23, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27),
-        __builtin_shufflevector(c23, d23, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31)};
-    for (int q = 0; q < 4; ++q) Simd<float>::store(dst + (4 * q + m) * ld_dst, columns[q]);
-  }
-}
-
 }  // namespace
 
 template <class T> bool PackedPanels<T>::pays(int64_t m, int64_t n, int64_t k) {
@@ -115,35 +77,9 @@ template <class T> void PackedPanels<T>::pack(bool transpose_b, const T* b, int6
       for (int64_t kk = 0; kk < k_; ++kk) std::copy_n(b + kk * ldb + p * kWidth, columns, panel + kk * kWidth);
       continue;
     }
-    // b's rows are the panel's columns. In f32, whole 16 x 16 blocks go through registers
-    // (transpose_16x16), 16 rows of b at a time from start to end: packing mlp's 256 x 784
-    // weight took 0.070 ms float by float, 0.018 this way (0.020 a block of k at a time across
-    // all 64 rows).
-    constexpr int64_t kTile = 16;
-    int64_t j0 = 0;
-    if constexpr (std::is_same_v<T, float>) {
-      const int64_t whole_k = k_ / kTile * kTile;
-      for (; j0 + kTile <= columns; j0 += kTile) {
-        const T* rows = b + (p * kWidth + j0) * ldb;
-        for (int64_t kk0 = 0; kk0 < whole_k; kk0 += kTile) {
-          transpose_16x16(rows + kk0, ldb, panel + kk0 * kWidth + j0, kWidth);
-        }
-        for (int64_t j = 0; j < kTile; ++j) {
-          for (int64_t kk = whole_k; kk < k_; ++kk) panel[kk * kWidth + j0 + j] = rows[j * ldb + kk];
-        }
-      }
-    }
-    // The other columns float by float, in tiles of kTile rows of the panel, so that each row of
-    // b is read a cache line at a time and the tile's writes stay in L1 (read a column of b per
-    // row of the panel, the pack took 4.8% of an mlp step's perf samples; 3.0% this way).
-    for (int64_t kk0 = 0; kk0 < k_ && j0 < columns; kk0 += kTile) {
-      const int64_t rows = std::min(kTile, k_ - kk0);
-      for (int64_t j = j0; j < columns; ++j) {
-        const T* src = b + (p * kWidth + j) * ldb + kk0;
-        T* dst = panel + kk0 * kWidth + j;
-        for (int64_t t = 0; t < rows; ++t) dst[t * kWidth] = src[t];
-      }
-    }
+    // b's rows are the panel's columns: packing mlp's 256 x 784 weight took 0.070 ms float by
+    // float, 0.018 through transpose.h's registers.
+    transpose(b + p * kWidth * ldb, ldb, columns, k_, panel, kWidth);
   }
 }
 
