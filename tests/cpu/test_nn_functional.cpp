@@ -540,6 +540,25 @@ TEST_CASE("cross_entropy matches -log_softmax at the target", "[nn]") {
   check_close(F::cross_entropy(big, from_vector<int64_t>({1, 0}), F::Reduction::none), {1000, 1500}, 1e-3);
 }
 
+TEST_CASE("cross_entropy in f32, its exps taken for many rows at once, equals the f64 one", "[nn]") {
+  // [1000, 10]: groups of 409 rows; [3, 5000]: rows longer than a group (cross_entropy.cpp).
+  for (const Shape& shape : {Shape{1000, 10}, Shape{3, 5000}}) {
+    INFO("logits " << shape[0] << " x " << shape[1]);
+    const Tensor logits64 = uniform(shape, -8, 8, DType::f64);
+    std::vector<int64_t> classes;
+    for (int64_t i = 0; i < shape[0]; ++i) classes.push_back((7 * i) % shape[1]);
+    const Tensor target = from_vector(classes);
+    Tensor logits32 = logits64.to(DType::f32).requires_grad_();
+    Tensor reference = logits64.to(DType::f32).to(DType::f64).requires_grad_();
+    const Tensor loss32 = F::cross_entropy(logits32, target, F::Reduction::none);
+    const Tensor loss64 = F::cross_entropy(reference, target, F::Reduction::none);
+    check_close(loss32, loss64.to_vector<double>(), 1e-5);
+    sum(loss32).backward();
+    sum(loss64).backward();
+    check_close(logits32.grad(), reference.grad().to_vector<double>(), 1e-6);
+  }
+}
+
 TEST_CASE("cross_entropy and mse_loss gradcheck", "[nn][gradcheck]") {
   Tensor target = from_vector<int64_t>({2, 0, 3, 3});
   for (F::Reduction r : {F::Reduction::mean, F::Reduction::sum, F::Reduction::none}) {
