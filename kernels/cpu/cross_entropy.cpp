@@ -1,16 +1,13 @@
-// Fused cross-entropy on the CPU: a log-softmax per row (softmax_rows.h, or the exps of many f32
-// rows at once) and the row's loss (kernels/cross_entropy_math.h); rows split over the pool. A
-// row is the C class scores of one sample, or of one position of a [N, C, d1, ...] input, inner
-// elements apart (RowLayout of dim 1).
-#include <algorithm>
+// Fused cross-entropy on the CPU: a log-softmax per row (softmax_rows.h; for [N, C] rows the
+// exps of many f32 rows at once, log_softmax_rows) and the row's loss (kernels/cross_entropy_math.h); rows split over
+// the pool. A row is the C class scores of one sample, or of one position of a [N, C, d1, ...] input, inner elements
+// apart (RowLayout of dim 1).
 #include <cmath>
 #include <type_traits>
-#include <vector>
 
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/softmax_rows.h"
 #include "duet/kernels/cross_entropy_math.h"
-#include "duet/kernels/exp_f32.h"
 
 namespace duet::kernels::cpu {
 namespace {
@@ -29,39 +26,6 @@ template <class T> double scan_targets(const char* op, const Tensor& target, con
   return total;
 }
 
-// Rows of f32 classes laid out one after another ([N, C]): the exps of a chunk of rows are taken
-// in one pass over all of its elements, which vectorises (exp_f32, within 2 ulp), where a row of
-// 10 classes does not, and glibc's expf was called per element. With its log, that had been two
-// thirds of mlp's cross-entropy: forward and backward on [256, 10] took 30 us a call, 19 this
-// way (a throwaway program, 40,000 calls).
-template <class T> bool exps_in_one_pass(const RowLayout& l) { return std::is_same_v<T, float> && l.inner == 1; }
-
-void exp_f32_all(const float* in, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) out[i] = exp_f32(in[i]);
-}
-
-// log_softmax_row for rows [begin, end) of contiguous rows of `size` classes, the exps of a group
-// of rows (4096 values, or one row where that is longer) in one pass.
-void log_softmax_rows_f32(const float* x, float* lp, int64_t begin, int64_t end, int64_t size) {
-  const int64_t group = std::max<int64_t>(1, 4096 / size);
-  thread_local std::vector<float> exps;
-  exps.resize(static_cast<size_t>(std::min(group, end - begin) * size));
-  for (int64_t r0 = begin; r0 < end; r0 += group) {
-    const int64_t r1 = std::min(end, r0 + group);
-    for (int64_t r = r0; r < r1; ++r) {
-      const float m = row_max(x + r * size, size, int64_t{1});
-      for (int64_t j = 0; j < size; ++j) lp[r * size + j] = x[r * size + j] - m;
-    }
-    exp_f32_all(lp + r0 * size, exps.data(), (r1 - r0) * size);
-    for (int64_t r = r0; r < r1; ++r) {
-      double sum = 0;
-      for (int64_t j = 0; j < size; ++j) sum += exps[static_cast<size_t>((r - r0) * size + j)];
-      const float log_sum = static_cast<float>(std::log(sum));
-      for (int64_t j = 0; j < size; ++j) lp[r * size + j] -= log_sum;
-    }
-  }
-}
-
 }  // namespace
 
 void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Tensor& weight,
@@ -77,14 +41,11 @@ void cross_entropy_forward(const Tensor& logits, const Tensor& target, const Ten
     T* lp = log_probs.data<T>();
     T* loss = losses.data<T>();
     const int64_t* t = target.data<int64_t>();
-    const bool one_pass = exps_in_one_pass<T>(l);
     parallel_for(l.rows(), grain_for(l.size), [&](int64_t begin, int64_t end) {
-      if constexpr (std::is_same_v<T, float>) {
-        if (one_pass) log_softmax_rows_f32(x, lp, begin, end, l.size);
-      }
+      if (l.inner == 1) log_softmax_rows(x, lp, begin, end, l.size);
       for (int64_t r = begin; r < end; ++r) {
         const int64_t o = l.offset(r);
-        if (!one_pass) log_softmax_row(x + o, lp + o, l.size, l.inner);
+        if (l.inner != 1) log_softmax_row(x + o, lp + o, l.size, l.inner);
         if (math.ignored(t[r])) {
           loss[r] = T(0);
           continue;
@@ -116,9 +77,9 @@ void cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_probs, 
     const T* lp = log_probs.data<T>();
     T* gx = grad_logits.data<T>();
     const int64_t* t = target.data<int64_t>();
-    const bool one_pass = exps_in_one_pass<T>(l);
+    // p = exp(lp) first, into gx, in one pass for [N, C] rows of f32 (as log_softmax_rows)
+    const bool one_pass = std::is_same_v<T, float> && l.inner == 1;
     parallel_for(l.rows(), grain_for(l.size), [&](int64_t begin, int64_t end) {
-      // p = exp(lp) first, into gx, where the rows allow one pass
       if constexpr (std::is_same_v<T, float>) {
         if (one_pass) exp_f32_all(lp + begin * l.size, gx + begin * l.size, (end - begin) * l.size);
       }

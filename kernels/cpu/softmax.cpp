@@ -13,6 +13,11 @@ void forward(Kind kind, const char* op, const Tensor& x, int64_t dim, const Tens
   dispatch_floating(x.dtype(), op, [&]<class T>() {
     const T* xd = x.data<T>();
     T* od = out.data<T>();
+    if (kind == Kind::log_softmax && l.inner == 1) {  // as cross-entropy's log-probabilities
+      parallel_for(l.rows(), grain_for(l.size),
+                   [&](int64_t begin, int64_t end) { log_softmax_rows(xd, od, begin, end, l.size); });
+      return;
+    }
     for_each_row(l, [&](int64_t at) {
       if (kind == Kind::softmax) softmax_row(xd + at, od + at, l.size, l.inner);
       else log_softmax_row(xd + at, od + at, l.size, l.inner);

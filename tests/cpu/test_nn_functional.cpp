@@ -540,8 +540,8 @@ TEST_CASE("cross_entropy matches -log_softmax at the target", "[nn]") {
   check_close(F::cross_entropy(big, from_vector<int64_t>({1, 0}), F::Reduction::none), {1000, 1500}, 1e-3);
 }
 
-TEST_CASE("cross_entropy in f32, its exps taken for many rows at once, equals the f64 one", "[nn]") {
-  // [1000, 10]: groups of 409 rows; [3, 5000]: rows longer than a group (cross_entropy.cpp).
+TEST_CASE("cross_entropy and log_softmax in f32, their exps taken for many rows at once, equal f64's", "[nn]") {
+  // [1000, 10]: groups of 409 rows; [3, 5000]: rows longer than a group (softmax_rows.h).
   for (const Shape& shape : {Shape{1000, 10}, Shape{3, 5000}}) {
     INFO("logits " << shape[0] << " x " << shape[1]);
     const Tensor logits64 = uniform(shape, -8, 8, DType::f64);
@@ -553,6 +553,7 @@ TEST_CASE("cross_entropy in f32, its exps taken for many rows at once, equals th
     const Tensor loss32 = F::cross_entropy(logits32, target, F::Reduction::none);
     const Tensor loss64 = F::cross_entropy(reference, target, F::Reduction::none);
     check_close(loss32, loss64.to_vector<double>(), 1e-5);
+    check_close(F::log_softmax(logits32, 1), F::log_softmax(reference, 1).to_vector<double>(), 1e-5);
     sum(loss32).backward();
     sum(loss64).backward();
     check_close(logits32.grad(), reference.grad().to_vector<double>(), 1e-6);
