@@ -1,12 +1,20 @@
-// DataLoader: batches of (x, y) from a TensorDataset, assembled by a background thread so
-// that loading overlaps compute. On Linux that thread runs at the lowest priority (SCHED_IDLE):
-// where the compute threads fill every core, it takes a free core rather than one of theirs
-// (dataloader.cpp says what that measured).
+// DataLoader: batches of (x, y) from a TensorDataset, made ahead so that loading overlaps
+// compute.
 //
 //   data::DataLoader train(data::FashionMNIST::train(), {.batch_size = 256, .shuffle = true});
 //   for (auto& [x, y] : train) { ... }   // x: f32 [B, 1, 28, 28] in [0, 1], y: i64 [B]
 //
-// For a GPU, {.pin_memory = true, .device = cuda_device(0)} has the background thread assemble
+// Batches for the host are made in slices of a few microseconds each, by whoever is free: the
+// CPU thread pool's workers between two parallel loops of a training step, where they would
+// otherwise spin (kernels/cpu/thread_pool.h, IdleWork); the loader's own thread, which runs at
+// the lowest priority (Linux's SCHED_IDLE) so that it takes a free core and never one of the
+// compute threads'; and the consumer, for whatever of its next batch is still missing. A
+// training step on every core leaves no core free for a background thread, so before this
+// the consumer waited for most of each batch (docs/performance.md, "The data loader").
+// PyTorch's DataLoader makes batches in worker processes instead (num_workers).
+//
+// Batches for another device are made whole by the loader's thread, which then sends them. For
+// a GPU, {.pin_memory = true, .device = cuda_device(0)} has that thread assemble
 // each batch in page-locked memory and queue its copy to the GPU asynchronously, so batch k+1
 // is made and sent while the host queues step k's kernels. The copy runs on the device's one
 // stream, so the kernels that use the batch always see it arrived.
@@ -42,7 +50,7 @@ struct DataLoaderOptions {
   // ToTensor and Normalize, which divide.
   std::optional<double> normalize_mean;
   std::optional<double> normalize_std;
-  int prefetch = 2;  // batches made ahead by the background thread; 0 = made on demand
+  int prefetch = 2;  // batches made ahead of the one taken; 0 = each made on demand, when taken
   // Assemble batches in page-locked (pinned) host memory, from which copies to a GPU run
   // asynchronously. Needs a CUDA device: the constructor throws otherwise.
   bool pin_memory = false;
@@ -89,8 +97,16 @@ class DataLoader {
   Iterator end() { return Iterator(); }
 
  private:
+  class HostPipeline;
+
   void start_epoch();
   void stop_producer();
+  int64_t batch_count(const std::vector<int64_t>& order, int64_t b) const;
+  int64_t example_numel() const;
+  Batch allocate_batch(int64_t count) const;
+  // Fills examples [begin, end) of a batch whose first example is order[first].
+  void fill_examples(const std::vector<int64_t>& order, int64_t first, int64_t begin, int64_t end,
+                     const Batch& batch) const;
   Batch delivered(Batch batch) const;  // on options().device
   std::optional<Batch> next_batch();
 
@@ -102,7 +118,8 @@ class DataLoader {
   // The running epoch.
   std::vector<int64_t> order_;
   int64_t consumed_ = 0;
-  std::thread producer_;
+  std::shared_ptr<HostPipeline> host_;  // host batches: made in slices (dataloader.cpp)
+  std::thread producer_;                // batches for options().device: made whole, then sent
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Batch> ready_;

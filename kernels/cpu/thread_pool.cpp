@@ -39,6 +39,45 @@ template <class Busy> void spin_while(Busy&& busy) {
   }
 }
 
+// The idle work on offer (offer_idle_work), with the slices of each running now. Workers read
+// the count without the lock, so that spinning with nothing on offer costs what it did.
+struct IdleWorks {
+  struct Offer {
+    std::shared_ptr<IdleWork> work;
+    int running = 0;  // slices running now
+  };
+  std::mutex mutex;
+  std::condition_variable slice_ended;
+  std::vector<std::shared_ptr<Offer>> offers;
+  std::atomic<int> count{0};
+};
+IdleWorks& idle_works() {
+  static IdleWorks* instance = new IdleWorks;  // never destroyed: workers may outlive statics
+  return *instance;
+}
+
+// Runs one slice of the first offered work that has one.
+bool run_idle_slice() {
+  IdleWorks& offered = idle_works();
+  if (offered.count.load(std::memory_order_acquire) == 0) return false;
+  for (size_t i = 0;; ++i) {
+    std::shared_ptr<IdleWorks::Offer> offer;
+    {
+      std::lock_guard lock(offered.mutex);
+      if (i >= offered.offers.size()) return false;
+      offer = offered.offers[i];
+      ++offer->running;
+    }
+    const bool ran = offer->work->run_slice();
+    {
+      std::lock_guard lock(offered.mutex);
+      --offer->running;
+    }
+    offered.slice_ended.notify_all();
+    if (ran) return true;
+  }
+}
+
 // One parallel loop: chunks are claimed with an atomic counter by whoever is free.
 class Job {
  public:
@@ -170,9 +209,18 @@ class Pool {
   }
 
   // A worker that just finished a job looks for the next one for a while before it sleeps: a
-  // training step runs its parallel loops back to back.
+  // training step runs its parallel loops back to back. Meanwhile it runs slices of idle work;
+  // each one restarts the wait, since the caller is evidently still busy.
   void spin_for_work() {
-    spin_while([this] { return queued_.load(std::memory_order_acquire) == 0; });
+    const auto no_job = [this] { return queued_.load(std::memory_order_acquire) == 0; };
+    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+    while (no_job() && std::chrono::steady_clock::now() < until) {
+      if (run_idle_slice()) {
+        until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+        continue;
+      }
+      for (int i = 0; i < 64 && no_job(); ++i) pause();
+    }
   }
 
   void worker_loop() {
@@ -284,6 +332,26 @@ void set_pool_size(int threads) {
 bool in_parallel_region() { return t_in_parallel_region; }
 
 void run_chunks(int64_t n, int64_t chunks, RangeFn fn) { current_pool().run(n, chunks, fn); }
+
+void offer_idle_work(std::shared_ptr<IdleWork> work) {
+  DUET_CHECK(work != nullptr, "offer_idle_work: no work");
+  IdleWorks& offered = idle_works();
+  std::lock_guard lock(offered.mutex);
+  offered.offers.push_back(std::make_shared<IdleWorks::Offer>(IdleWorks::Offer{std::move(work)}));
+  offered.count.store(static_cast<int>(offered.offers.size()), std::memory_order_release);
+}
+
+void withdraw_idle_work(const IdleWork* work) {
+  IdleWorks& offered = idle_works();
+  std::unique_lock lock(offered.mutex);
+  auto it = std::find_if(offered.offers.begin(), offered.offers.end(),
+                         [work](const auto& offer) { return offer->work.get() == work; });
+  if (it == offered.offers.end()) return;
+  std::shared_ptr<IdleWorks::Offer> offer = *it;
+  offered.offers.erase(it);
+  offered.count.store(static_cast<int>(offered.offers.size()), std::memory_order_release);
+  offered.slice_ended.wait(lock, [&] { return offer->running == 0; });
+}
 
 std::vector<int> available_cores() {
   const cpu_set_t& mask = process_mask();

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -35,6 +36,23 @@ class RangeFn {
   void* object_;
   void (*call_)(void*, int64_t, int64_t);
 };
+
+// Work that the pools' workers take up in slices of a few microseconds between parallel loops,
+// where they would otherwise spin waiting for the next one: the DataLoader's next batches
+// (data/dataloader.cpp). A training step on every core leaves no core idle for a background
+// thread, but its workers spin for a tenth of the step while the caller runs the step's serial
+// parts. run_slice() does one slice and says whether there was one; a worker that ran one
+// spins on for the next loop instead of going to sleep. A slice must not throw.
+class IdleWork {
+ public:
+  virtual ~IdleWork() = default;
+  virtual bool run_slice() = 0;
+};
+// Offers `work` to every pool's workers until it is withdrawn.
+void offer_idle_work(std::shared_ptr<IdleWork> work);
+// Withdraws `work` and waits for its slices that are running: after this no worker is in it.
+// Never call it from one of its own slices.
+void withdraw_idle_work(const IdleWork* work);
 
 // Threads that may work on one loop of the calling thread: its device's pool when it is bound
 // to a device with cores of its own, else the shared pool; the workers plus the caller.

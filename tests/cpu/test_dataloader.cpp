@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -11,6 +12,7 @@
 
 #include "duet/data/dataloader.h"
 #include "duet/duet.h"
+#include "duet/kernels/cpu/thread_pool.h"
 #include "duet/kernels/cuda/runtime.h"
 
 using namespace duet;
@@ -87,6 +89,39 @@ TEST_CASE("DataLoader normalises each value as (x * unit - mean) / std rounds it
       }
     }
   }
+}
+
+TEST_CASE("DataLoader's host batches, made in slices by whoever is free, equal batches made whole", "[data]") {
+  // 997 examples of 5 values in batches of 37: slices of 8 examples end mid-batch, and the
+  // last batch is short. Parallel loops between the batches keep the pool's worker spinning,
+  // so that it fills slices of the batches ahead while the consumer fills the rest.
+  std::vector<uint8_t> pixels;
+  std::vector<int64_t> labels;
+  for (int i = 0; i < 997 * 5; ++i) pixels.push_back(static_cast<uint8_t>((31 * i + 7) % 256));
+  for (int i = 0; i < 997; ++i) labels.push_back(i);
+  const data::TensorDataset set{from_vector(pixels, {997, 5}), from_vector(labels, {997})};
+  const data::DataLoaderOptions options{
+      .batch_size = 37, .shuffle = true, .seed = 5, .normalize_mean = 0.2, .normalize_std = 0.6};
+  data::DataLoaderOptions inline_options = options;
+  inline_options.prefetch = 0;
+  data::DataLoader sliced(set, options), whole(set, inline_options);
+  const int saved = kernels::num_threads();
+  kernels::set_num_threads(2);
+  std::atomic<int64_t> sink{0};
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    auto expected = whole.begin();
+    int64_t batches = 0;
+    for (auto& [x, y] : sliced) {
+      REQUIRE(expected != whole.end());
+      CHECK(y.to_vector<int64_t>() == expected->y.to_vector<int64_t>());
+      CHECK(x.to_vector<float>() == expected->x.to_vector<float>());
+      ++expected;
+      for (int i = 0; i < 20; ++i) kernels::cpu::parallel_for(2, 1, [&](int64_t b, int64_t e) { sink += e - b; });
+      if (epoch == 1 && ++batches == 5) break;  // the batches made ahead are dropped with the epoch
+    }
+    if (epoch != 1) CHECK(expected == whole.end());
+  }
+  kernels::set_num_threads(saved);
 }
 
 #if defined(__linux__)

@@ -2,7 +2,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "duet/kernels/backend.h"
@@ -49,4 +52,49 @@ TEST_CASE("the thread pool covers a range once, runs nested loops inline, rethro
   REQUIRE_THROWS(set_num_threads(0));
   set_num_threads(saved);
   CHECK(num_threads() == saved);
+}
+
+namespace {
+// Counts its slices, up to `limit`, and the ones run by a thread other than `caller`.
+class CountingWork final : public cpu::IdleWork {
+ public:
+  CountingWork(int limit, std::thread::id caller) : limit(limit), caller_(caller) {}
+  bool run_slice() override {
+    if (slices.fetch_add(1) >= limit.load()) {
+      slices.fetch_sub(1);
+      return false;
+    }
+    if (std::this_thread::get_id() != caller_) ++by_workers;
+    return true;
+  }
+  std::atomic<int> limit, slices{0}, by_workers{0};
+
+ private:
+  const std::thread::id caller_;
+};
+
+// Short parallel loops, `loops` of them or until done() holds (within 10 s): the pool's worker
+// spins between them.
+template <class Done> bool run_loops(int loops, Done&& done) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::atomic<int64_t> sink{0};
+  for (int i = 0; i < loops && !done() && std::chrono::steady_clock::now() < until; ++i) {
+    cpu::parallel_for(2, 1, [&](int64_t begin, int64_t end) { sink += end - begin; });
+  }
+  return done();
+}
+}  // namespace
+
+TEST_CASE("the pool's idle workers run offered work between loops, and withdrawn work no more", "[kernels][pool]") {
+  const int saved = num_threads();
+  set_num_threads(2);
+  auto work = std::make_shared<CountingWork>(50, std::this_thread::get_id());
+  cpu::offer_idle_work(work);
+  CHECK(run_loops(1 << 30, [&] { return work->slices.load() == 50; }));
+  CHECK(work->by_workers.load() == 50);  // the caller never runs idle work
+  cpu::withdraw_idle_work(work.get());
+  work->limit = 1000;  // there is more, but it is no longer offered
+  run_loops(2000, [] { return false; });
+  CHECK(work->slices.load() == 50);
+  set_num_threads(saved);
 }
