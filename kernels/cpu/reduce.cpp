@@ -102,6 +102,21 @@ template <class T, bool kMax> struct ArgExtremumAcc {
       index = i;
     }
   }
+  // A contiguous run: the first element seeds the accumulator, the rest only compare.
+  void run(const T* p, int64_t n, int64_t stride, int64_t first) {
+    int64_t i = 0;
+    if (index < 0 && n > 0) {
+      best = p[0];
+      index = first;
+      i = 1;
+    }
+    for (; i < n; ++i) {
+      if (better(p[i * stride], best)) {
+        best = p[i * stride];
+        index = first + i;
+      }
+    }
+  }
   void merge(const ArgExtremumAcc& o) {  // o covers later indices: ties keep ours
     if (o.index >= 0) add(o.best, o.index);
   }
@@ -240,6 +255,29 @@ void run_reduce_by_runs(const ReducePlan& plan, const Tensor& in, const Tensor& 
   });
 }
 
+// Outputs a fixed stride apart, each reducing one contiguous run (the last dim of [N, C]): plain
+// loops over the outputs, without for_each_output's bookkeeping and a dtype switch per output,
+// which took 3.7 us of an argmax over mlp's [256, 10] logits.
+bool reduces_rows(const ReducePlan& plan, int64_t elem) {
+  return plan.kept.sizes.size() == 1 && plan.reduced.sizes.size() == 1 && plan.reduced.strides[0][0] == elem;
+}
+
+template <class T, class Acc>
+void run_row_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out, int64_t grain) {
+  const char* in_base = static_cast<const char*>(in.data_ptr());
+  char* out_base = static_cast<char*>(out.data_ptr());
+  const int64_t in_step = plan.kept.strides[1][0], out_step = plan.kept.strides[0][0];
+  dispatch_dtype(out.dtype(), [&]<class O>() {
+    parallel_for(plan.outputs, grain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        Acc acc;
+        run_acc(acc, reinterpret_cast<const T*>(in_base + i * in_step), plan.count, 1, 0);
+        *reinterpret_cast<O*>(out_base + i * out_step) = cast_value<O>(acc.result(plan.count));
+      }
+    });
+  });
+}
+
 template <class T, class Acc> void run_reduce(const ReducePlan& plan, const Tensor& in, const Tensor& out) {
   if (reduces_columns(plan, sizeof(T))) return run_column_reduce<T, Acc>(plan, in, out);
   const int64_t threads = pool_size();
@@ -250,6 +288,7 @@ template <class T, class Acc> void run_reduce(const ReducePlan& plan, const Tens
   const DType out_dtype = out.dtype();
   if (parts == 1) {
     int64_t grain = std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(plan.count, 1));
+    if (reduces_rows(plan, sizeof(T))) return run_row_reduce<T, Acc>(plan, in, out, grain);
     if (plan.reduced.sizes.size() == 2) return run_reduce_by_runs<T, Acc>(plan, in, out, grain);
     parallel_for(plan.outputs, grain, [&](int64_t begin, int64_t end) {
       for_each_output(plan, in, out, begin, end, [&](char* o, char* i) {

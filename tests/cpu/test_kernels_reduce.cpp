@@ -175,3 +175,53 @@ TEST_CASE("a large full sum is split over threads and stays accurate", "[kernels
   reduce(ReduceOp::mean, x, {0}, out);
   CHECK(values<float>(out)[0] == Approx(0.1f).epsilon(1e-7));
 }
+
+TEST_CASE("reducing the last dim of many rows (the row path) matches a naive loop, NaNs included", "[kernels]") {
+  // 5000 rows of 13 (not a vector's multiple), enough rows to be split over the threads; every
+  // 97th row holds a NaN, every 89th a tie for its maximum. The outputs go to a column of a
+  // wider buffer, a stride apart.
+  const int64_t rows = 5000, cols = 13;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> v(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c)
+      v[static_cast<size_t>(r * cols + c)] = static_cast<float>((r * 31 + c * 17) % 23);
+    if (r % 89 == 0) v[static_cast<size_t>(r * cols + 2)] = v[static_cast<size_t>(r * cols + 9)] = 40.0f;
+    if (r % 97 == 0) v[static_cast<size_t>(r * cols + 5)] = nan;
+  }
+  const Tensor x = make<float>({rows, cols}, v);
+  const Tensor sum_buffer = make<float>({rows, 2}, std::vector<float>(static_cast<size_t>(2 * rows), -1));
+  const Tensor sums = sum_buffer.as_strided({rows, 1}, {2, 1}, 1);  // column 1
+  const Tensor maxes = empty_tensor(DType::f32, {rows, 1}), lse = empty_tensor(DType::f32, {rows, 1});
+  const Tensor first_max = empty_tensor(DType::i64, {rows, 1}), first_min = empty_tensor(DType::i64, {rows, 1});
+  reduce(ReduceOp::sum, x, {1}, sums);
+  reduce(ReduceOp::max, x, {1}, maxes);
+  reduce(ReduceOp::logsumexp, x, {1}, lse);
+  reduce(ReduceOp::argmax, x, {1}, first_max);
+  reduce(ReduceOp::argmin, x, {1}, first_min);
+  bool ok = true;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = v.data() + r * cols;
+    double s = 0, e = 0;
+    int64_t hi = 0, lo = 0, nan_at = -1;
+    for (int64_t c = 0; c < cols; ++c) {
+      s += row[c];
+      e += std::exp(static_cast<double>(row[c]) - 40.0);
+      if (std::isnan(row[c]) && nan_at < 0) nan_at = c;
+      if (row[c] > row[hi]) hi = c;
+      if (row[c] < row[lo]) lo = c;
+    }
+    const auto i = static_cast<size_t>(r);
+    if (nan_at >= 0) {  // NaN wins, at its first index, as in PyTorch
+      ok &= std::isnan(sums.data<float>()[r * 2]) && std::isnan(maxes.data<float>()[i]) &&
+            std::isnan(lse.data<float>()[i]) && first_max.data<int64_t>()[i] == nan_at &&
+            first_min.data<int64_t>()[i] == nan_at;
+    } else {
+      ok &= sums.data<float>()[r * 2] == static_cast<float>(s) && maxes.data<float>()[i] == row[hi] &&
+            std::abs(lse.data<float>()[i] - static_cast<float>(40.0 + std::log(e))) <= 1e-5f * 40 &&
+            first_max.data<int64_t>()[i] == hi && first_min.data<int64_t>()[i] == lo;
+    }
+    ok &= sum_buffer.data<float>()[r * 2] == -1;  // the other column is untouched
+  }
+  CHECK(ok);
+}
