@@ -53,7 +53,7 @@ train: build
 # duet against PyTorch on this machine's CPU (docs/performance.md); ARGS=--strategies adds duet compare.
 bench: $(CONFIGURED)
 	@bench/setup.sh
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target duet_bench gemm_peak duet_cli
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target duet_bench gemm_peak duet_cli core_latency
 	/usr/bin/python3 bench/run.py --build-dir $(BUILD_DIR) $(ARGS)
 
 clean:

@@ -3,8 +3,9 @@ programs, a JSON line) with its peak RSS.
 
 Each measurement is a fresh process, so its peak RSS is that run's alone and no run inherits
 another's warm caches or thread pools. The machine may be shared, so each run also records how
-busy the CPUs were with *other* work meanwhile (from /proc/stat, less the child's own CPU time):
-a run that shared its cores is slower, and says so."""
+busy the CPUs were with *other* work meanwhile (from /proc/stat, less the child's own CPU time),
+and where its cores were (placement.py): a run that shared its cores, or ran on cores placed
+apart, is slower, and says so."""
 import json
 import os
 import signal
@@ -13,6 +14,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from placement import placement
 
 TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
@@ -38,7 +41,9 @@ def _busy_cpu_seconds():
 
 def run_process(command, what, timeout=900):
     """Runs `command` and returns (stdout, figures): figures has the child's `peak_rss_mib` (its
-    ru_maxrss) and `other_cpu_load`, the share of the machine's CPUs that other work used meanwhile."""
+    ru_maxrss), `other_cpu_load`, the share of the machine's CPUs that other work used meanwhile,
+    and `cross_core_ns`, the slower of the probes before and after (placement.py), when probed."""
+    trip_before = placement.cross_core_ns()
     busy, start = _busy_cpu_seconds(), time.monotonic()
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         try:
@@ -66,6 +71,9 @@ def run_process(command, what, timeout=900):
     if busy is not None and busy_after is not None:
         others = (busy_after - busy) - (usage.ru_utime + usage.ru_stime)
         figures["other_cpu_load"] = round(max(0.0, others) / (seconds * (os.cpu_count() or 1)), 3)
+    trips = [ns for ns in (trip_before, placement.cross_core_ns()) if ns is not None]
+    if trips:
+        figures["cross_core_ns"] = round(max(trips), 1)
     return stdout, figures
 
 
@@ -79,33 +87,49 @@ def last_json_line(stdout, what):
 
 def run_json(command, what, timeout=900):
     """Runs `command` and returns the JSON object on its last stdout line, with
-    `other_cpu_load` added (run_process)."""
+    `other_cpu_load` and `cross_core_ns` added (run_process)."""
     stdout, figures = run_process(command, what, timeout)
     result = last_json_line(stdout, what)
-    if "other_cpu_load" in figures:
-        result["other_cpu_load"] = figures["other_cpu_load"]
+    for key in ("other_cpu_load", "cross_core_ns"):
+        if key in figures:
+            result[key] = figures[key]
     return result
 
 
 DISTURBED = 0.1  # other work on more than this share of the CPUs makes a run unrepresentative
 
 
+def _disturbance(result):
+    """(placed apart, other processes' load): the smaller, the more representative the run."""
+    return (placement.is_far(result.get("cross_core_ns")), result.get("other_cpu_load", 0.0))
+
+
+def _why_disturbed(result):
+    reasons = []
+    if result.get("other_cpu_load", 0.0) > DISTURBED:
+        reasons.append(f"other processes used {100 * result['other_cpu_load']:.0f}% of the CPUs")
+    if placement.is_far(result.get("cross_core_ns")):
+        reasons.append(f"the cores were placed apart (a cache line took {result['cross_core_ns']:.0f} ns from one "
+                       f"to the other, against {placement.fastest:.0f} at best)")
+    return " and ".join(reasons)
+
+
 def run_undisturbed(command, what, retries, wait_seconds=5, run=run_json):
     """run(command, what), run_json by default, repeated up to `retries` times while other
-    processes took over DISTURBED of the CPUs during the run; returns the least disturbed
-    attempt, warning if even that one was."""
+    processes took over DISTURBED of the CPUs during the run, or its cores were placed apart
+    (placement.py); returns the least disturbed attempt, warning if even that one was."""
     best = None
     for attempt in range(retries + 1):
         result = run(command, what)
-        load = result.get("other_cpu_load", 0.0)
-        if best is None or load < best.get("other_cpu_load", 0.0):
+        if best is None or _disturbance(result) < _disturbance(best):
             best = result
-        if load <= DISTURBED:
+        why = _why_disturbed(result)
+        if not why:
             break
         if attempt < retries:
-            progress(f"{what}: other processes used {100 * load:.0f}% of the CPUs; retrying in {wait_seconds} s")
+            progress(f"{what}: {why}; retrying in {wait_seconds} s")
             time.sleep(wait_seconds)
-    if best.get("other_cpu_load", 0.0) > DISTURBED:
-        progress(f"warning: other processes used {100 * best['other_cpu_load']:.0f}% of the CPUs during {what}; "
-                 f"its figures are lower than on an idle machine")
+    why = _why_disturbed(best)
+    if why:
+        progress(f"warning: during {what}, {why}; its figures are lower than on an idle machine")
     return best

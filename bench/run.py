@@ -29,6 +29,7 @@ sys.path.insert(0, HERE)
 import epochs  # noqa: E402
 import fashion_mnist_np  # noqa: E402
 import strategies  # noqa: E402
+from placement import placement  # noqa: E402
 from processes import BenchError, progress, run_undisturbed  # noqa: E402
 from summary import neighbour_load, summarize  # noqa: E402
 from table import epochs_table, table  # noqa: E402
@@ -37,7 +38,8 @@ from table import epochs_table, table  # noqa: E402
 # whole `make bench` stays within about 5 minutes on a 2-core machine.
 WORKLOADS = {"mlp": (20, 500), "lenet": (10, 80), "lenet-relu": (10, 50)}
 BATCH_SIZE, LR = 256, 0.1
-TARGETS = {"duet_bench": "duet_bench", "gemm_peak": "gemm_peak", "duet": "duet_cli"}  # program: its CMake target
+TARGETS = {"duet_bench": "duet_bench", "gemm_peak": "gemm_peak", "duet": "duet_cli",
+           "core_latency": "core_latency"}  # program: its CMake target
 
 
 def parse_args():
@@ -73,7 +75,8 @@ def programs(build_dir, needed):
     """The built programs, or a BenchError saying how to build those `needed` that are missing."""
     paths = {"duet_bench": os.path.join(build_dir, "bench", "duet_bench"),
              "gemm_peak": os.path.join(build_dir, "bench", "gemm_peak"),
-             "duet": os.path.join(build_dir, "apps", "duet")}
+             "duet": os.path.join(build_dir, "apps", "duet"),
+             "core_latency": os.path.join(build_dir, "bench", "core_latency")}
     for name in needed:
         if not os.access(paths[name], os.X_OK):
             raise BenchError(f"{paths[name]} is missing: run `make bench`, or cmake --build {build_dir} "
@@ -163,7 +166,8 @@ def main():
     data_dir = args.data_dir or fashion_mnist_np.DEFAULT_DIR
     if fashion_mnist_np.missing_files(data_dir):
         raise BenchError(fashion_mnist_np.missing_message(data_dir))
-    paths = programs(args.build_dir, ["duet"] if args.epochs else ["duet_bench", "gemm_peak"])
+    paths = programs(args.build_dir, (["duet"] if args.epochs else ["duet_bench", "gemm_peak"]) + ["core_latency"])
+    placement.probe = paths["core_latency"]
     check_torch()
     if args.strategies:
         strategies.check_compare(paths["duet"])

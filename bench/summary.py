@@ -3,6 +3,7 @@ thread count and the duet/PyTorch ratios (both modes of bench/run.py), and, in t
 duet's GFLOP/s against the measured GEMM peak."""
 import statistics
 
+from placement import placement
 from processes import DISTURBED, BenchError
 
 MEASURES = ("train_images_per_second", "eval_images_per_second", "peak_rss_mib")
@@ -44,15 +45,17 @@ def compare(duet_samples, torch_samples):
 
 
 def neighbour_load(summaries, other_samples=()):
-    """How much other processes disturbed the kept runs (the summaries' and other_samples): the
-    largest share of the CPUs they took during one run, and how many runs they took over
-    DISTURBED of them."""
-    loads = [r.get("other_cpu_load", 0.0) for r in other_samples]
+    """How much other processes and the cores' placement disturbed the kept runs (the summaries'
+    and other_samples): the largest share of the CPUs other processes took during one run, how
+    many runs they took over DISTURBED of them, and in how many the cores were placed apart."""
+    runs = list(other_samples)
     for s in summaries:
-        loads += [r.get("other_cpu_load", 0.0) for r in s["duet"]["samples"]]
+        runs += s["duet"]["samples"]
         for row in s["torch_by_threads"].values():
-            loads += [r.get("other_cpu_load", 0.0) for r in row["samples"]]
-    return {"max": max(loads), "disturbed_runs": sum(load > DISTURBED for load in loads), "runs": len(loads)}
+            runs += row["samples"]
+    loads = [r.get("other_cpu_load", 0.0) for r in runs]
+    return {"max": max(loads), "disturbed_runs": sum(load > DISTURBED for load in loads), "runs": len(loads),
+            "apart_runs": sum(placement.is_far(r.get("cross_core_ns")) for r in runs)}
 
 
 def peak_for(threads, gemm_peak):

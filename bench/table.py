@@ -10,8 +10,9 @@ def _runs_note(summaries, other_cpu_load, json_path):
     """The last line under either table: how many runs, and how disturbed."""
     return (f"Medians of {len(summaries[0]['duet']['samples']) if summaries else 0} alternating runs. Other "
             f"processes used over 10% of the CPUs during {other_cpu_load['disturbed_runs']} of the "
-            f"{other_cpu_load['runs']} runs kept (at most {100 * other_cpu_load['max']:.0f}%); "
-            f"{json_path} has each run's other_cpu_load.")
+            f"{other_cpu_load['runs']} runs kept (at most {100 * other_cpu_load['max']:.0f}%), and the two cores "
+            f"were placed apart during {other_cpu_load.get('apart_runs', 0)} (bench/placement.py); "
+            f"{json_path} has each run's other_cpu_load and cross_core_ns.")
 
 
 def _markdown(header, rows):

@@ -4,11 +4,13 @@ the per-run figures, the comparison and its table, and the process runner both m
 (peak RSS, failures, timeouts, retries of disturbed runs), on tiny child processes."""
 import os
 import sys
+import tempfile
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 import epoch_runs  # noqa: E402
 import processes  # noqa: E402
+from placement import Placement, placement  # noqa: E402
 from processes import BenchError  # noqa: E402
 from summary import compare, neighbour_load  # noqa: E402
 from table import epochs_table  # noqa: E402
@@ -81,7 +83,7 @@ class ComparisonTest(unittest.TestCase):
         self.assertEqual(s["torch_best_threads"], 1)  # by training img/s, though 2 threads evaluate faster
         self.assertAlmostEqual(s["train_ratio_duet_over_torch"], 1.5)
         self.assertAlmostEqual(s["eval_ratio_duet_over_torch"], 1.4)
-        self.assertEqual(neighbour_load([s]), {"max": 0.2, "disturbed_runs": 1, "runs": 9})
+        self.assertEqual(neighbour_load([s]), {"max": 0.2, "disturbed_runs": 1, "runs": 9, "apart_runs": 0})
 
     def test_table_row(self):
         text = epochs_table([self.summary()], {"max": 0.2, "disturbed_runs": 1, "runs": 9}, "out.json")
@@ -120,6 +122,47 @@ class ProcessTest(unittest.TestCase):
         best = processes.run_undisturbed(["x"], "x", retries=3, wait_seconds=0, run=run)
         self.assertEqual((best["other_cpu_load"], len(calls)), (0.02, 2))
 
+    def test_a_run_on_cores_placed_apart_is_run_again(self):
+        # The fastest trip seen is 27 ns; 170 is over twice that, 50 is not.
+        trips = iter([170.0, 175.0, 50.0])
+        calls = []
+
+        def run(command, what):
+            calls.append(command)
+            return {"other_cpu_load": 0.0, "cross_core_ns": next(trips)}
+
+        saved = placement.fastest
+        placement.fastest = 27.0
+        try:
+            best = processes.run_undisturbed(["x"], "x", retries=3, wait_seconds=0, run=run)
+            self.assertEqual((best["cross_core_ns"], len(calls)), (50.0, 3))
+            trips = iter([170.0, 165.0])  # never near: the least disturbed attempt is kept
+            calls.clear()
+            best = processes.run_undisturbed(["x"], "x", retries=1, wait_seconds=0, run=run)
+            self.assertEqual((best["cross_core_ns"], len(calls)), (170.0, 2))
+            self.assertEqual(neighbour_load([], [best])["apart_runs"], 1)
+        finally:
+            placement.fastest = saved
+
+    def test_the_probe_measures_and_remembers_the_fastest_trip(self):
+        self.assertIsNone(Placement().cross_core_ns())  # no probe, no figure
+        self.assertIsNone(Placement("/nonexistent/core_latency").cross_core_ns())
+        with tempfile.TemporaryDirectory() as folder:
+            trips = os.path.join(folder, "trips")
+            with open(trips, "w") as f:
+                f.write("40.5\n30.5\n90.0\n")
+            probe = os.path.join(folder, "core_latency")
+            with open(probe, "w") as f:  # prints the next trip of the file at each call
+                f.write(f"#!{sys.executable}\nlines = open({trips!r}).read().split()\n"
+                        f"open({trips!r}, 'w').write(' '.join(lines[1:]))\n"
+                        f"print('{{\"cross_core_ns\": ' + lines[0] + '}}')\n")
+            os.chmod(probe, 0o755)
+            placed = Placement(probe)
+            self.assertFalse(placed.is_far(100.0))  # nothing measured yet
+            self.assertEqual([placed.cross_core_ns() for _ in range(3)], [40.5, 30.5, 90.0])
+            self.assertEqual(placed.fastest, 30.5)
+            self.assertTrue(placed.is_far(90.0))
+            self.assertFalse(placed.is_far(60.0))
 
 if __name__ == "__main__":
     unittest.main()
