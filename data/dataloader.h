@@ -9,8 +9,9 @@
 // otherwise spin (kernels/cpu/thread_pool.h, IdleWork); the loader's own thread, which runs at
 // the lowest priority (Linux's SCHED_IDLE) so that it takes a free core and never one of the
 // compute threads'; and the consumer, for whatever of its next batch is still missing. A
-// training step on every core leaves no core free for a background thread, so before this
-// the consumer waited for most of each batch (docs/performance.md, "The data loader").
+// training step on every core leaves no core free for a background thread: made by that thread
+// alone, most of each batch was made while the consumer waited for it (docs/performance.md,
+// "The data loader").
 // PyTorch's DataLoader makes batches in worker processes instead (num_workers).
 //
 // Batches for another device are made whole by the loader's thread, which then sends them. For

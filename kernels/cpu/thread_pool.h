@@ -40,9 +40,9 @@ class RangeFn {
 // Work that the pools' workers take up in slices of a few microseconds between parallel loops,
 // where they would otherwise spin waiting for the next one: the DataLoader's next batches
 // (data/dataloader.cpp). A training step on every core leaves no core idle for a background
-// thread, but its workers spin for a tenth of the step while the caller runs the step's serial
-// parts. run_slice() does one slice and says whether there was one; a worker that ran one
-// spins on for the next loop instead of going to sleep. A slice must not throw.
+// thread, but its workers spin while the caller runs the step's serial parts (a tenth of an
+// mlp step on 2 cores). run_slice() does one slice and says whether there was one; a worker
+// that ran one spins on for the next loop instead of going to sleep. A slice must not throw.
 class IdleWork {
  public:
   virtual ~IdleWork() = default;
