@@ -54,12 +54,6 @@ void set_idle_priority(std::thread& thread) {
 #endif
 }
 
-inline void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
 // One batch of a HostPipeline: allocated by the consumer, filled in slices by whoever claims them.
 struct PendingBatch {
   int64_t index = 0;
@@ -128,8 +122,7 @@ class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
     }
     // The last slices are someone else's; they take microseconds, unless the helper thread was
     // preempted in one: then sleeping frees the core it needs.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-    while (!filled(*pending) && std::chrono::steady_clock::now() < until) pause();
+    kernels::cpu::spin_while([&] { return !filled(*pending); }, std::chrono::microseconds(20));
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return filled(*pending); });
     queue_.pop_front();

@@ -1,7 +1,7 @@
 // Fused cross-entropy on the CPU: a log-softmax per row (softmax_rows.h; for [N, C] rows the
-// exps of many f32 rows at once, log_softmax_rows) and the row's loss (kernels/cross_entropy_math.h); rows split over
-// the pool. A row is the C class scores of one sample, or of one position of a [N, C, d1, ...] input, inner elements
-// apart (RowLayout of dim 1).
+// exps of many f32 rows at once, log_softmax_rows) and the row's loss
+// (kernels/cross_entropy_math.h); rows split over the pool. A row is the C class scores of one
+// sample, or of one position of a [N, C, d1, ...] input, inner elements apart (RowLayout of dim 1).
 #include <cmath>
 #include <type_traits>
 

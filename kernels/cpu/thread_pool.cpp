@@ -22,22 +22,8 @@ namespace {
 
 thread_local bool t_in_parallel_region = false;
 
-constexpr int kSpinMicroseconds = 50;
-
-inline void pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-// Spins while busy() holds, for at most kSpinMicroseconds: what a thread does before it sleeps,
-// because a sleep and a wake cost tens of microseconds, as much as a small parallel loop.
-template <class Busy> void spin_while(Busy&& busy) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
-  while (busy() && std::chrono::steady_clock::now() < until) {
-    for (int i = 0; i < 64 && busy(); ++i) pause();
-  }
-}
+// How long a thread spins (spin_while) before it sleeps.
+constexpr std::chrono::microseconds kSpin{50};
 
 // The idle work on offer (offer_idle_work), with the slices of each running now. Workers read
 // the count without the lock, so that spinning with nothing on offer costs what it did.
@@ -93,7 +79,7 @@ class Job {
   // microseconds of its own (mlp trained at 196,000 img/s with the caller sleeping at once,
   // 204,000 spinning first).
   void wait_and_rethrow() {
-    spin_while([this] { return done_.load(std::memory_order_acquire) < chunks_; });
+    spin_while([this] { return done_.load(std::memory_order_acquire) < chunks_; }, kSpin);
     for (int64_t d = done_.load(); d < chunks_; d = done_.load()) done_.wait(d);
     if (error_) std::rethrow_exception(error_);
   }
@@ -213,13 +199,13 @@ class Pool {
   // each one restarts the wait, since the caller is evidently still busy.
   void spin_for_work() {
     const auto no_job = [this] { return queued_.load(std::memory_order_acquire) == 0; };
-    auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+    auto until = std::chrono::steady_clock::now() + kSpin;
     while (no_job() && std::chrono::steady_clock::now() < until) {
       if (run_idle_slice()) {
-        until = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+        until = std::chrono::steady_clock::now() + kSpin;
         continue;
       }
-      for (int i = 0; i < 64 && no_job(); ++i) pause();
+      for (int i = 0; i < 64 && no_job(); ++i) spin_pause();
     }
   }
 
