@@ -67,14 +67,23 @@ TEST_CASE("matmul 2-D against hand values and a naive loop", "[kernels]") {
   check_close(values<double>(o2_buf.as_strided({4, 3}, {6, 2}, 1)), naive_matmul(every_other, b2), 1e-12);
 }
 
-TEST_CASE("matmul splits a large GEMM into row blocks", "[kernels]") {
-  Tensor a = random_f64({203, 64}, 5), b = random_f64({64, 97}, 6);
-  Tensor out = empty_tensor(DType::f64, {203, 97});
-  matmul(a, b, out);
-  check_close(values<double>(out), naive_matmul(a, b), 1e-12);
-  Tensor out_t = empty_tensor(DType::f64, {97, 203});
-  matmul(a, b, transposed(out_t));  // column-major out: split over its columns
-  check_close(values<double>(transposed(out_t)), naive_matmul(a, b), 1e-12);
+TEST_CASE("matmul splits a large GEMM along c's longer side, every transpose", "[kernels]") {
+  // {203, 64, 97}: c split by rows; {10, 300, 203}: by columns (mlp's [10, 256] weight gradient).
+  // A column-major c is computed as c^T, whose rows are c's columns.
+  const std::array<std::array<int64_t, 3>, 2> shapes{{{203, 64, 97}, {10, 300, 203}}};
+  for (auto [m, k, n] : shapes)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true})
+        for (bool tc : {false, true}) {
+          CAPTURE(m, k, n, ta, tb, tc);
+          Tensor a_store = random_f64(ta ? Shape{k, m} : Shape{m, k}, 5);
+          Tensor b_store = random_f64(tb ? Shape{n, k} : Shape{k, n}, 6);
+          Tensor a = ta ? transposed(a_store) : a_store, b = tb ? transposed(b_store) : b_store;
+          Tensor c_store = empty_tensor(DType::f64, tc ? Shape{n, m} : Shape{m, n});
+          Tensor c = tc ? transposed(c_store) : c_store;
+          matmul(a, b, c);
+          check_close(values<double>(c), naive_matmul(a, b), 1e-12);
+        }
 }
 
 TEST_CASE("batched matmul, with transposed and broadcast operands", "[kernels]") {
