@@ -55,31 +55,32 @@ constexpr int64_t kRowBlock = 6;
 }  // namespace
 
 template <class T> bool PackedPanels<T>::pays(int64_t m, int64_t n, int64_t k) {
-  return k <= 2048 && k * n <= (int64_t{1} << 20) && m >= 4 * kRowBlock && n >= Simd<T>::kLanes &&
+  return k <= 2048 && k * n <= (int64_t{1} << 20) && m >= 4 * kRowBlock && 2 * n > kLanes &&
          m * n * k >= (int64_t{1} << 18);
 }
 
-template <class T> PackedPanels<T>::PackedPanels(int64_t n, int64_t k) : n_(n), k_(k) {
+template <class T> PackedPanels<T>::PackedPanels(int64_t n, int64_t k)
+    : n_(n), k_(k), width_(std::clamp<int64_t>((n + kLanes - 1) / kLanes, 1, 4) * kLanes) {
   // The calling thread's buffer, kept from call to call: a fresh one of this size would be
   // mapped and faulted in by the allocator at every matmul, which costs more than the GEMM.
   using Vec = typename Simd<T>::Vec;
   thread_local std::vector<Vec> buffer;
-  buffer.resize(std::max(buffer.size(), static_cast<size_t>(panels() * k * kWidth / Simd<T>::kLanes)));
+  buffer.resize(std::max(buffer.size(), static_cast<size_t>(panels() * k * width_ / kLanes)));
   data_ = reinterpret_cast<T*>(buffer.data());
 }
 
 template <class T> void PackedPanels<T>::pack(bool transpose_b, const T* b, int64_t ldb, int64_t first, int64_t last) {
   for (int64_t p = first; p < last; ++p) {
-    T* panel = data_ + p * k_ * kWidth;
-    const int64_t columns = std::min(kWidth, n_ - p * kWidth);
-    if (columns < kWidth) std::fill(panel, panel + k_ * kWidth, T(0));  // the last panel's columns past n
+    T* panel = data_ + p * k_ * width_;
+    const int64_t columns = std::min(width_, n_ - p * width_);
+    if (columns < width_) std::fill(panel, panel + k_ * width_, T(0));  // the last panel's columns past n
     if (!transpose_b) {
-      for (int64_t kk = 0; kk < k_; ++kk) std::copy_n(b + kk * ldb + p * kWidth, columns, panel + kk * kWidth);
+      for (int64_t kk = 0; kk < k_; ++kk) std::copy_n(b + kk * ldb + p * width_, columns, panel + kk * width_);
       continue;
     }
     // b's rows are the panel's columns: packing mlp's 256 x 784 weight took 0.070 ms float by
     // float, 0.018 through transpose.h's registers.
-    transpose(b + p * kWidth * ldb, ldb, columns, k_, panel, kWidth);
+    transpose(b + p * width_ * ldb, ldb, columns, k_, panel, width_);
   }
 }
 
@@ -92,14 +93,14 @@ template <class T> void PackedPanels<T>::multiply(bool transpose_a, int64_t m, c
   const int64_t row_step = transpose_a ? 1 : lda, k_step = transpose_a ? lda : 1;
   // Panels outermost: each stays in L2 while every row block of op(a) goes through it.
   for (int64_t p = first; p < (last < 0 ? panels() : last); ++p) {
-    const int64_t columns = std::min(kWidth, n_ - p * kWidth);
+    const int64_t columns = std::min(width_, n_ - p * width_);
     for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
       with_block<kRowBlock>(m - i0, [&]<int RB>() {
         with_block<4>((columns + kLanes - 1) / kLanes, [&]<int VB>() {
           Vec acc[RB][VB] = {};
-          const T* panel = data_ + p * k_ * kWidth;
+          const T* panel = data_ + p * k_ * width_;
           const T* ai = a + i0 * row_step;
-          for (int64_t kk = 0; kk < k_; ++kk, panel += kWidth, ai += k_step) {
+          for (int64_t kk = 0; kk < k_; ++kk, panel += width_, ai += k_step) {
             Vec w[VB];
 #pragma GCC unroll 8
             for (int v = 0; v < VB; ++v) w[v] = S::load(panel + v * kLanes);
@@ -117,7 +118,7 @@ template <class T> void PackedPanels<T>::multiply(bool transpose_a, int64_t m, c
           // which cost k = 50 blocks 14% against k = 784 (100 against 116 GFLOP/s on one thread).
           // The address in locals: the stores (memcpy) may write anything, and the lambda's
           // captures were loaded again for each one, 11 instructions a store.
-          T* const block = c + i0 * ldc + p * kWidth;
+          T* const block = c + i0 * ldc + p * width_;
           const int64_t ld = ldc, last_lanes = columns - (VB - 1) * kLanes;
 #pragma GCC unroll 8
           for (int r = 0; r < RB; ++r) {

@@ -120,9 +120,10 @@ TEST_CASE("matmul with k = 0 writes zeros", "[kernels]") {
 TEST_CASE("f32 matmul on duet's own GEMM (PackedPanels) matches the naive loop, every transpose", "[kernels]") {
   // Odd shapes: rows not a multiple of the 6-row block, columns not a multiple of the 16-lane
   // vector or the 64-column panel, and both operands as they are or transposed. On two threads
-  // or more, {256, 17, 800} splits c by rows (one panel), {64, 200, 300} by panels.
-  const std::vector<std::array<int64_t, 3>> shapes = {
-      {29, 37, 300}, {100, 70, 64}, {256, 17, 800}, {25, 130, 91}, {64, 200, 300}};
+  // or more, {256, 17, 800} splits c by rows (one panel), {64, 200, 300} by panels. Narrow c
+  // has narrow panels: one vector for {256, 10, 256} (mlp's last layer), two for {256, 17, 800}.
+  const std::vector<std::array<int64_t, 3>> shapes = {{29, 37, 300}, {100, 70, 64},  {256, 17, 800},
+                                                      {25, 130, 91}, {64, 200, 300}, {256, 10, 256}};
   for (const auto& [m, n, k] : shapes) {
     REQUIRE(cpu::PackedPanels<float>::pays(m, n, k));
     for (bool ta : {false, true}) {
