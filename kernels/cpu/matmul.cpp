@@ -1,5 +1,6 @@
-// matmul: single-threaded OpenBLAS GEMMs (gemm.h), split over batch items and row blocks by our
-// pool; or, for the shapes of small models' Linear layers in f32, duet's own GEMM (PackedPanels).
+// matmul: single-threaded OpenBLAS GEMMs (gemm.h), split over batch items and row or column
+// blocks by our pool; or, for the shapes of small models' Linear layers in f32, duet's own GEMM
+// (PackedPanels).
 //
 // A transposed or otherwise strided operand goes to BLAS as it is when one of its last two
 // strides is 1 (row- or column-major with a leading dimension); only other layouts are copied.
@@ -18,8 +19,9 @@ namespace duet::kernels::cpu {
 namespace {
 
 // Half a MFLOP per part (about 5 us): smaller ones cost more in the hand-off than they save.
-// mlp's 256 -> 10 layer (1.3 MFLOP) gained from its split: 26.8 -> 15.9 us forward, 12.2 -> 7.3 us
-// for the weight gradient (split by columns), 14.7 -> 9.3 us for the input gradient.
+// mlp's 256 -> 10 layer (1.3 MFLOP a GEMM) ran on one thread under the old grain of 1 MFLOP; split,
+// its weight gradient took 12.2 -> 7.3 us (by columns), its input gradient 14.7 -> 9.3 us and its
+// forward 26.8 -> 15.9 (that one now runs on PackedPanels, in 13.9).
 constexpr int64_t kGemmGrainFlops = int64_t{1} << 19;
 // A part is at least this many rows (or columns) of c, so that each keeps BLAS's micro-kernel busy.
 constexpr int64_t kMinPartSize = 16;
