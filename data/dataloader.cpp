@@ -184,6 +184,10 @@ DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options, std::sh
                  dataset_.images.size(0) == dataset_.labels.size(0) && dataset_.images.device().is_cpu(),
              "DataLoader: expected CPU images [N, ...] and labels [N], got ", dataset_.images.describe(), " and ",
              dataset_.labels.describe());
+  const DType image_dtype = dataset_.images.dtype();
+  DUET_CHECK(image_dtype == DType::u8 || is_floating(image_dtype),
+             "DataLoader: expected u8 images (scaled by 1/255) or floating-point ones, got ",
+             dataset_.images.describe());
   DUET_CHECK(options_.normalize_std.value_or(1.0) > 0, "DataLoader: normalize_std must be positive");
   if (options_.pin_memory) check_option("pin_memory", [] { empty({1}, {.pin_memory = true}); });
   if (options_.device) check_option("device", [this] { empty({1}, {.device = *options_.device}); });
@@ -191,7 +195,9 @@ DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options, std::sh
     if (options_.shuffle) sampler_ = std::make_shared<RandomSampler>(options_.seed);
     else sampler_ = std::make_shared<SequentialSampler>();
   }
-  dataset_.images = dataset_.images.contiguous();
+  // Batches are f32: f64 images are converted once here. A slice of a batch runs on a pool
+  // worker, where an error could not reach the caller, so every input is checked up front.
+  dataset_.images = (image_dtype == DType::u8 ? dataset_.images : dataset_.images.to(DType::f32)).contiguous();
   dataset_.labels = dataset_.labels.to(DType::i64).contiguous();
 }
 
@@ -263,6 +269,10 @@ Batch DataLoader::delivered(Batch batch) const {
 void DataLoader::start_epoch() {
   stop_producer();
   order_ = sampler_->indices(dataset_.size(), next_epoch_++);
+  for (int64_t index : order_) {
+    DUET_CHECK(index >= 0 && index < dataset_.size(), "DataLoader: the sampler gave index ", index,
+               " for a dataset of ", dataset_.size(), " examples");
+  }
   if (options_.drop_last) {
     order_.resize(order_.size() / static_cast<size_t>(options_.batch_size) * static_cast<size_t>(options_.batch_size));
   }

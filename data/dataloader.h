@@ -46,9 +46,10 @@ struct DataLoaderOptions {
   bool shuffle = false;
   uint64_t seed = 0;
   bool drop_last = false;
-  // u8 images become f32 x * (1 / 255); with these set, then (x - mean) * (1 / std). Each step is
-  // rounded on its own in every build (no fused multiply-add), within an ulp of torchvision's
-  // ToTensor and Normalize, which divide.
+  // u8 images become f32 x * (1 / 255), f32 and f64 images f32 x (other dtypes are refused at
+  // construction); with these set, then (x - mean) * (1 / std). Each step is rounded on its own
+  // in every build (no fused multiply-add), within an ulp of torchvision's ToTensor and
+  // Normalize, which divide.
   std::optional<double> normalize_mean;
   std::optional<double> normalize_std;
   int prefetch = 2;  // batches made ahead of the one taken; 0 = each made on demand, when taken

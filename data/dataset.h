@@ -8,7 +8,7 @@
 namespace duet::data {
 
 struct TensorDataset {
-  Tensor images;  // u8 [N, C, H, W] (or f32), on the CPU
+  Tensor images;  // u8 [N, C, H, W] (or f32, f64), on the CPU
   Tensor labels;  // i64 [N]
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
 };

@@ -177,6 +177,29 @@ TEST_CASE("DataLoader: breaking out early and bad options", "[data][errors]") {
   CHECK_THROWS_WITH(data::DataLoader(tiny(), {.batch_size = 0}), Contains("batch_size"));
 }
 
+TEST_CASE("DataLoader checks its images' dtype and the sampler's indices before any batch is made", "[data][errors]") {
+  // Batches are made in slices on pool workers, where an error would end the process: every
+  // input that could fail there is refused on the caller's thread.
+  data::TensorDataset doubles{from_vector(std::vector<double>{0.25, 0.5, 0.75}, {3, 1}),
+                              from_vector(std::vector<int64_t>{0, 1, 2}, {3})};
+  data::DataLoader loader(doubles, {.batch_size = 2});
+  std::vector<float> seen;
+  for (auto& [x, y] : loader) {
+    CHECK(x.dtype() == DType::f32);
+    for (float v : x.to_vector<float>()) seen.push_back(v);
+  }
+  CHECK(seen == std::vector<float>{0.25f, 0.5f, 0.75f});
+
+  data::TensorDataset ints{from_vector(std::vector<int64_t>{1, 2, 3}, {3, 1}), doubles.labels};
+  CHECK_THROWS_WITH(data::DataLoader(ints, {}), Contains("expected u8 images") && Contains("i64"));
+
+  struct PastTheEnd final : data::Sampler {
+    std::vector<int64_t> indices(int64_t dataset_size, int64_t) const override { return {0, dataset_size}; }
+  };
+  data::DataLoader bad_sampler(tiny(), {.batch_size = 2}, std::make_shared<PastTheEnd>());
+  CHECK_THROWS_WITH(bad_sampler.begin(), Contains("sampler gave index 10 for a dataset of 10 examples"));
+}
+
 TEST_CASE("DistributedSampler partitions the (padded) order across ranks", "[data]") {
   std::vector<int64_t> all;
   for (int rank = 0; rank < 3; ++rank) {
