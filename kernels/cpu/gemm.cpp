@@ -88,7 +88,6 @@ template <class T> void PackedPanels<T>::multiply(bool transpose_a, int64_t m, c
                                                   int64_t ldc, int64_t first, int64_t last) const {
   using S = Simd<T>;
   using Vec = typename S::Vec;
-  constexpr int64_t kLanes = S::kLanes;
   // op(a)(i, kk) is a[i * row_step + kk * k_step].
   const int64_t row_step = transpose_a ? 1 : lda, k_step = transpose_a ? lda : 1;
   // Panels outermost: each stays in L2 while every row block of op(a) goes through it.

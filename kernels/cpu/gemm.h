@@ -41,7 +41,7 @@ class PackedPanels {
                 int64_t last = -1) const;
 
  private:
-  static constexpr int64_t kLanes = 64 / sizeof(T);
+  static constexpr int64_t kLanes = 64 / sizeof(T);  // one 64-byte vector (simd.h's Simd<T>::kLanes)
   int64_t n_, k_;
   int64_t width_;  // columns per panel: 4 vectors, or as many as n needs when fewer
   T* data_;
