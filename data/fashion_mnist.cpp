@@ -7,12 +7,21 @@
 namespace duet::data {
 namespace {
 
-// `stem` with or without .gz; a missing file names the package that provides it.
-std::string find_file(const std::string& dir, const std::string& stem) {
+const std::array<const char*, 4> kStems = {"train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+                                           "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"};
+
+// `stem` with or without .gz, or nothing.
+std::optional<std::string> existing_file(const std::string& dir, const std::string& stem) {
   namespace fs = std::filesystem;
   for (const std::string& name : {stem + ".gz", stem}) {
     if (fs::exists(fs::path(dir) / name)) return (fs::path(dir) / name).string();
   }
+  return std::nullopt;
+}
+
+// A missing file names the package that provides it.
+std::string find_file(const std::string& dir, const std::string& stem) {
+  if (std::optional<std::string> path = existing_file(dir, stem)) return *path;
   DUET_FAIL("Fashion-MNIST not found: ", dir, " has no ", stem,
             "(.gz). Install Debian's "
             "dataset-fashion-mnist package (apt-get install dataset-fashion-mnist), or point "
@@ -41,6 +50,13 @@ TensorDataset load(const std::string& dir, const std::string& prefix) {
 
 TensorDataset FashionMNIST::train(const std::string& dir) { return load(dir, "train"); }
 TensorDataset FashionMNIST::test(const std::string& dir) { return load(dir, "t10k"); }
+
+std::optional<std::string> FashionMNIST::missing_file(const std::string& dir) {
+  for (const char* stem : kStems) {
+    if (!existing_file(dir, stem)) return std::string(stem);
+  }
+  return std::nullopt;
+}
 
 const std::array<const char*, 10> FashionMNIST::class_names = {"t-shirt", "trouser", "pullover", "dress", "coat",
                                                                "sandal",  "shirt",   "sneaker",  "bag",   "ankle boot"};

@@ -16,10 +16,6 @@ using namespace duet;
 
 namespace {
 
-bool have_fashion_mnist() {
-  return std::filesystem::exists(std::string(data::kFashionMnistDir) + "/t10k-images-idx3-ubyte.gz");
-}
-
 // The first n test images: small enough for a unit test, real enough to learn from.
 data::TensorDataset first(const data::TensorDataset& full, int64_t n) {
   return {full.images.narrow(0, 0, n).contiguous(), full.labels.narrow(0, 0, n).contiguous()};
@@ -34,11 +30,7 @@ std::unique_ptr<parallel::SingleDevice> make_strategy(uint64_t seed) {
 
 }  // namespace
 
-TEST_CASE("lenet learns: the loss falls over 50 steps on Fashion-MNIST", "[training]") {
-  if (!have_fashion_mnist()) {
-    WARN("dataset-fashion-mnist is not installed; skipping");
-    return;
-  }
+TEST_CASE("lenet learns: the loss falls over 50 steps on Fashion-MNIST", "[training][dataset]") {
   manual_seed(0);
   data::DataLoader loader(first(data::FashionMNIST::test(), 50 * 64), {.batch_size = 64, .shuffle = true});
   std::shared_ptr<nn::Module> model = nn::models::lenet();
@@ -53,11 +45,7 @@ TEST_CASE("lenet learns: the loss falls over 50 steps on Fashion-MNIST", "[train
   CHECK(tail < head - 0.3);
 }
 
-TEST_CASE("resuming from a checkpoint reproduces the uninterrupted run exactly", "[training][checkpoint]") {
-  if (!have_fashion_mnist()) {
-    WARN("dataset-fashion-mnist is not installed; skipping");
-    return;
-  }
+TEST_CASE("resuming from a checkpoint reproduces the uninterrupted run exactly", "[training][checkpoint][dataset]") {
   data::TensorDataset train_set = first(data::FashionMNIST::test(), 512), test_set = first(train_set, 64);
   std::string path = (std::filesystem::temp_directory_path() / "duet-test-resume.safetensors").string();
 
