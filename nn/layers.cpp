@@ -134,56 +134,9 @@ void SequentialImpl::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(num_children()), std::move(module));
 }
 
-namespace {
-
-// The elementwise op of an activation module that activated_avg_pool2d can fuse, if `m` is one.
-std::optional<kernels::UnaryOp> fusable_activation(const Module& m) {
-  if (dynamic_cast<const ReLUImpl*>(&m)) return ReLUImpl::op;
-  if (dynamic_cast<const SigmoidImpl*>(&m)) return SigmoidImpl::op;
-  if (dynamic_cast<const TanhImpl*>(&m)) return TanhImpl::op;
-  return std::nullopt;
-}
-
-// An activation at module i and the average pooling after it, if those are there.
-struct PooledActivation {
-  kernels::UnaryOp activation;
-  const AvgPool2dImpl* pool;
-};
-std::optional<PooledActivation> pooled_activation_at(const SequentialImpl& s, size_t i) {
-  if (i + 1 >= s.size()) return std::nullopt;
-  const auto* pool = dynamic_cast<const AvgPool2dImpl*>(&s[i + 1]);
-  const std::optional<kernels::UnaryOp> activation = pool ? fusable_activation(s[i]) : std::nullopt;
-  if (!activation) return std::nullopt;
-  return PooledActivation{*activation, pool};
-}
-
-// A convolution whose output costs less to compute again than to store and read back.
-bool cheap_to_recompute(const Conv2dImpl& conv) {
-  const Tensor& w = conv.weight();
-  return w.size(1) * w.size(2) * w.size(3) <= SequentialImpl::kMaxRecomputedMacs;
-}
-
-}  // namespace
-
 Tensor SequentialImpl::forward(const Tensor& x) {
   Tensor out = x;
-  for (size_t i = 0; i < num_children(); ++i) {
-    const auto* conv = dynamic_cast<const Conv2dImpl*>(&child(i));
-    if (conv && cheap_to_recompute(*conv)) {
-      if (const auto tail = pooled_activation_at(*this, i + 1)) {  // its output never stored (see layers.h)
-        out = functional::conv2d_activated_avg_pool2d(out, conv->weight(), conv->bias(), conv->params(),
-                                                      tail->activation, tail->pool->params());
-        i += 2;
-        continue;
-      }
-    }
-    if (const auto pooled = pooled_activation_at(*this, i)) {  // one pass over the map (see layers.h)
-      out = functional::activated_avg_pool2d(out, pooled->activation, pooled->pool->params());
-      ++i;
-    } else {
-      out = child(i).forward(out);
-    }
-  }
+  for (size_t i = 0; i < num_children(); ++i) out = child(i).forward(out);
   return out;
 }
 

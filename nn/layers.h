@@ -202,7 +202,7 @@ DUET_MODULE(BatchNorm2d);
 
 // ---- activations and shape ----
 // One class per activation keeps printing and the layer list readable. `op` is the elementwise
-// op, which Sequential hands to a fused average pooling after it.
+// op, which FusedSequential hands to a fused average pooling after it.
 #define DUET_ACTIVATION(Name, fn)                                      \
   class Name##Impl final : public Cloneable<Name##Impl> {              \
    public:                                                             \
@@ -240,16 +240,8 @@ class FlattenImpl final : public Cloneable<FlattenImpl> {
 DUET_MODULE(Flatten);
 
 // ---- containers ----
-// Runs its modules in order, as torch.nn.Sequential. Two differences, invisible in the results
-// beyond rounding, run pooled activation maps through fused ops:
-// - Conv2d, an activation (ReLU, Sigmoid, Tanh) and AvgPool2d run as one op,
-//   functional::conv2d_activated_avg_pool2d, where the convolution is cheap to compute again in
-//   the backward: at most kMaxRecomputedMacs multiply-adds per output (in_channels / groups x
-//   kernel_h x kernel_w; LeNet-ReLU's first layer: 9). Its output map is then never stored.
-// - else an activation followed by AvgPool2d runs as one op, functional::activated_avg_pool2d,
-//   so the activation's output map is never written. The values and gradients are those of the
-//   two modules in turn (for ReLU, the same bits).
-// To see the maps in between, call the modules one by one.
+// Runs its modules in order, as torch.nn.Sequential, and nothing else (FusedSequential, in
+// fused_sequential.h, runs pooled activation maps through fused ops).
 class SequentialImpl final : public Cloneable<SequentialImpl> {
  public:
   SequentialImpl() = default;
@@ -262,7 +254,6 @@ class SequentialImpl final : public Cloneable<SequentialImpl> {
   std::string name() const override { return "Sequential"; }
   size_t size() const { return num_children(); }
   Module& operator[](size_t i) const { return child(i); }
-  static constexpr int64_t kMaxRecomputedMacs = 16;
 };
 DUET_MODULE(Sequential);
 

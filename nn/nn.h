@@ -2,6 +2,7 @@
 #pragma once
 
 #include "duet/nn/functional.h"
+#include "duet/nn/fused_sequential.h"
 #include "duet/nn/init.h"
 #include "duet/nn/layers.h"
 #include "duet/nn/models/models.h"

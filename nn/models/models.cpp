@@ -1,5 +1,6 @@
 #include "duet/nn/models/models.h"
 
+#include "duet/nn/fused_sequential.h"
 #include "duet/nn/init.h"
 #include "duet/nn/layers.h"
 
@@ -7,26 +8,30 @@ namespace duet::nn::models {
 namespace {
 
 // d2l initialises the small models with Xavier-uniform weights (biases keep their default).
-std::shared_ptr<Module> xavier(Sequential net) {
+std::shared_ptr<Module> xavier(std::shared_ptr<Module> net) {
   for (auto& [name, p] : net->named_parameters()) {
     if (name.size() >= 6 && name.compare(name.size() - 6, 6, "weight") == 0) init::xavier_uniform_(p);
   }
-  return net.ptr();
+  return net;
 }
 
 }  // namespace
 
 std::shared_ptr<Module> mlp() { return xavier(Sequential(Flatten(), Linear(784, 256), ReLU(), Linear(256, 10))); }
 
+// The LeNets pool their activation maps through fused ops (FusedSequential), with the parameter
+// names and results of a Sequential.
+
 std::shared_ptr<Module> lenet() {
-  return xavier(Sequential(Conv2d(Conv2dOptions(1, 6, 5).padding(2)), Sigmoid(), AvgPool2d(2),
-                           Conv2d(Conv2dOptions(6, 16, 5)), Sigmoid(), AvgPool2d(2), Flatten(), Linear(400, 120),
-                           Sigmoid(), Linear(120, 84), Sigmoid(), Linear(84, 10)));
+  return xavier(FusedSequential(Sequential(Conv2d(Conv2dOptions(1, 6, 5).padding(2)), Sigmoid(), AvgPool2d(2),
+                                           Conv2d(Conv2dOptions(6, 16, 5)), Sigmoid(), AvgPool2d(2), Flatten(),
+                                           Linear(400, 120), Sigmoid(), Linear(120, 84), Sigmoid(), Linear(84, 10))));
 }
 
 std::shared_ptr<Module> lenet_relu() {
-  return xavier(Sequential(Conv2d(Conv2dOptions(1, 20, 3)), ReLU(), AvgPool2d(2), Conv2d(Conv2dOptions(20, 50, 5)),
-                           ReLU(), AvgPool2d(2), Flatten(), Linear(800, 128), ReLU(), Linear(128, 10)));
+  return xavier(FusedSequential(Sequential(Conv2d(Conv2dOptions(1, 20, 3)), ReLU(), AvgPool2d(2),
+                                           Conv2d(Conv2dOptions(20, 50, 5)), ReLU(), AvgPool2d(2), Flatten(),
+                                           Linear(800, 128), ReLU(), Linear(128, 10))));
 }
 
 std::shared_ptr<Module> resnet18() {

@@ -163,7 +163,7 @@ double largest_gap(const Tensor& a, const Tensor& b) {
 }
 
 // y = net(x) and its parameters' gradients of sum(y^2) are those of net's modules called one by one.
-void check_as_one_by_one(nn::Sequential& net, const Tensor& x, const Tensor& y) {
+void check_as_one_by_one(nn::FusedSequential& net, const Tensor& x, const Tensor& y) {
   sum(y * y).backward();
   std::vector<Tensor> grads;
   for (const Tensor& p : net->parameters()) grads.push_back(p.grad().clone());
@@ -178,9 +178,15 @@ void check_as_one_by_one(nn::Sequential& net, const Tensor& x, const Tensor& y) 
 
 }  // namespace
 
-TEST_CASE("Sequential fuses an activation and the AvgPool2d after it, with the modules' results", "[nn][module]") {
-  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(2, 3, 3)), nn::ReLU(), nn::AvgPool2d(2), nn::Sigmoid(),
-                     nn::MaxPool2d(2), nn::Tanh(), nn::AvgPool2d(nn::AvgPool2dOptions(2).stride(1).padding(1)));
+TEST_CASE("Sequential runs its modules one by one, and fuses nothing", "[nn][module]") {
+  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(1, 4, 3)), nn::ReLU(), nn::AvgPool2d(2));
+  CHECK(net(randn({2, 1, 10, 10})).grad_fn()->name() == "AvgPool2dBackward");
+}
+
+TEST_CASE("FusedSequential fuses an activation and the AvgPool2d after it, with the modules' results", "[nn][module]") {
+  nn::FusedSequential net(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(2, 3, 3)), nn::ReLU(), nn::AvgPool2d(2),
+                                         nn::Sigmoid(), nn::MaxPool2d(2), nn::Tanh(),
+                                         nn::AvgPool2d(nn::AvgPool2dOptions(2).stride(1).padding(1))));
   Tensor x = randn({2, 2, 10, 10});
   Tensor y = net(x);
   // Both pairs ending in AvgPool2d ran fused; Sigmoid before MaxPool2d ran alone.
@@ -189,17 +195,41 @@ TEST_CASE("Sequential fuses an activation and the AvgPool2d after it, with the m
   check_as_one_by_one(net, x, y);
 }
 
-TEST_CASE("Sequential runs a cheap Conv2d, its activation and AvgPool2d as one op, with the modules' results",
+TEST_CASE("FusedSequential runs a cheap Conv2d, its activation and AvgPool2d as one op, with the modules' results",
           "[nn][module]") {
   // 1 channel x 3x3 = 9 multiply-adds per output: fused; 4 x 3x3 = 36: not (only its pooling is).
-  nn::Sequential net(nn::Conv2d(nn::Conv2dOptions(1, 4, 3)), nn::ReLU(), nn::AvgPool2d(2),
-                     nn::Conv2d(nn::Conv2dOptions(4, 5, 3).padding(1)), nn::Sigmoid(), nn::AvgPool2d(2));
+  nn::FusedSequential net(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 4, 3)), nn::ReLU(), nn::AvgPool2d(2),
+                                         nn::Conv2d(nn::Conv2dOptions(4, 5, 3).padding(1)), nn::Sigmoid(),
+                                         nn::AvgPool2d(2)));
   Tensor x = randn({2, 1, 14, 12});
-  nn::Sequential first(nn::Conv2d(nn::Conv2dOptions(1, 4, 3)), nn::ReLU(), nn::AvgPool2d(2));
+  nn::FusedSequential first(nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 4, 3)), nn::ReLU(), nn::AvgPool2d(2)));
   CHECK(first(x).grad_fn()->name() == "Conv2dReluAvgPool2dBackward");
   Tensor y = net(x);
   CHECK(y.grad_fn()->name() == "SigmoidAvgPool2dBackward");
   check_as_one_by_one(net, x, y);
+}
+
+TEST_CASE("FusedSequential keeps the Sequential's modules and parameter names", "[nn][module]") {
+  nn::Sequential plain(nn::Conv2d(nn::Conv2dOptions(1, 4, 3)), nn::ReLU(), nn::AvgPool2d(2), nn::Flatten(),
+                       nn::Linear(36, 2));
+  nn::FusedSequential fused(plain);
+  CHECK(fused->name() == "FusedSequential");
+  REQUIRE(fused->size() == plain->size());
+  for (size_t i = 0; i < plain->size(); ++i) CHECK(&(*fused)[i] == &(*plain)[i]);
+  std::vector<std::string> plain_names, fused_names;
+  for (const auto& [name, p] : plain->named_parameters()) plain_names.push_back(name);
+  for (const auto& [name, p] : fused->named_parameters()) fused_names.push_back(name);
+  CHECK(fused_names == std::vector<std::string>{"0.weight", "0.bias", "4.weight", "4.bias"});
+  CHECK(fused_names == plain_names);
+  // A clone fuses too, on modules of its own.
+  auto copy = std::dynamic_pointer_cast<nn::FusedSequentialImpl>(fused->clone(cpu()));
+  REQUIRE(copy);
+  CHECK(&(*copy)[0] != &(*fused)[0]);
+  Tensor x = randn({1, 1, 8, 8});
+  CHECK(copy->forward(x).to_vector<float>() == fused->forward(x).to_vector<float>());
+  nn::Sequential head(copy->named_children()[0].second, copy->named_children()[1].second,
+                      copy->named_children()[2].second);
+  CHECK(nn::FusedSequential(head)(x).grad_fn()->name() == "Conv2dReluAvgPool2dBackward");
 }
 
 TEST_CASE("the bundled models produce 10 logits for a Fashion-MNIST batch", "[nn][models]") {
