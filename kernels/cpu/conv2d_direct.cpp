@@ -283,9 +283,8 @@ template <class T> void accumulate_weight_grad(const Grid& grid, const int64_t* 
   const int64_t span = grid.span<T>(), taps = grid.taps(), plane_size = grid.plane_size<T>();
   for (int64_t k0 = 0; k0 < filters; k0 += 8) {
     with_block<8>(filters - k0, [&]<int KB>() {
-      // 2 filters x 3 taps loaded 5 vectors for 6 multiply-adds: lenet-relu's 2 filters left to
-      // the grid cost 0.91 ms of its weight gradient, 0.70 in blocks of 6 taps (8: no better;
-      // 10 or 12 spill registers and took twice as long).
+      // 1 or 2 filters take 6 taps a block: 2 filters x 3 taps load 5 vectors for 6 multiply-adds.
+      // 8 taps gain nothing more, and 10 or 12 spill the accumulators out of the registers.
       constexpr int kTapBlock = KB <= 2 ? 6 : 3;
       for (int64_t r0 = 0; r0 < taps; r0 += kTapBlock) {
         with_block<kTapBlock>(taps - r0, [&]<int RB>() {
@@ -325,7 +324,7 @@ template <class T> void accumulate_weight_grad(const Grid& grid, const int64_t* 
 // many as fit in 32 KiB, the L1 of this project's machines, up to 8. More images per group read
 // and write the partial sums less often, which pays where a grid is small (lenet-relu's 2 filters
 // left to the grid: 9 multiply-adds per partial sum and image); but staged past L1 they are read
-// back from L2 (lenet-relu's 1->20, 61 KiB an image, took 1.3x as long in groups of 8).
+// back from L2 (lenet-relu's 1->20 stages 61 KiB an image).
 template <class T> int64_t image_group(const Grid& grid, int64_t filters) {
   const int64_t staged_bytes = filters * grid.span<T>() * static_cast<int64_t>(sizeof(T));
   return std::clamp<int64_t>((32 << 10) / staged_bytes, 1, 8);
@@ -350,17 +349,15 @@ template <class T> int64_t filters_left_to_grid(int64_t filters) {
 }
 
 // The forward pass runs its vectors along the filters where the taps pay for transposing the
-// output (at least 64), and either two vectors of filters are full or nearly (at least 32:
-// lenet-relu's 20->50 gains 1.3x over the grid, resnet18's 256->256 on 7x7 1.5x) or the lanes of
-// one (16 to 31 filters) are fuller than the grid's by 15% or more: lenet's 6->16, 16 filters in
-// 16 lanes against 100 outputs in the grid's 144, gains 1.4x. Of 10 layers with 16 to 28 filters
-// measured both ways (docs/performance.md), this picks the faster way for 8; the other two are 8%
-// faster along the filters and stay on the grid.
+// output (at least 64), and either two vectors of filters are full or nearly (at least 32) or the
+// lanes of one (16 to 31 filters) are fuller than the grid's by 15% or more: lenet's 6->16 puts
+// 16 filters in 16 lanes, where the grid has 100 outputs in 144. A smaller margin does not pay
+// for the transpose reliably (docs/performance.md has 10 such layers timed both ways).
 bool forward_by_filter_pays(const ConvLayout& g) {
   constexpr int64_t kFloatLanes = 16;
   const int64_t weight_bytes = g.patch_size() * (g.filters + kFloatLanes - 1) / kFloatLanes * kFloatLanes * 4;
-  // Each block of 6 pixels streams all the weights: within 4 MiB of cache (resnet18's 512->512,
-  // 9 MiB, runs at 68 against im2col's 85 GFLOP/s).
+  // Each block of 6 pixels streams all the weights: within 4 MiB, so that they stay in cache from
+  // one block to the next (resnet18's 512->512 has 9 MiB; docs/performance.md).
   if (!direct_conv_fits(g) || g.patch_size() < 64 || weight_bytes > (4 << 20)) return false;
   if (g.filters >= 2 * kFloatLanes) return true;
   const int64_t lane_filters = g.filters - filters_left_to_grid<float>(g.filters);
@@ -381,10 +378,9 @@ enum class WeightGradLanes { none, pixels, filters };
 // Along the filters where there are taps enough to pay for transposing the output gradient (at
 // least 64 multiply-adds per element moved) and filters enough to fill half a vector, as long
 // as the partial sums (taps x filter vectors) stay within 4 MiB of cache; else along the pixels
-// while theirs (filters x taps vectors) stay within 256 KiB of L2; else not at all. Measured
-// with bench/layer_roofline (docs/performance.md): lenet's 1->6 runs 2.5x faster along the
-// pixels than along the filters, its 6->16 1.8x slower; resnet18's 512->512 (9 MiB) is faster
-// on im2col.
+// while theirs (filters x taps vectors) stay within 256 KiB of L2; else not at all. So lenet's
+// 1->6 (25 taps) runs along the pixels, its 6->16 (150 taps) along the filters, and resnet18's
+// 512->512 (9 MiB of partial sums) on im2col (docs/performance.md has them timed both ways).
 WeightGradLanes weight_grad_lanes(const ConvLayout& g) {
   constexpr int64_t kFloatLanes = 16, kVectorBytes = 64;
   const int64_t taps = g.patch_size(), filter_vectors = (g.filters + kFloatLanes - 1) / kFloatLanes;
@@ -411,8 +407,9 @@ template <class T> void accumulate_weight_grad_by_filter(const Grid& grid, const
   const int64_t taps = grid.taps(), oh = grid.out_h(), ow = grid.out_w(), row = filter_vectors * V;
   for (int64_t kv0 = 0; kv0 < filter_vectors; kv0 += 4) {
     with_block<4>(filter_vectors - kv0, [&]<int KB>() {
-      // 24 accumulators for 4 or 3 filter vectors (6 or 8 taps: lenet-relu's 48 filters gain 7%);
-      // 6 taps for fewer, where 8 measured slower (lenet's 6->16, one vector: 164 against 180).
+      // 24 accumulators for 4 or 3 filter vectors (6 or 8 taps), which leaves AVX-512's 32 vector
+      // registers room for the filter vectors and the broadcast input; 6 taps for fewer vectors,
+      // where 8 ran slower on lenet's 6->16 (docs/performance.md).
       constexpr int kTapBlock = KB == 3 ? 8 : 6;
       for (int64_t r0 = 0; r0 < taps; r0 += kTapBlock) {
         with_block<kTapBlock>(taps - r0, [&]<int RB>() {
@@ -456,10 +453,10 @@ template <class T> void accumulate_weight_grad_by_filter(const Grid& grid, const
 // output pixels are computed, where the grid kernel (scatter_input_grad) also computes the
 // columns past out_w: 44% of its lanes on lenet-relu's 20->50. The plane goes back to [C][H][W]
 // once per image.
-// Taken with 32 filters or more, unless nearly all of the grid's lanes are outputs: measured with
-// bench/layer_roofline, lenet-relu's 20->50 runs 1.5x faster than on the grid, resnet18's 128- to
-// 512-channel stages 1.1x to 1.7x; lenet's 6->16 (16 filters) and resnet18's 64->64 on 28x28 (91%
-// of the lanes are outputs) run faster on the grid.
+// Taken with 32 filters or more (fewer are too short an inner dimension for the GEMM), unless 7/8
+// of the grid's lanes or more are outputs, where the grid wastes too few to lose: lenet's 6->16
+// (16 filters) and resnet18's 64->64 on 28x28 (91% of the lanes are outputs) stay on the grid
+// (docs/performance.md has the layers timed both ways).
 bool input_grad_by_gemm_pays(const ConvLayout& g) {
   const int64_t lanes = input_grid(g).span<float>();
   return direct_conv_fits(g) && g.filters >= kInputGradGemmFilters && 8 * g.out_pixels() < 7 * lanes;
@@ -499,7 +496,7 @@ template <class T> void input_grad_by_gemm(const ConvLayout& g, const T* grad_ou
       }
       // [C][H][W]: the plane without its border, transposed. The stores run along gx's rows and
       // the loads stride through the plane, which is in L1: the other way round, every store
-      // went to another row, and this loop took half of the time outside the GEMM.
+      // would go to another row of gx, a different cache line each time.
       T* gx = grad_x + n * g.image_size();
       for (int64_t c = 0; c < channels; ++c) {
         for (int64_t y = 0; y < g.height; ++y) {

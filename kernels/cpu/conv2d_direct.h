@@ -19,9 +19,9 @@
 // cache, staged or transposed, so the step reads it once for both.
 //
 // Each kernel keeps a block of outputs (or, for the weight gradient, of weights) in registers and
-// streams the operands through it. On LeNet's and LeNet-ReLU's layers this runs 1.5 to 4 times
-// faster than im2col + GEMM, which spends its time copying the column matrix around GEMMs too
-// small for BLAS; docs/performance.md has the roofline per layer, both paths.
+// streams the operands through it. On LeNet's and LeNet-ReLU's layers this beats im2col + GEMM,
+// which spends its time copying the column matrix around GEMMs too small for BLAS;
+// docs/performance.md has the roofline per layer, both paths.
 #pragma once
 
 #include "duet/kernels/nn_layouts.h"
@@ -32,12 +32,12 @@ namespace duet::kernels::cpu {
 // padding below the kernel size (so that the input gradient's padding is not negative).
 bool direct_conv_fits(const ConvLayout& g);
 
-// Where the direct kernels beat im2col + GEMM (measured with bench/layer_roofline, see
+// Where the direct kernels beat im2col + GEMM (bench/layer_roofline times both, see
 // docs/performance.md; the reasons are at the definitions). Forward: with many filters and taps
 // (vectors along the filters), or where at least half of the grid's lanes are outputs. Input
 // gradient: with 32 filters or more (the GEMM), or where half of the grid's lanes are outputs
-// (resnet18's 4x4 stage computes 16 outputs in 48 lanes and was twice as fast on im2col than on
-// the grid). Weight gradient: while its partial sums fit in cache.
+// (resnet18's 4x4 stage computes 16 outputs in 48 lanes: two thirds of the grid's work would be
+// dropped columns). Weight gradient: while its partial sums fit in cache.
 bool direct_forward_pays(const ConvLayout& g);
 bool direct_input_grad_pays(const ConvLayout& g);
 bool direct_weight_grad_pays(const ConvLayout& g);

@@ -78,8 +78,8 @@ template <class T> void PackedPanels<T>::pack(bool transpose_b, const T* b, int6
       for (int64_t kk = 0; kk < k_; ++kk) std::copy_n(b + kk * ldb + p * width_, columns, panel + kk * width_);
       continue;
     }
-    // b's rows are the panel's columns: packing mlp's 256 x 784 weight took 0.070 ms float by
-    // float, 0.018 through transpose.h's registers.
+    // b's rows are the panel's columns: transposed 16 x 16 floats at a time in registers
+    // (transpose.h), not float by float with a load and a store for each.
     transpose(b + p * width_ * ldb, ldb, columns, k_, panel, width_);
   }
 }
@@ -114,7 +114,7 @@ template <class T> void PackedPanels<T>::multiply(bool transpose_a, int64_t m, c
           // of its multiply-adds when k is small (50 in lenet-relu's input gradient). Only the
           // last vector of a panel that ends mid-vector goes through a copy on the stack:
           // indexing acc's lanes anywhere kept all 24 accumulators on the stack after the loop,
-          // which cost k = 50 blocks 14% against k = 784 (100 against 116 GFLOP/s on one thread).
+          // a round trip through memory that a short k has too few multiply-adds to hide.
           // The address in locals: the stores (memcpy) may write anything, and the lambda's
           // captures were loaded again for each one, 11 instructions a store.
           T* const block = c + i0 * ldc + p * width_;

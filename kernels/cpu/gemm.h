@@ -25,8 +25,8 @@ class PackedPanels {
  public:
   // Where it beat OpenBLAS in bench/layer_roofline (f32): a panel (k x 64 floats) stays in L2,
   // all of op(b) within 4 MiB, and rows enough to amortise the packing. Columns fill more than
-  // half of a vector: OpenBLAS has kernels for narrower c ([256, 256] @ [256, n] took 6.4 us there
-  // for n = 8, 13.7 in panels; for n = 10, 15.5 against 13.9, and 17.0 against 14.1 for n = 12).
+  // half of a vector: OpenBLAS has kernels for narrower c, where a panel of one vector would leave
+  // half of its lanes or more idle (docs/performance.md).
   static bool pays(int64_t m, int64_t n, int64_t k);
   // The buffer is the calling thread's, reused from call to call (one PackedPanels at a time).
   PackedPanels(int64_t n, int64_t k);

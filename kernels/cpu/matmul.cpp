@@ -18,10 +18,9 @@
 namespace duet::kernels::cpu {
 namespace {
 
-// Half a MFLOP per part (about 5 us): smaller ones cost more in the hand-off than they save.
-// mlp's 256 -> 10 layer (1.3 MFLOP a GEMM) ran on one thread under the old grain of 1 MFLOP; split,
-// its weight gradient took 12.2 -> 7.3 us (by columns), its input gradient 14.7 -> 9.3 us and its
-// forward 26.8 -> 15.9 (that one now runs on PackedPanels, in 13.9).
+// Half a MFLOP per part, a few microseconds of one core's multiply-adds: smaller parts cost more
+// in the hand-off to another thread than they save. mlp's 256 -> 10 gradients (1.3 MFLOP a GEMM)
+// split in two at this grain, where 1 MFLOP left them on one thread (docs/performance.md).
 constexpr int64_t kGemmGrainFlops = int64_t{1} << 19;
 // A part is at least this many rows (or columns) of c, so that each keeps BLAS's micro-kernel busy.
 constexpr int64_t kMinPartSize = 16;
@@ -105,13 +104,10 @@ template <class T> void gemm_part(Matrix a, Matrix b, Matrix c, bool by_columns,
 // quarter over an even one), each thread packs its own panels of op(b) and multiplies all of
 // op(a)'s rows against them; by rows, the threads pack the panels together and each multiplies
 // its rows against all of them, half packed by the other thread. Reading what another core
-// packed is what costs when this project's VM puts its two vCPUs where they share no cache:
-// mlp's 784->256 forward took 0.633 ms split by rows against 0.475 by columns then, 0.488
-// against 0.455 when they do share one (a throwaway program, one 256 x 784 input), and its
-// weight gradient (n = 784 > 256 rows) 0.677 against 0.497 and 0.508 against 0.478. In a
-// training step, where the forward's input arrives from the loader's core, the forward split
-// by columns (n = rows = 256) trained at 200,000 against 204,000 img/s split by rows with the
-// vCPUs sharing a cache, and at 150,000 to 180,000 against 125,000 to 150,000 without.
+// packed is what costs when this project's VM puts its two vCPUs where they share no cache, and
+// by columns no thread does. Ties (n = rows, mlp's forward) go to columns too: where the vCPUs
+// share a cache they lose a little there, since the input arrives from the loader's core and
+// each thread reads all of it, but where they share none they win by more (docs/performance.md).
 void packed_matmul(Matrix a, Matrix b, Matrix c, int64_t rows, int64_t parts) {
   // Plain variables, not structured bindings: the lambdas below capture them (which clang 14
   // refuses for bindings).

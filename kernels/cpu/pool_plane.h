@@ -12,8 +12,9 @@ bool is_two_by_two(const PoolLayout& g);
 
 // out [Ho, Wo] = the average pooling of F(in [H, W]), F an activation functor of
 // kernels/functors.h (Relu, Sigmoid, Tanh) or Identity; g's sizes are those of one plane.
-// scratch: average_plane_scratch(g) values, the caller's for its planes one after another (with
-// two thread_local buffers looked up per plane instead, 26x26 planes took 1.3x as long).
+// scratch: average_plane_scratch(g) values, the caller's for its planes one after another: two
+// thread_local buffers looked up per plane cost small planes a large share of their time
+// (docs/performance.md).
 template <class T, class F> void average_activated_plane(const T* in, const PoolLayout& g, T* out, T* scratch);
 inline int64_t average_plane_scratch(const PoolLayout& g) { return 2 * g.in_plane(); }
 // gx [H, W] = the gradient of that with respect to in, given the pooled gradient grad [Ho, Wo].

@@ -46,10 +46,9 @@ inline void exp_f32_all(const float* in, float* out, int64_t n) {
 
 // log_softmax_row for rows [begin, end) of rows of `size` elements laid out one after another
 // (inner 1); y may alias x. In f32 the exps of a group of rows (4096 values, or one longer row)
-// are taken in one vectorised pass, where a short row does not vectorise and glibc's expf is
-// called per element: on mlp's [256, 10] logits, with its log, that had been two thirds of
-// cross-entropy's time (30 us forward and backward, 19 this way; a throwaway program, 40,000
-// calls). The values move within 2 ulp of log_softmax_row's.
+// are taken in one vectorised pass, where a short row (mlp's 10 classes) does not vectorise and
+// glibc's expf, called per element, takes with its log most of cross-entropy's time
+// (docs/performance.md). The values move within 2 ulp of log_softmax_row's.
 template <class T> void log_softmax_rows(const T* x, T* y, int64_t begin, int64_t end, int64_t size) {
   if constexpr (!std::is_same_v<T, float>) {
     for (int64_t r = begin; r < end; ++r) log_softmax_row(x + r * size, y + r * size, size, int64_t{1});

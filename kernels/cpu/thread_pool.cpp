@@ -76,8 +76,8 @@ class Job {
   bool exhausted() const { return next_.load() >= chunks_; }
 
   // The caller spins before it sleeps too: the other threads' chunks usually end within
-  // microseconds of its own (mlp trained at 196,000 img/s with the caller sleeping at once,
-  // 204,000 spinning first).
+  // microseconds of its own, sooner than a sleep and a wake-up through the scheduler take
+  // (docs/performance.md).
   void wait_and_rethrow() {
     spin_while([this] { return done_.load(std::memory_order_acquire) < chunks_; }, kSpin);
     for (int64_t d = done_.load(); d < chunks_; d = done_.load()) done_.wait(d);

@@ -105,7 +105,7 @@ void bind_thread_to_cpu_device(int index);
 // Moves `thread`, just started by the caller to work for cpu:index, onto that device's cores
 // from outside, before the thread binds itself. A new thread inherits its creator's cores: when
 // the creator is pinned to a busy core, the new thread would first wait there for a time slice
-// (about 2 ms, measured for DataParallel's second replica) before it could move itself.
+// before it could move itself (docs/experiments.md: DataParallel's second replica started late).
 void place_new_thread(std::thread& thread, int index);
 // The same for one scope: the thread's earlier binding (or none) comes back at its end.
 class CpuDeviceScope {

@@ -15,7 +15,7 @@ namespace duet::kernels::cpu {
 // dst[t * ld_dst + r] = src[r * ld_src + t] for a 16 x 16 block of floats, in registers: pairs of
 // rows interleaved by float, then by pairs of floats, which leaves a transposed 4 x 4 block in each
 // 128-bit quarter; then the quarters gathered across vectors, twice. 64 shuffles for 256 floats
-// moved, where one load and one store each took the pack 1.1 cycles a float.
+// moved, where float by float the pack spends a load and a store on each.
 inline void transpose_16x16(const float* src, int64_t ld_src, float* dst, int64_t ld_dst) {
   using Vec = Simd<float>::Vec;
   Vec v[16], a[16];
@@ -51,8 +51,8 @@ inline void transpose_16x16(const float* src, int64_t ld_src, float* dst, int64_
 }
 
 // dst[j * ld_dst + i] = src[i * ld_src + j] for i < rows, j < cols. The rows are taken 16 at a
-// time from start to end (packing mlp's weight, that beat a block of columns across all rows,
-// 0.018 against 0.020 ms); what is left of them, float by float in tiles of 16 columns, so that
+// time from start to end (on mlp's weight, slightly faster than a block of columns across all
+// rows; docs/performance.md); what is left of them, float by float in tiles of 16 columns, so that
 // each row of src is read a cache line at a time and the tile's writes stay in L1.
 template <class T> void transpose(const T* src, int64_t ld_src, int64_t rows, int64_t cols, T* dst, int64_t ld_dst) {
   constexpr int64_t kTile = 16;
