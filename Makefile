@@ -47,7 +47,9 @@ build: $(CONFIGURED)
 test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS)
 
-train: build
+# Only the CLI and the library it links: the tests are not needed to train.
+train: $(CONFIGURED)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target duet_cli
 	$(BUILD_DIR)/apps/duet train $(ARGS)
 
 # duet against PyTorch on this machine's CPU (docs/performance.md); ARGS=--strategies adds duet compare.
