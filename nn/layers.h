@@ -110,6 +110,10 @@ template <class Options> struct Pool2dOptionsBase {
 };
 struct MaxPool2dOptions : Pool2dOptionsBase<MaxPool2dOptions> {
   using Pool2dOptionsBase::Pool2dOptionsBase;
+  MaxPool2dOptions& dilation(PerAxis d) {
+    params_.dilation = d;
+    return *this;
+  }
 };
 struct AvgPool2dOptions : Pool2dOptionsBase<AvgPool2dOptions> {
   using Pool2dOptionsBase::Pool2dOptionsBase;
@@ -117,10 +121,14 @@ struct AvgPool2dOptions : Pool2dOptionsBase<AvgPool2dOptions> {
     params_.count_include_pad = c;
     return *this;
   }
+  AvgPool2dOptions& divisor_override(int64_t d) {
+    params_.divisor_override = d;
+    return *this;
+  }
 };
 
-// "MaxPool2d(kernel=2, stride=2, padding=0)", with ceil_mode and count_include_pad when not
-// their defaults.
+// "MaxPool2d(kernel=2, stride=2, padding=0)", with ceil_mode, count_include_pad, dilation and
+// divisor_override when not their defaults.
 std::string pool_name(const char* kind, const functional::Pool2dParams& params);
 
 // MaxPool2d and AvgPool2d differ only in the functional op they call and their options.
