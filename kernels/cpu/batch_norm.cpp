@@ -5,6 +5,7 @@
 // x is seen as [N, C, S] (ChannelLayout, kernels/nn_layouts.h); channel c reads N runs of S elements.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "duet/kernels/batch_norm_math.h"
 #include "duet/kernels/cpu/cpu_backend.h"
@@ -29,6 +30,32 @@ template <class Term> double run_sum(int64_t n, Term&& term) {
   for (double lane : lanes) total += lane;
   for (; i < n; ++i) total += term(i);
   return total;
+}
+
+// The sums of g(i) and of g(i) * centered(i) over i in [0, n), in one pass over both operands,
+// with run_sum's lanes.
+template <class G, class Centered>
+std::pair<double, double> run_sum_of_products(int64_t n, G&& g, Centered&& centered) {
+  constexpr int64_t kLanes = 8;
+  double g_lanes[kLanes] = {}, product_lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const double gi = g(i + l);
+      g_lanes[l] += gi;
+      product_lanes[l] += gi * centered(i + l);
+    }
+  }
+  double g_total = 0, product_total = 0;
+  for (int64_t l = 0; l < kLanes; ++l) {
+    g_total += g_lanes[l];
+    product_total += product_lanes[l];
+  }
+  for (; i < n; ++i) {
+    g_total += g(i);
+    product_total += g(i) * centered(i);
+  }
+  return {g_total, product_total};
 }
 
 // Runs fn(c) for every channel, in parallel.
@@ -104,9 +131,11 @@ template <class T> void backward_typed(const Tensor& grad_out, const Tensor& x, 
     const double mean = mean_in[c], invstd = invstd_in[c];
     double sum_g = 0, sum_g_centered = 0;  // sum(g) and sum(g * (x - mean))
     l.for_each_run(c, [&](int64_t at) {
-      sum_g += run_sum(s, [&](int64_t i) { return static_cast<double>(gd[at + i]); });
-      sum_g_centered += run_sum(
-          s, [&](int64_t i) { return static_cast<double>(gd[at + i]) * (static_cast<double>(xd[at + i]) - mean); });
+      const auto [run_g, run_g_centered] = run_sum_of_products(
+          s, [&](int64_t i) { return static_cast<double>(gd[at + i]); },
+          [&](int64_t i) { return static_cast<double>(xd[at + i]) - mean; });
+      sum_g += run_g;
+      sum_g_centered += run_g_centered;
     });
     if (gbd) gbd[c] = static_cast<T>(sum_g);
     if (gwd) gwd[c] = static_cast<T>(sum_g_centered * invstd);
