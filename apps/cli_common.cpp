@@ -85,6 +85,7 @@ void add_optimizer_flags(CLI::App& cmd, OptimizerArgs& args) {
   cmd.add_option("--momentum", args.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0))->capture_default_str();
   cmd.add_option("--weight-decay", args.weight_decay, "L2 penalty")->check(kNonNegative)->capture_default_str();
   cmd.add_flag("--amsgrad", args.amsgrad, "Adam with AMSGrad: divide by the running maximum of the second moment");
+  cmd.add_flag("--maximize", args.maximize, "Ascend the loss instead of descending it, as torch.optim's maximize");
 }
 
 std::string optimizer_args_problem(const OptimizerArgs& args) {
@@ -96,13 +97,15 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const OptimizerArgs& args, std:
   if (args.name == "adam") {
     return std::make_unique<optim::Adam>(
         std::move(params),
-        optim::AdamOptions{.lr = args.lr, .weight_decay = args.weight_decay, .amsgrad = args.amsgrad});
+        optim::AdamOptions{
+            .lr = args.lr, .weight_decay = args.weight_decay, .amsgrad = args.amsgrad, .maximize = args.maximize});
   }
   const std::string problem = optimizer_args_problem(args);
   DUET_CHECK(problem.empty(), problem);
   return std::make_unique<optim::SGD>(
       std::move(params),
-      optim::SGDOptions{.lr = args.lr, .momentum = args.momentum, .weight_decay = args.weight_decay});
+      optim::SGDOptions{
+          .lr = args.lr, .momentum = args.momentum, .weight_decay = args.weight_decay, .maximize = args.maximize});
 }
 
 }  // namespace duet::apps

@@ -45,6 +45,7 @@ struct OptimizerArgs {
   double momentum = 0;
   double weight_decay = 0;
   bool amsgrad = false;  // adam only
+  bool maximize = false;
 };
 void add_optimizer_flags(CLI::App& cmd, OptimizerArgs& args);
 // What is wrong with flags that do not go together (--amsgrad without --optimizer adam), or "".

@@ -67,22 +67,29 @@ void print_check(const CompareReport& report, std::FILE* out) {
     }
   }
   if (!checked) return;
+  // What separates ddp with SyncBatchNorm from single-device training, named under either verdict.
+  const bool sync_batch_norm =
+      report.config.ddp.sync_batchnorm && has_batch_norm(*nn::models::make(report.config.model));
+  const char* kSyncCause =
+      "with --sync-bn ddp computes the global batch's statistics with BatchNorm2d's own arithmetic "
+      "(kernels/batch_norm_math.h), so what separates its step from single-device training's is only the order "
+      "of additions: the statistics' double sums split by rank, and the gradients added over the ranks";
   if (failed.empty()) {
     std::fprintf(out,
                  "per-step check: every strategy's every step within %.0f ulps of single-device training's step "
                  "from the same parameters\n",
                  kCheckUlps);
+    if (sync_batch_norm) std::fprintf(out, "  %s has BatchNorm: %s\n", report.config.model.c_str(), kSyncCause);
   } else {
     std::fprintf(out, "per-step check: NOT single-device training's step (more than %.0f ulps): %s\n", kCheckUlps,
                  failed.c_str());
     if (!has_batch_norm(*nn::models::make(report.config.model))) return;
-    if (report.config.ddp.sync_batchnorm) {
+    if (sync_batch_norm) {
       std::fprintf(out,
-                   "  expected: %s has BatchNorm; with --sync-bn ddp normalises with the global batch's statistics "
-                   "as single-device training does, but this model's f32 step is ill-conditioned (a few roundings "
-                   "move it by many ulps), so here the check is a sanity bound, not a proof; dp still normalises "
-                   "each shard on its own (docs/parallel-strategies.md, the equivalence metric)\n",
-                   report.config.model.c_str());
+                   "  expected for dp only: %s has BatchNorm, and dp normalises each shard with the shard's own "
+                   "statistics; %s, a few ulps, so ddp failing here is a bug (docs/parallel-strategies.md, "
+                   "the equivalence metric)\n",
+                   report.config.model.c_str(), kSyncCause);
     } else {
       std::fprintf(out,
                    "  expected: %s has BatchNorm, and each device normalises its shard with the shard's own "

@@ -74,6 +74,8 @@ const std::vector<Setting>& settings() {
       // identity: the checkpoint's optimizer state has max_exp_avg_sq exactly when it is on.
       {"amsgrad", "--amsgrad", Kind::identity, [](const TrainArgs& a) { return boolean(a.optimizer.amsgrad); },
        [](TrainArgs& a, const std::string& v) { a.optimizer.amsgrad = parse_boolean(v); }},
+      {"maximize", "--maximize", Kind::tunable, [](const TrainArgs& a) { return boolean(a.optimizer.maximize); },
+       [](TrainArgs& a, const std::string& v) { a.optimizer.maximize = parse_boolean(v); }},
       {"batch_size", "--batch-size", Kind::tunable, [](const TrainArgs& a) { return std::to_string(a.batch_size); },
        [](TrainArgs& a, const std::string& v) { a.batch_size = parse<int64_t>(v); }},
       {"epochs", "--epochs", Kind::tunable, [](const TrainArgs& a) { return std::to_string(a.epochs); },

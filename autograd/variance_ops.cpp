@@ -2,12 +2,17 @@
 // (the default), the divisor max(0, n - correction) (so one element with the correction gives
 // NaN, as PyTorch).
 //
-// Composed from the mean, sub, mul and sum kernels (two passes: the mean, then the squared
-// deviations), which is exact to a few ulp and runs on every backend; PyTorch's Welford pass
-// differs from it only in rounding. One node computes PyTorch's gradients directly:
+// Composed from the sub, mean, mul and sum kernels, so it runs on every backend. The values are
+// first shifted by each row's first element, then the mean of the shifted row and the squared
+// deviations from it are taken (two passes). The shift makes a constant row exactly 0 all the way
+// through, as PyTorch's Welford pass does: with the mean of six values of 0.1, which is not 0.1,
+// the deviations would be about 1e-17 instead of 0, the std about 1e-17, and its gradient of
+// order 1 with a sign set by rounding, where PyTorch gives 0. Elsewhere the two differ only in
+// rounding. One node computes PyTorch's gradients directly, from the same deviations:
 //   var: (2 / (n - correction)) * grad * (x - mean)
 //   std: var's, with grad / (2 * std), taken as 0 where std is 0 (a constant input), not NaN.
 #include "duet/autograd/checks.h"
+#include "duet/autograd/factory.h"
 #include "duet/autograd/function.h"
 #include "duet/autograd/grad_mode.h"
 #include "duet/autograd/op_helpers.h"
@@ -26,8 +31,9 @@ enum class Spread { var, std };
 
 class VarianceBackward final : public Node {
  public:
-  VarianceBackward(Spread spread, const Tensor& x, const Tensor& mean, const Tensor& out, int64_t dof, ReductionPlan r)
-      : spread_(spread), x_(x), mean_(mean), dof_(dof), reduction_(std::move(r)) {
+  VarianceBackward(Spread spread, const Tensor& x, const Tensor& shift, const Tensor& shifted_mean, const Tensor& out,
+                   int64_t dof, ReductionPlan r)
+      : spread_(spread), x_(x), shift_(shift), shifted_mean_(shifted_mean), dof_(dof), reduction_(std::move(r)) {
     if (spread == Spread::std) out_ = SavedTensor(out);
   }
 
@@ -38,9 +44,10 @@ class VarianceBackward final : public Node {
       const Tensor result = out_.unpack(*this).reshape(reduction_.keepdim_shape);
       grad = where(eq(result, scalar_like(0, result)), scalar_like(0, grad), grad / (result * 2.0));
     }
-    const Tensor x = x_.unpack(*this);
-    // 2 / 0 is inf, as PyTorch's: with x - mean = 0 the gradient is then NaN.
-    return {(grad * (2.0 / static_cast<double>(dof_))) * (x - mean_)};
+    // The forward's deviations, bit for bit: exactly 0 on a constant row. 2 / 0 is inf, as
+    // PyTorch's: with a deviation of 0 the gradient is then NaN.
+    const Tensor deviation = (x_.unpack(*this) - shift_) - shifted_mean_;
+    return {(grad * (2.0 / static_cast<double>(dof_))) * deviation};
   }
   std::string name() const override { return spread_ == Spread::var ? "VarBackward" : "StdBackward"; }
   void release_saved() override {
@@ -50,11 +57,22 @@ class VarianceBackward final : public Node {
 
  private:
   Spread spread_;
-  SavedTensor x_, out_;  // out_: std's result, for its gradient
-  Tensor mean_;          // keepdim layout, made by the forward pass and no one else's
+  SavedTensor x_, out_;          // out_: std's result, for its gradient
+  Tensor shift_, shifted_mean_;  // keepdim layout, made by the forward pass and no one else's
   int64_t dof_;
   ReductionPlan reduction_;
 };
+
+// Each row's first element (index 0 along every reduced dim), keepdim layout, a copy of its own;
+// zeros for empty rows, which have no first element.
+Tensor row_start(const Tensor& x, const std::vector<int64_t>& dims, int64_t n) {
+  Shape shape = x.sizes();
+  for (int64_t d : dims) shape[static_cast<size_t>(d)] = 1;
+  if (n == 0) return zeros(shape, autograd::options_of(x));
+  Tensor start = x;
+  for (int64_t d : dims) start = start.narrow(d, 0, 1);
+  return start.clone();
+}
 
 Tensor variance(Spread spread, const Tensor& x, std::vector<int64_t> dims, bool unbiased, bool keepdim) {
   const char* op = spread == Spread::var ? "var" : "std";
@@ -63,18 +81,20 @@ Tensor variance(Spread spread, const Tensor& x, std::vector<int64_t> dims, bool 
   ReductionPlan r = autograd::plan_reduction(op, x, std::move(dims), keepdim);
   const int64_t n = r.count(x.sizes());
   const int64_t dof = n - (unbiased ? 1 : 0);
-  Tensor mean_k, out;
+  Tensor shift, shifted_mean, out;
   {
     NoGradGuard no_grad;
-    mean_k = mean(x, r.dims, /*keepdim=*/true);
-    Tensor deviation = x - mean_k;
+    shift = row_start(x, r.dims, n);
+    shifted_mean = mean(x - shift, r.dims, /*keepdim=*/true);
+    Tensor deviation = (x - shift) - shifted_mean;
     Tensor result =
         sum(deviation * deviation, r.dims, /*keepdim=*/true) / static_cast<double>(std::max<int64_t>(dof, 0));
     if (spread == Spread::std) result = sqrt(result);
     out = result.reshape(r.out_shape);
   }
   if (autograd::needs_grad({x})) {
-    autograd::record(std::make_shared<VarianceBackward>(spread, x, mean_k, out, dof, std::move(r)), {x}, {out});
+    autograd::record(std::make_shared<VarianceBackward>(spread, x, shift, shifted_mean, out, dof, std::move(r)), {x},
+                     {out});
   }
   return out;
 }

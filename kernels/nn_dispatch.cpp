@@ -97,22 +97,35 @@ void check_planes(const char* op, const Operand& x, const Operand& out) {
 
 // A sliding window that starts within the input or its left padding: past that it would read
 // (and its backward write) outside the plane. Padding of at most half the kernel and
-// window_output_size's ceil-mode rule see to it.
+// window_output_size's ceil-mode rule see to it; with dilation, each window must also hold an
+// input element (its first tap is where its maximum's position starts).
 bool window_gives(PerAxis in, const Tensor& out, const Pool2dGeometry& g) {
-  return g.kernel.h >= 1 && g.kernel.w >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
-         g.padding.w >= 0 && 2 * g.padding.h <= g.kernel.h && 2 * g.padding.w <= g.kernel.w &&
-         pool2d_output_size(g, in) == PerAxis(out.size(2), out.size(3));
+  if (!(g.kernel.h >= 1 && g.kernel.w >= 1 && g.stride.h >= 1 && g.stride.w >= 1 && g.padding.h >= 0 &&
+        g.padding.w >= 0 && 2 * g.padding.h <= g.kernel.h && 2 * g.padding.w <= g.kernel.w && g.dilation.h >= 1 &&
+        g.dilation.w >= 1 && pool2d_output_size(g, in) == PerAxis(out.size(2), out.size(3)))) {
+    return false;
+  }
+  return AxisWindows::sliding(in.h, out.size(2), g.kernel.h, g.stride.h, g.padding.h, true, g.dilation.h)
+             .windows_hold_input() &&
+         AxisWindows::sliding(in.w, out.size(3), g.kernel.w, g.stride.w, g.padding.w, true, g.dilation.w)
+             .windows_hold_input();
 }
 
 std::string pool_str(const Pool2dGeometry& g) {
-  return ::duet::detail::concat("kernel ", g.kernel, ", stride ", g.stride, ", padding ", g.padding,
-                                g.ceil_mode ? ", ceil_mode" : "");
+  return ::duet::detail::concat(
+      "kernel ", g.kernel, ", stride ", g.stride, ", padding ", g.padding, g.ceil_mode ? ", ceil_mode" : "",
+      g.dilation != PerAxis(1) ? ::duet::detail::concat(", dilation ", g.dilation) : "",
+      g.divisor_override != 0 ? ::duet::detail::concat(", divisor_override ", g.divisor_override) : "");
 }
 
-void check_window(const char* op, const Operand& x, const Operand& out, const Pool2dGeometry& g) {
+// Dilation is max pooling's option, divisor_override average pooling's.
+void check_window(const char* op, const Operand& x, const Operand& out, const Pool2dGeometry& g, bool average) {
   check_planes(op, x, out);
   DUET_CHECK(window_gives({x.tensor.size(2), x.tensor.size(3)}, out.tensor, g), op, ": ", out.str(), " does not match ",
              x.str(), " with ", pool_str(g));
+  DUET_CHECK(average ? g.dilation == PerAxis(1) : g.divisor_override == 0, op, ": ",
+             average ? "average pooling takes no dilation" : "max pooling takes no divisor_override", ", got ",
+             pool_str(g));
 }
 
 // x (*) weight, then pooled to out (grad_out in the backward).
@@ -120,10 +133,11 @@ void check_conv_pool(const char* op, const Operand& x, const Operand& weight, co
                      const Conv2dGeometry& conv, const Pool2dGeometry& pool) {
   const Tensor &xt = x.tensor, &wt = weight.tensor;
   const bool conv_ok = conv_gives(xt, wt, conv, out.tensor, true);
-  DUET_CHECK(conv_ok && window_gives(conv2d_output_size(conv, {xt.size(2), xt.size(3)}, {wt.size(2), wt.size(3)}),
-                                     out.tensor, pool),
-             op, ": shapes do not match: ", x.str(), ", ", weight.str(), ", ", out.str(), ", convolution ",
-             conv_str(conv), ", pooling ", pool_str(pool));
+  DUET_CHECK(
+      conv_ok && pool.dilation == PerAxis(1) &&
+          window_gives(conv2d_output_size(conv, {xt.size(2), xt.size(3)}, {wt.size(2), wt.size(3)}), out.tensor, pool),
+      op, ": shapes do not match: ", x.str(), ", ", weight.str(), ", ", out.str(), ", convolution ", conv_str(conv),
+      ", pooling ", pool_str(pool));
 }
 
 // One bias per filter, when there is one.
@@ -211,18 +225,23 @@ void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const T
   const char* op = "max_pool2d_forward";
   check_floating(op, {{"x", x}, {"out", out}});
   check_index(op, {"indices", indices});
-  check_window(op, {"x", x}, {"out", out}, geometry);
+  check_window(op, {"x", x}, {"out", out}, geometry, false);
   check_same_shape(op, {"indices", indices}, {"out", out});
   NnCall(out.device(), op)->max_pool2d_forward(x, geometry, out, indices);
 }
 
-void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x) {
+void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const std::optional<Pool2dGeometry>& window,
+                         const Tensor& grad_x) {
   const char* op = "max_pool2d_backward";
   check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
   check_index(op, {"indices", indices});
-  check_planes(op, {"grad_x", grad_x}, {"grad_out", grad_out});
+  if (window) {
+    check_window(op, {"grad_x", grad_x}, {"grad_out", grad_out}, *window, false);
+  } else {
+    check_planes(op, {"grad_x", grad_x}, {"grad_out", grad_out});
+  }
   check_same_shape(op, {"indices", indices}, {"grad_out", grad_out});
-  NnCall(grad_x.device(), op)->max_pool2d_backward(grad_out, indices, grad_x);
+  NnCall(grad_x.device(), op)->max_pool2d_backward(grad_out, indices, window, grad_x);
 }
 
 const char* avg_pool2d_name(std::optional<UnaryOp> activation, bool backward) {
@@ -236,7 +255,7 @@ void avg_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, std::op
   const char* op = avg_pool2d_name(activation, false);
   check_pool_activation(op, activation);
   check_floating(op, {{"x", x}, {"out", out}});
-  check_window(op, {"x", x}, {"out", out}, geometry);
+  check_window(op, {"x", x}, {"out", out}, geometry, true);
   NnCall(out.device(), op)->avg_pool2d_forward(x, geometry, activation, out);
 }
 
@@ -245,7 +264,7 @@ void avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const Pool2dGe
   const char* op = avg_pool2d_name(activation, true);
   check_pool_activation(op, activation);
   check_floating(op, {{"grad_out", grad_out}, {"grad_x", grad_x}});
-  check_window(op, {"grad_x", grad_x}, {"grad_out", grad_out}, geometry);
+  check_window(op, {"grad_x", grad_x}, {"grad_out", grad_out}, geometry, true);
   if (activation) {  // the activation's gradient reads x
     check_floating(op, {{"x", x}, {"grad_x", grad_x}});
     check_same_shape(op, {"x", x}, {"grad_x", grad_x});

@@ -53,13 +53,17 @@ struct Conv2dGeometry {
 // `padding` on both sides of each axis (never wins a max; counts as zeros in an average when
 // count_include_pad). ceil_mode rounds the output size up (window_output_size), so a last window
 // may run past the padded input; as in PyTorch, an average then divides by the part of its window
-// that lies within the padded input (count_include_pad) or within the input (not).
+// that lies within the padded input (count_include_pad) or within the input (not), or by
+// divisor_override when that is not 0. Max pooling's taps may lie `dilation` apart (PyTorch's
+// max_pool2d dilation); every window must then hold at least one input element.
 struct Pool2dGeometry {
   PerAxis kernel = 1;
   PerAxis stride = 1;
   PerAxis padding = 0;
   bool ceil_mode = false;
   bool count_include_pad = true;  // average pooling only
+  PerAxis dilation = 1;           // max pooling only
+  int64_t divisor_override = 0;   // average pooling only; 0: none (PyTorch's None)
 };
 
 // {Ho, Wo} of a convolution of an input of {H, W} with a kernel of {kh, kw}.
@@ -70,8 +74,8 @@ constexpr PerAxis conv2d_output_size(const Conv2dGeometry& g, PerAxis in, PerAxi
 
 // {Ho, Wo} of pooling an input of {H, W}.
 constexpr PerAxis pool2d_output_size(const Pool2dGeometry& g, PerAxis in) {
-  return {window_output_size(in.h, g.kernel.h, g.stride.h, g.padding.h, 1, g.ceil_mode),
-          window_output_size(in.w, g.kernel.w, g.stride.w, g.padding.w, 1, g.ceil_mode)};
+  return {window_output_size(in.h, g.kernel.h, g.stride.h, g.padding.h, g.dilation.h, g.ceil_mode),
+          window_output_size(in.w, g.kernel.w, g.stride.w, g.padding.w, g.dilation.w, g.ceil_mode)};
 }
 
 // ---- conv2d ----
@@ -94,8 +98,12 @@ void conv2d_backward_weight(const Tensor& grad_out, const Tensor& x, const Conv2
 // On ties the first maximum in row-major window order wins; of several NaN the last, as in
 // PyTorch (whose loops take `val > max || isnan(val)`).
 void max_pool2d_forward(const Tensor& x, const Pool2dGeometry& geometry, const Tensor& out, const Tensor& indices);
-// grad_x [N, C, H, W] = grad_out scattered (summed) to the positions in indices.
-void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x);
+// grad_x [N, C, H, W] = grad_out summed at the positions in indices, in output order. indices must
+// be what the forward wrote with the same window geometry, `window` (none: adaptive_max_pool2d's
+// windows), so that each position lies in a window of its output: backends may gather each input's
+// gradient from the outputs whose windows cover it (CUDA), instead of scattering (the CPU).
+void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const std::optional<Pool2dGeometry>& window,
+                         const Tensor& grad_x);
 // Average over each window, divided as Pool2dGeometry says.
 // With an activation (relu, sigmoid or tanh) the average is of activation(x), and the backward,
 // given the same x, returns the gradient with respect to x: the activation and the pooling in one
@@ -126,7 +134,7 @@ void conv2d_avg_pool2d_backward(const Tensor& grad_out, const Tensor& x, const T
 
 // Adaptive pooling to out's Ho x Wo: output row o covers input rows
 // [floor(o * H / Ho), ceil((o + 1) * H / Ho)), and likewise for columns. The max writes indices
-// as max_pool2d_forward does, and max_pool2d_backward is its backward too.
+// as max_pool2d_forward does, and max_pool2d_backward (with no window) is its backward too.
 void adaptive_avg_pool2d_forward(const Tensor& x, const Tensor& out);
 void adaptive_avg_pool2d_backward(const Tensor& grad_out, const Tensor& grad_x);
 void adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tensor& indices);

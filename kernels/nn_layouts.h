@@ -38,27 +38,47 @@ struct RowLayout {
 
 // ---- pooling ----
 
+// The input elements one output reads: begin, begin + step, ... below end (step > 1 for a
+// dilated max pooling's taps).
 struct Window {
-  int64_t begin, end;  // clipped to the input
+  int64_t begin, end;  // clipped to the input; begin is a tap
+  int64_t step = 1;
+  // The last tap (begin when the window is empty).
+  DUET_HD int64_t last() const { return end > begin ? begin + (end - 1 - begin) / step * step : begin; }
 };
 
-// How output positions along one axis map to input windows: a sliding window (kernel, stride,
-// zero padding), or adaptive (output o covers [floor(o * in / out), ceil((o + 1) * in / out))).
+// How output positions along one axis map to input windows: a sliding window (kernel taps
+// `dilation` apart, stride, zero padding), or adaptive (output o covers [floor(o * in / out),
+// ceil((o + 1) * in / out))).
 struct AxisWindows {
   int64_t in, out, kernel, stride, padding;
   bool adaptive;
   bool count_include_pad;  // a sliding average's divisor counts the padding
+  int64_t dilation = 1;    // sliding max pooling only
 
   static AxisWindows sliding(int64_t in, int64_t out, int64_t kernel, int64_t stride, int64_t padding,
-                             bool count_include_pad) {
-    return {in, out, kernel, stride, padding, false, count_include_pad};
+                             bool count_include_pad, int64_t dilation = 1) {
+    return {in, out, kernel, stride, padding, false, count_include_pad, dilation};
   }
   static AxisWindows adaptive_to(int64_t in, int64_t out) { return {in, out, 0, 1, 0, true, false}; }
 
+  // The elements of the dilated kernel's span: (kernel - 1) * dilation + 1.
+  DUET_HD int64_t span() const { return (kernel - 1) * dilation + 1; }
   DUET_HD Window at(int64_t o) const {
     if (adaptive) return {o * in / out, ((o + 1) * in + out - 1) / out};
-    const int64_t begin = o * stride - padding;
-    return {begin > 0 ? begin : 0, begin + kernel < in ? begin + kernel : in};
+    const int64_t start = o * stride - padding, end = start + span();
+    // The first tap at or after 0, as PyTorch's `while (hstart < 0) hstart += dilation`.
+    const int64_t begin = start >= 0 ? start : start + (-start + dilation - 1) / dilation * dilation;
+    return {begin, end < in ? end : in, dilation};
+  }
+  // Whether every output's window holds at least one input element; a dilated window may not,
+  // its taps all in the padding (PyTorch then reads outside the plane).
+  DUET_HD bool windows_hold_input() const {
+    for (int64_t o = 0; o < out; ++o) {
+      const Window w = at(o);
+      if (w.begin >= w.end) return false;
+    }
+    return true;
   }
   // The average's divisor along this axis (PyTorch's): with count_include_pad the window within
   // the padded input, which is the whole kernel except for a ceil-mode window running past it;
@@ -80,7 +100,7 @@ struct AxisWindows {
       first = i * out / in - 1;
       last = ((i + 1) * out + in - 1) / in + 1;
     } else {
-      const int64_t lowest = i + padding - kernel + 1;  // the first window reaching i starts here
+      const int64_t lowest = i + padding - span() + 1;  // the first window reaching i starts here
       first = lowest <= 0 ? 0 : (lowest + stride - 1) / stride;
       last = (i + padding) / stride + 1;
     }
@@ -97,11 +117,15 @@ struct PlanePosition {
 struct PoolLayout {
   int64_t planes;  // N * C
   AxisWindows rows, cols;
+  int64_t divisor_override = 0;  // an average's divisor for every window; 0: the windows' own
 
   static PoolLayout sliding(const Tensor& x, const Tensor& out, const Pool2dGeometry& g) {
     return {x.size(0) * x.size(1),
-            AxisWindows::sliding(x.size(2), out.size(2), g.kernel.h, g.stride.h, g.padding.h, g.count_include_pad),
-            AxisWindows::sliding(x.size(3), out.size(3), g.kernel.w, g.stride.w, g.padding.w, g.count_include_pad)};
+            AxisWindows::sliding(x.size(2), out.size(2), g.kernel.h, g.stride.h, g.padding.h, g.count_include_pad,
+                                 g.dilation.h),
+            AxisWindows::sliding(x.size(3), out.size(3), g.kernel.w, g.stride.w, g.padding.w, g.count_include_pad,
+                                 g.dilation.w),
+            g.divisor_override};
   }
   static PoolLayout adaptive(const Tensor& x, const Tensor& out) {
     return {x.size(0) * x.size(1), AxisWindows::adaptive_to(x.size(2), out.size(2)),
@@ -114,8 +138,10 @@ struct PoolLayout {
     return {o / out_plane(), (o % out_plane()) / cols.out, o % cols.out};
   }
   DUET_HD PlanePosition input_at(int64_t i) const { return {i / in_plane(), (i % in_plane()) / cols.in, i % cols.in}; }
-  // An average's divisor for output (oh, ow): the product of its axes' divisors.
-  DUET_HD int64_t divisor(int64_t oh, int64_t ow) const { return rows.divisor(oh) * cols.divisor(ow); }
+  // An average's divisor for output (oh, ow): the override, or the product of its axes' divisors.
+  DUET_HD int64_t divisor(int64_t oh, int64_t ow) const {
+    return divisor_override != 0 ? divisor_override : rows.divisor(oh) * cols.divisor(ow);
+  }
 };
 
 // ---- batch norm ----

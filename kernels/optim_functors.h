@@ -19,7 +19,7 @@ namespace duet::kernels::functors {
 
 template <class T> struct SgdMath {
   T weight_decay, momentum, dampening_complement, neg_lr;
-  bool decay, nesterov, first_step;
+  bool decay, nesterov, first_step, maximize;
 
   explicit SgdMath(const SgdUpdateArgs& a)
       : weight_decay(T(a.weight_decay)),
@@ -28,9 +28,14 @@ template <class T> struct SgdMath {
         neg_lr(T(-a.lr)),
         decay(a.weight_decay != 0),
         nesterov(a.nesterov),
-        first_step(a.first_step) {}
+        first_step(a.first_step),
+        maximize(a.maximize) {}
 
-  DUET_HD T decayed(T p, T g) const { return decay ? g + p * weight_decay : g; }
+  // PyTorch's order: the sign first (exact), then the decay, so maximize still decays the weights.
+  DUET_HD T decayed(T p, T g) const {
+    g = maximize ? -g : g;
+    return decay ? g + p * weight_decay : g;
+  }
 
   // Without momentum: param -= lr * g.
   DUET_HD void operator()(T& p, T g) const { p = p + decayed(p, g) * neg_lr; }
@@ -46,7 +51,7 @@ template <class T> struct SgdMath {
 
 template <class T> struct AdamMath {
   T weight_decay, decoupled_factor, beta1, beta1_complement, beta2, beta2_complement, sqrt_bias2, eps, neg_step;
-  bool coupled_decay, decoupled_decay;
+  bool coupled_decay, decoupled_decay, maximize;
 
   explicit AdamMath(const AdamUpdateArgs& a)
       : weight_decay(T(a.weight_decay)),
@@ -59,7 +64,8 @@ template <class T> struct AdamMath {
         eps(T(a.eps)),
         neg_step(T(-a.lr / a.bias_correction1)),
         coupled_decay(a.weight_decay != 0 && !a.decoupled_weight_decay),
-        decoupled_decay(a.weight_decay != 0 && a.decoupled_weight_decay) {}
+        decoupled_decay(a.weight_decay != 0 && a.decoupled_weight_decay),
+        maximize(a.maximize) {}
 
   DUET_HD void operator()(T& p, T g, T& m, T& v) const {
     T m1, v1;
@@ -78,7 +84,9 @@ template <class T> struct AdamMath {
 
  private:
   // Updates m and v (also returned as m1 and v1) and returns the parameter after AdamW's decay.
+  // maximize flips the gradient's sign before the decay, as PyTorch's.
   DUET_HD T moments(T p, T& g, T& m, T& v, T& m1, T& v1) const {
+    g = maximize ? -g : g;
     g = coupled_decay ? g + p * weight_decay : g;
     const T decayed = decoupled_decay ? p * decoupled_factor : p;
     m1 = m * beta1 + g * beta1_complement;

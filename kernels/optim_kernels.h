@@ -22,9 +22,10 @@ struct SgdUpdateArgs {
   double weight_decay = 0;
   bool nesterov = false;
   bool first_step = false;  // the buffer has no history yet: it becomes the gradient (PyTorch)
+  bool maximize = false;    // ascend: the gradient's sign flipped before anything else
 };
 
-// PyTorch's SGD, per element, with g = grad + weight_decay * param:
+// PyTorch's SGD, per element, with g = grad + weight_decay * param (-grad with maximize):
 //   without momentum: param -= lr * g
 //   with momentum:    buf = first_step ? g : momentum * buf + (1 - dampening) * g
 //                     param -= lr * (nesterov ? g + momentum * buf : buf)
@@ -40,9 +41,10 @@ struct AdamUpdateArgs {
   bool amsgrad = false;                 // normalise by the running maximum of v (max_exp_avg_sq), not v
   double bias_correction1 = 1;          // 1 - beta1^t for the step t being taken
   double bias_correction2 = 1;          // 1 - beta2^t
+  bool maximize = false;                // ascend: the gradient's sign flipped before anything else
 };
 
-// PyTorch's Adam and AdamW (1.13), per element:
+// PyTorch's Adam and AdamW (1.13), per element, with grad negated first under maximize:
 //   Adam:  g = grad + weight_decay * param;   AdamW: param *= 1 - lr * weight_decay
 //   m = beta1 * m + (1 - beta1) * g;   v = beta2 * v + (1 - beta2) * g * g
 //   amsgrad: max_v = maximum(max_v, v) (NaN propagates, as torch.maximum), and max_v stands for v below

@@ -28,9 +28,9 @@ struct Conv2dParams {
 // x [N, C, H, W], weight [K, C / groups, kh, kw], bias [K] or undefined -> [N, K, H', W'].
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor(), Conv2dParams params = {});
 
-// PyTorch's pooling arguments (kernel_size, stride, padding, ceil_mode, count_include_pad).
-// ceil_mode rounds the output size up; a window must still start inside the input or its left
-// padding, as in PyTorch.
+// PyTorch's pooling arguments (kernel_size, stride, padding, ceil_mode, count_include_pad,
+// dilation, divisor_override). ceil_mode rounds the output size up; a window must still start
+// inside the input or its left padding, as in PyTorch.
 struct Pool2dParams {
   PerAxis kernel = 2;
   PerAxis stride = 0;  // 0: the kernel's size (per axis)
@@ -39,6 +39,13 @@ struct Pool2dParams {
   // avg_pool2d only: the padding counts as zeros in the average (PyTorch's default); false
   // divides by the input elements in the window. max_pool2d refuses false.
   bool count_include_pad = true;
+  // max_pool2d only: the window's taps lie `dilation` apart, spanning dilation * (kernel - 1) + 1
+  // elements. A window whose taps all fall in the padding is refused (PyTorch reads outside the
+  // input there). avg_pool2d refuses a dilation other than 1, as PyTorch's has none.
+  PerAxis dilation = 1;
+  // avg_pool2d only: every window's sum is divided by this instead (PyTorch's divisor_override;
+  // 0: none, PyTorch's None, since PyTorch refuses 0). max_pool2d refuses one.
+  int64_t divisor_override = 0;
 };
 Tensor max_pool2d(const Tensor& x, Pool2dParams params);
 Tensor avg_pool2d(const Tensor& x, Pool2dParams params);

@@ -7,6 +7,7 @@
 #include "duet/autograd/function.h"
 #include "duet/autograd/op_helpers.h"
 #include "duet/kernels/nn_kernels.h"
+#include "duet/kernels/nn_layouts.h"
 #include "duet/nn/functional.h"
 #include "duet/nn/functional_detail.h"
 
@@ -20,23 +21,24 @@ using autograd::TensorList;
 // Max pooling's gradient (sliding or adaptive) goes to the saved position of each maximum.
 class MaxPool2dBackward final : public Node {
  public:
-  MaxPool2dBackward(const Tensor& indices, Shape input_shape, bool adaptive)
-      : indices_(indices), input_shape_(std::move(input_shape)), adaptive_(adaptive) {}
+  // window: the sliding window, or none for adaptive pooling.
+  MaxPool2dBackward(const Tensor& indices, Shape input_shape, std::optional<kernels::Pool2dGeometry> window)
+      : indices_(indices), input_shape_(std::move(input_shape)), window_(window) {}
 
   TensorList apply(TensorList&& grads) override {
     if (!grads.at(0).defined()) return {Tensor()};
     const Tensor grad = detail::dense(grads[0]);
     Tensor grad_x = empty(input_shape_, autograd::options_of(grad));
-    kernels::max_pool2d_backward(grad, indices_.unpack(*this), grad_x);
+    kernels::max_pool2d_backward(grad, indices_.unpack(*this), window_, grad_x);
     return {grad_x};
   }
-  std::string name() const override { return adaptive_ ? "AdaptiveMaxPool2dBackward" : "MaxPool2dBackward"; }
+  std::string name() const override { return window_ ? "MaxPool2dBackward" : "AdaptiveMaxPool2dBackward"; }
   void release_saved() override { indices_.reset(); }
 
  private:
   SavedTensor indices_;
   Shape input_shape_;
-  bool adaptive_;
+  std::optional<kernels::Pool2dGeometry> window_;
 };
 
 // Average pooling (sliding or adaptive) needs only the geometry: each input pixel gets its
@@ -96,9 +98,10 @@ Shape adaptive_out_shape(const char* op, const Tensor& x, PerAxis output_size) {
 }
 
 // Records max pooling's backward node on out, which routes the gradient to `indices`.
-Tensor record_max(const Tensor& x, const Tensor& out, const Tensor& indices, bool adaptive) {
+Tensor record_max(const Tensor& x, const Tensor& out, const Tensor& indices,
+                  std::optional<kernels::Pool2dGeometry> window) {
   if (autograd::needs_grad({x})) {
-    autograd::record(std::make_shared<MaxPool2dBackward>(indices, x.sizes(), adaptive), {x}, {out});
+    autograd::record(std::make_shared<MaxPool2dBackward>(indices, x.sizes(), window), {x}, {out});
   }
   return out;
 }
@@ -108,16 +111,18 @@ Tensor record_max(const Tensor& x, const Tensor& out, const Tensor& indices, boo
 Tensor max_pool2d(const Tensor& x, Pool2dParams params) {
   const char* op = "max_pool2d";
   DUET_CHECK(params.count_include_pad, op, ": count_include_pad applies to avg_pool2d only");
+  DUET_CHECK(params.divisor_override == 0, op, ": divisor_override applies to avg_pool2d only");
   const PoolPlan plan = plan_pool(op, x, params);
   Tensor out = empty(plan.out_shape, autograd::options_of(x));
   Tensor indices = empty(plan.out_shape, autograd::options_of(x, DType::i64));
   kernels::max_pool2d_forward(detail::dense(x), plan.window, out, indices);
-  return record_max(x, out, indices, false);
+  return record_max(x, out, indices, plan.window);
 }
 
 Tensor avg_pool2d(const Tensor& x, Pool2dParams params) { return activated_avg_pool2d(x, std::nullopt, params); }
 
 Tensor activated_avg_pool2d(const Tensor& x, std::optional<kernels::UnaryOp> activation, Pool2dParams params) {
+  DUET_CHECK(params.dilation == PerAxis(1), "avg_pool2d: dilation applies to max_pool2d only, got ", params.dilation);
   const PoolPlan plan = plan_pool("avg_pool2d", x, params);
   Tensor out = empty(plan.out_shape, autograd::options_of(x));
   const Tensor input = detail::dense(x);
@@ -131,7 +136,7 @@ Tensor activated_avg_pool2d(const Tensor& x, std::optional<kernels::UnaryOp> act
 namespace detail {
 
 PoolPlan plan_pool(const char* op, const Shape& in, const std::string& what, const Pool2dParams& params) {
-  const PerAxis kernel = params.kernel, padding = params.padding;
+  const PerAxis kernel = params.kernel, padding = params.padding, dilation = params.dilation;
   const PerAxis stride{params.stride.h == 0 ? kernel.h : params.stride.h,
                        params.stride.w == 0 ? kernel.w : params.stride.w};
   DUET_CHECK(kernel.h >= 1 && kernel.w >= 1 && stride.h >= 1 && stride.w >= 1, op,
@@ -139,13 +144,23 @@ PoolPlan plan_pool(const char* op, const Shape& in, const std::string& what, con
   // Wider padding would give windows that lie wholly in the padding (PyTorch's rule too).
   DUET_CHECK(padding.h >= 0 && padding.w >= 0 && 2 * padding.h <= kernel.h && 2 * padding.w <= kernel.w, op,
              ": padding ", padding, " must be between 0 and half the kernel size ", kernel);
+  DUET_CHECK(dilation.h >= 1 && dilation.w >= 1, op, ": expected dilation >= 1, got ", dilation);
   const kernels::Pool2dGeometry window{.kernel = kernel,
                                        .stride = stride,
                                        .padding = padding,
                                        .ceil_mode = params.ceil_mode,
-                                       .count_include_pad = params.count_include_pad};
+                                       .count_include_pad = params.count_include_pad,
+                                       .dilation = dilation,
+                                       .divisor_override = params.divisor_override};
   const PerAxis out = kernels::pool2d_output_size(window, {in[2], in[3]});
-  DUET_CHECK(out.h >= 1 && out.w >= 1, op, ": kernel ", kernel, " with padding ", padding, " is larger than ", what);
+  DUET_CHECK(out.h >= 1 && out.w >= 1, op, ": kernel ", kernel, " with padding ", padding,
+             dilation == PerAxis(1) ? "" : duet::detail::concat(" and dilation ", dilation), " is larger than ", what);
+  const kernels::AxisWindows rows =
+      kernels::AxisWindows::sliding(in[2], out.h, kernel.h, stride.h, padding.h, true, dilation.h);
+  const kernels::AxisWindows cols =
+      kernels::AxisWindows::sliding(in[3], out.w, kernel.w, stride.w, padding.w, true, dilation.w);
+  DUET_CHECK(rows.windows_hold_input() && cols.windows_hold_input(), op, ": with kernel ", kernel, ", padding ",
+             padding, " and dilation ", dilation, " a window of ", what, " has all its taps in the padding");
   return {window, {in[0], in[1], out.h, out.w}};
 }
 
@@ -165,7 +180,7 @@ Tensor adaptive_max_pool2d(const Tensor& x, PerAxis output_size) {
   Tensor out = empty(out_shape, autograd::options_of(x));
   Tensor indices = empty(out_shape, autograd::options_of(x, DType::i64));
   kernels::adaptive_max_pool2d_forward(detail::dense(x), out, indices);
-  return record_max(x, out, indices, true);
+  return record_max(x, out, indices, std::nullopt);
 }
 
 }  // namespace duet::nn::functional

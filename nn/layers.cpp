@@ -75,7 +75,8 @@ std::string pool_name(const char* kind, const functional::Pool2dParams& p) {
   const PerAxis stride{p.stride.h ? p.stride.h : p.kernel.h, p.stride.w ? p.stride.w : p.kernel.w};
   return detail::concat(kind, "(kernel=", p.kernel, ", stride=", stride, ", padding=", p.padding,
                         p.ceil_mode ? ", ceil_mode=true" : "", p.count_include_pad ? "" : ", count_include_pad=false",
-                        ")");
+                        p.dilation == PerAxis(1) ? "" : detail::concat(", dilation=", p.dilation),
+                        p.divisor_override == 0 ? "" : detail::concat(", divisor_override=", p.divisor_override), ")");
 }
 
 std::string adaptive_pool_name(const char* kind, PerAxis size) {

@@ -110,6 +110,10 @@ template <class Options> struct Pool2dOptionsBase {
 };
 struct MaxPool2dOptions : Pool2dOptionsBase<MaxPool2dOptions> {
   using Pool2dOptionsBase::Pool2dOptionsBase;
+  MaxPool2dOptions& dilation(PerAxis d) {
+    params_.dilation = d;
+    return *this;
+  }
 };
 struct AvgPool2dOptions : Pool2dOptionsBase<AvgPool2dOptions> {
   using Pool2dOptionsBase::Pool2dOptionsBase;
@@ -117,10 +121,14 @@ struct AvgPool2dOptions : Pool2dOptionsBase<AvgPool2dOptions> {
     params_.count_include_pad = c;
     return *this;
   }
+  AvgPool2dOptions& divisor_override(int64_t d) {
+    params_.divisor_override = d;
+    return *this;
+  }
 };
 
-// "MaxPool2d(kernel=2, stride=2, padding=0)", with ceil_mode and count_include_pad when not
-// their defaults.
+// "MaxPool2d(kernel=2, stride=2, padding=0)", with ceil_mode, count_include_pad, dilation and
+// divisor_override when not their defaults.
 std::string pool_name(const char* kind, const functional::Pool2dParams& params);
 
 // MaxPool2d and AvgPool2d differ only in the functional op they call and their options.
@@ -167,6 +175,17 @@ DUET_MODULE(AdaptiveAvgPool2d);
 DUET_MODULE(AdaptiveMaxPool2d);
 
 // ---- BatchNorm2d ----
+// How the statistics are computed (kernels/batch_norm_math.h, shared by the CPU kernel, duet's
+// CUDA kernel and parallel::SyncBatchNorm2d): per channel, every value is taken in double and
+// summed in double; mean = sum(x) / count, then var = sum((x - mean)^2) / count (two passes, the
+// biased variance normalises, the unbiased one feeds running_var); invstd = 1 / sqrt(var + eps),
+// and out = x * scale + shift with scale and shift rounded to the dtype once. The backward sums
+// g and g * (x - mean) in double the same way. Against PyTorch 1.13: its CPU kernels also
+// accumulate f32 in double with a two-pass variance, so results differ by rounding only; its CUDA
+// kernels use Welford's update with f32 accumulators, and cuDNN (duet's default on a GPU, as
+// PyTorch's) its own, both within f32 roundings of this. SyncBatchNorm2d runs these same formulas with
+// each sum added over the ranks, so with the global batch it matches BatchNorm2d on one device
+// up to the order in which the double sums were added.
 struct BatchNormOptions {
   // The running statistics' update factor; std::nullopt (PyTorch's momentum=None): the cumulative
   // average, factor 1 / num_batches_tracked. That reads the count from its device, so on a GPU it

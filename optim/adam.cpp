@@ -26,7 +26,8 @@ void Adam::step() {
                                .eps = options_.eps,
                                .weight_decay = options_.weight_decay,
                                .decoupled_weight_decay = options_.decoupled_weight_decay,
-                               .amsgrad = options_.amsgrad};
+                               .amsgrad = options_.amsgrad,
+                               .maximize = options_.maximize};
   for (size_t i = 0; i < params().size(); ++i) {
     const Tensor& p = params()[i];
     Tensor g = p.grad();

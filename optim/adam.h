@@ -18,6 +18,7 @@ struct AdamOptions {
   // AMSGrad (Reddi et al., 2018), as torch.optim's amsgrad=True in 1.13: keeps max_exp_avg_sq, the
   // running maximum of exp_avg_sq, and divides by its bias-corrected square root instead.
   bool amsgrad = false;
+  bool maximize = false;  // ascend the objective, as torch.optim's maximize=True
 };
 
 class Adam : public Optimizer {

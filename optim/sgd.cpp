@@ -25,7 +25,8 @@ void SGD::step() {
                                 .dampening = options_.dampening,
                                 .weight_decay = options_.weight_decay,
                                 .nesterov = options_.nesterov,
-                                .first_step = false};
+                                .first_step = false,
+                                .maximize = options_.maximize};
     Tensor velocity;
     if (options_.momentum != 0) {
       args.first_step = !has_buffer(i, "momentum_buffer");

@@ -12,6 +12,7 @@ struct SGDOptions {
   double dampening = 0;
   double weight_decay = 0;
   bool nesterov = false;
+  bool maximize = false;  // ascend the objective, as torch.optim's maximize=True
 };
 
 class SGD final : public Optimizer {

@@ -6,12 +6,14 @@
 #include "duet/autograd/op_helpers.h"
 #include "duet/autograd/ops.h"
 #include "duet/core/error.h"
+#include "duet/kernels/batch_norm_math.h"
 
 namespace duet::parallel {
 namespace {
 
 using autograd::SavedTensor;
 using autograd::TensorList;
+namespace bn = kernels::batch_norm_math;
 
 // The dims a per-channel statistic sums over, and the shape that broadcasts it against x.
 std::vector<int64_t> reduce_dims(const Tensor& x) {
@@ -19,50 +21,86 @@ std::vector<int64_t> reduce_dims(const Tensor& x) {
 }
 Shape channel_shape(const Tensor& x) { return x.dim() == 4 ? Shape{1, x.size(1), 1, 1} : Shape{1, x.size(1)}; }
 
+using Values = std::vector<double>;
+
+// A per-channel tensor's values, on the host, in double.
+Values host(const Tensor& t) { return t.to(cpu()).to(DType::f64).to_vector<double>(); }
+// Per-channel values as a tensor shaped to broadcast against x, of `dtype` on x's device.
+Tensor per_channel(const Values& values, DType dtype, const Tensor& x) {
+  return from_vector<double>(values, {static_cast<int64_t>(values.size())})
+      .to(dtype)
+      .to(x.device())
+      .view(channel_shape(x));
+}
+// v rounded to dtype (f32 or f64) and back, as a kernel's static_cast<T> rounds it.
+double rounded(double v, DType dtype) { return dtype == DType::f32 ? static_cast<double>(static_cast<float>(v)) : v; }
+// Each channel's value, or `missing` when the tensor is undefined (no weight: 1, no bias: 0).
+Values host_or(const Tensor& t, int64_t channels, double missing) {
+  return t.defined() ? host(t) : Values(static_cast<size_t>(channels), missing);
+}
+
 class SyncBatchNormBackward final : public autograd::Node {
  public:
-  // mean and invstd in f64.
-  SyncBatchNormBackward(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& invstd,
-                        double global_count, std::shared_ptr<Communicator> comm)
-      : x_(x), mean_(mean), invstd_(invstd), global_count_(global_count), comm_(std::move(comm)) {
+  // mean and invstd: the forward's, rounded to x's dtype as BatchNorm2d saves them.
+  SyncBatchNormBackward(const Tensor& x, const Tensor& weight, Values mean, Values invstd, double global_count,
+                        std::shared_ptr<Communicator> comm)
+      : x_(x), mean_(std::move(mean)), invstd_(std::move(invstd)), global_count_(global_count), comm_(std::move(comm)) {
     if (weight.defined()) weight_ = SavedTensor(weight);
   }
 
+  // BatchNorm2d's backward (kernels/batch_norm_math.h) with sum(dy) and sum(dy * (x - mean)) added
+  // over the ranks for grad_x. The weight and bias gradients stay local, like every parameter's
+  // gradient: DDP's all-reduce adds the ranks' up.
   TensorList apply(TensorList&& grads) override {
-    const Tensor x = x_.unpack(*this), mean = mean_.unpack(*this), invstd = invstd_.unpack(*this);
-    // In f64, like the statistics: sum(dy) and sum(dy * (x - mean)) are small differences of
-    // large terms, and f32 sums over a large batch's H * W lose most of their digits (enough to
-    // move resnet18's gradients by 1e-3 relative after one step).
-    const Tensor x64 = x.to(DType::f64);
+    const Tensor x = x_.unpack(*this);
+    const int64_t channels = x.size(1);
+    const DType dtype = x.dtype();
     // No gradient flowed in: zeros, because the all-reduce below must still run on every rank.
-    const Tensor dy = grads.at(0).defined() ? grads[0].to(DType::f64) : zeros_like(x64);
-    const Shape shape = channel_shape(x);
+    const Tensor dy = grads.at(0).defined() ? grads[0] : zeros_like(x);
+    const Tensor dy64 = dy.to(DType::f64);
     const std::vector<int64_t> dims = reduce_dims(x);
-    const Tensor xmu = x64 - mean.view(shape);
-    const Tensor sum_dy = sum(dy, dims), sum_dy_xmu = sum(dy * xmu, dims);
-    // Local, like every parameter's gradient: DDP's all-reduce adds the ranks' up.
-    Tensor grad_weight = autograd::input_needs_grad(*this, 1) ? (sum_dy_xmu * invstd).to(x.dtype()) : Tensor();
-    Tensor grad_bias = autograd::input_needs_grad(*this, 2) ? sum_dy.to(x.dtype()) : Tensor();
-    Tensor grad_x;
+    const Tensor local =
+        cat({sum(dy64, dims), sum(dy64 * (x.to(DType::f64) - per_channel(mean_, DType::f64, x)), dims)}, 0);
+    const Values sums = host(local);  // sum(dy), then sum(dy * (x - mean))
+    const auto sum_g = [&](const Values& v, int64_t c) { return v[static_cast<size_t>(c)]; };
+    const auto sum_g_centered = [&](const Values& v, int64_t c) { return v[static_cast<size_t>(channels + c)]; };
+    Tensor grad_weight, grad_bias, grad_x;
+    if (autograd::input_needs_grad(*this, 1)) {
+      Values gw(static_cast<size_t>(channels));
+      for (int64_t c = 0; c < channels; ++c) {
+        gw[static_cast<size_t>(c)] = sum_g_centered(sums, c) * invstd_[static_cast<size_t>(c)];
+      }
+      grad_weight = per_channel(gw, dtype, x).reshape({channels});
+    }
+    if (autograd::input_needs_grad(*this, 2)) {
+      grad_bias = per_channel(Values(sums.begin(), sums.begin() + channels), dtype, x).reshape({channels});
+    }
     if (autograd::input_needs_grad(*this, 0)) {
-      const int64_t c = x.size(1);
-      Tensor global = cat({sum_dy, sum_dy_xmu}, 0);
-      comm_->all_reduce(global);
-      const Tensor mean_dy = global.narrow(0, 0, c) / global_count_;
-      const Tensor mean_dy_xmu = global.narrow(0, c, c) / global_count_;
-      Tensor scale = weight_.defined() ? invstd * weight_.unpack(*this).to(DType::f64) : invstd;
-      grad_x = ((dy - mean_dy.view(shape) - xmu * (invstd * invstd * mean_dy_xmu).view(shape)) * scale.view(shape))
-                   .to(x.dtype());
+      comm_->all_reduce(local);
+      const Values global = host(local);
+      const Values weight = host_or(weight_.defined() ? weight_.unpack(*this) : Tensor(), channels, 1.0);
+      Values a(static_cast<size_t>(channels)), b(a), k(a);
+      for (int64_t c = 0; c < channels; ++c) {
+        const auto i = static_cast<size_t>(c);
+        const bn::InputGradient g = bn::input_gradient(sum_g(global, c), sum_g_centered(global, c), global_count_,
+                                                       mean_[i], invstd_[i], weight[i], /*training=*/true);
+        a[i] = g.a;
+        b[i] = g.b;
+        k[i] = g.k;
+      }
+      // The kernel's a * g + b * x + k, rounded in x's dtype step by step as it does.
+      grad_x = (per_channel(a, dtype, x) * dy + per_channel(b, dtype, x) * x) + per_channel(k, dtype, x);
     }
     return {grad_x, grad_weight, grad_bias};
   }
   std::string name() const override { return "SyncBatchNormBackward"; }
   void release_saved() override {
-    for (SavedTensor* saved : {&x_, &weight_, &mean_, &invstd_}) saved->reset();
+    for (SavedTensor* saved : {&x_, &weight_}) saved->reset();
   }
 
  private:
-  SavedTensor x_, weight_, mean_, invstd_;
+  SavedTensor x_, weight_;
+  Values mean_, invstd_;
   double global_count_;
   std::shared_ptr<Communicator> comm_;
 };
@@ -90,37 +128,55 @@ Tensor sync_batch_norm(const Tensor& x, const Tensor& weight, const Tensor& bias
                        const Tensor& running_var, double momentum, double eps, std::shared_ptr<Communicator> comm) {
   DUET_CHECK(comm, "sync_batch_norm: needs a communicator");
   check_inputs(x, weight, bias, running_mean, running_var, momentum, eps, *comm);
-  const int64_t c = x.size(1);
-  const Shape shape = channel_shape(x);
-  Tensor out, mean64, invstd64;  // the statistics, kept in f64 for backward
+  const int64_t channels = x.size(1);
+  const DType dtype = x.dtype();
+  Tensor out;
+  Values saved_mean(static_cast<size_t>(channels)), saved_invstd(saved_mean);
   double count = 0;
   {
     NoGradGuard no_grad;
-    // [sum, sum of squares, count] of this shard, in f64, summed over the ranks at once.
+    // BatchNorm2d's two passes (kernels/batch_norm_math.h), each sum added over the ranks: first
+    // [sum(x), count], then sum((x - mean)^2) around the global mean.
     const Tensor x64 = x.to(DType::f64);
     const std::vector<int64_t> dims = reduce_dims(x);
-    const double local_count = static_cast<double>(c > 0 ? x.numel() / c : 0);
-    Tensor stats = cat({sum(x64, dims), sum(x64 * x64, dims), full({1}, local_count, autograd::options_of(x64))}, 0);
-    comm->all_reduce(stats);
-    count = stats.narrow(0, 2 * c, 1).item<double>();
+    const double local_count = static_cast<double>(channels > 0 ? x.numel() / channels : 0);
+    Tensor sums = cat({sum(x64, dims), full({1}, local_count, autograd::options_of(x64))}, 0);
+    comm->all_reduce(sums);
+    const Values totals = host(sums);
+    count = totals[static_cast<size_t>(channels)];
     DUET_CHECK(count > 1, "sync_batch_norm: expected more than 1 value per channel over the global batch, got ", count,
                " (input ", x.describe(), " on rank ", comm->rank(), ")");
-    mean64 = stats.narrow(0, 0, c) / count;
-    const Tensor var64 = maximum(stats.narrow(0, c, c) / count - mean64 * mean64, zeros_like(mean64));
-    invstd64 = 1.0 / sqrt(var64 + eps);
-    const Tensor mean = mean64.to(x.dtype()), invstd = invstd64.to(x.dtype());
-    Tensor scale = weight.defined() ? invstd * weight : invstd;
-    out = (x - mean.view(shape)) * scale.view(shape);
-    if (bias.defined()) out = out + bias.view(shape);
+    Values mean(static_cast<size_t>(channels));
+    for (size_t c = 0; c < mean.size(); ++c) mean[c] = totals[c] / count;
+    const Tensor deviation = x64 - per_channel(mean, DType::f64, x);
+    Tensor squares = sum(deviation * deviation, dims);
+    comm->all_reduce(squares);
+    const Values square_sums = host(squares);
+    const Values w = host_or(weight, channels, 1.0), b = host_or(bias, channels, 0.0);
+    Values scale(static_cast<size_t>(channels)), shift(scale), var(scale);
+    for (size_t c = 0; c < mean.size(); ++c) {
+      var[c] = square_sums[c] / count;
+      const double invstd = bn::invstd(var[c], eps);
+      saved_mean[c] = rounded(mean[c], dtype);
+      saved_invstd[c] = rounded(invstd, dtype);
+      const bn::Affine affine = bn::affine(mean[c], invstd, w[c], b[c]);
+      scale[c] = affine.scale;
+      shift[c] = affine.shift;
+    }
+    out = x * per_channel(scale, dtype, x) + per_channel(shift, dtype, x);
     if (running_mean.defined()) {
-      // PyTorch's update: the batch mean, and the unbiased variance of the global batch.
-      running_mean.copy_(running_mean * (1 - momentum) + mean64.to(running_mean.dtype()) * momentum);
-      running_var.copy_(running_var * (1 - momentum) +
-                        (var64 * (count / (count - 1))).to(running_var.dtype()) * momentum);
+      Values rm = host(running_mean), rv = host(running_var);
+      for (size_t c = 0; c < rm.size(); ++c) {
+        rm[c] = bn::running(rm[c], mean[c], momentum);
+        rv[c] = bn::running(rv[c], bn::unbiased(var[c], count), momentum);
+      }
+      running_mean.copy_(per_channel(rm, running_mean.dtype(), x).reshape({channels}));
+      running_var.copy_(per_channel(rv, running_var.dtype(), x).reshape({channels}));
     }
   }
   if (autograd::needs_grad({x, weight, bias})) {
-    auto node = std::make_shared<SyncBatchNormBackward>(x, weight, mean64, invstd64, count, comm);
+    auto node =
+        std::make_shared<SyncBatchNormBackward>(x, weight, std::move(saved_mean), std::move(saved_invstd), count, comm);
     autograd::record(node, {x, weight, bias}, {out});
   }
   return out;

@@ -5,17 +5,21 @@
 // own shard's mean and variance, so data-parallel training of a BatchNorm model is not
 // single-device training on the global batch (docs/parallel-strategies.md). SyncBatchNorm makes
 // it so:
-//   forward   every rank sums x and x^2 per channel over its shard and counts its values; one
-//             all-reduce of [sum, sum of squares, count] gives the global mean and (biased)
-//             variance, with which every rank normalises. Running statistics are updated from
-//             them as PyTorch does: the mean, and the UNBIASED variance over the global batch.
+//   forward   every rank sums x per channel over its shard and counts its values; an all-reduce
+//             of [sum, count] gives the global mean; every rank then sums (x - mean)^2, and a
+//             second all-reduce gives the global (biased) variance, with which every rank
+//             normalises. Running statistics are updated from them as PyTorch does: the mean,
+//             and the UNBIASED variance over the global batch.
 //   backward  every rank sums dy and dy * (x - mean) per channel; one all-reduce gives the
 //             global sums, and dx = w * invstd * (dy - sum_dy / N - (x - mean) * invstd^2 *
 //             sum_dy_xmu / N). The weight and bias gradients stay local (sum_dy_xmu * invstd
 //             and sum_dy): DDP's gradient all-reduce sums them like any other.
-// Both passes compute in f64: forward so that E[x^2] - E[x]^2 does not cancel away a float's
-// digits, backward because sum(dy) and sum(dy * (x - mean)) are small differences of large terms
-// (f32 sums over 28x28 images moved resnet18's gradients by 1e-3 relative in one step).
+// The arithmetic is BatchNorm2d's, from the same functions (kernels/batch_norm_math.h): terms
+// and sums in double, per-channel coefficients in double, the elementwise passes rounded in the
+// input's dtype as the kernels round them. On one global batch the two then differ only in the
+// order the double sums were added (a rank's shard, then the ranks), which almost never changes
+// a rounded f32 result; the second forward all-reduce is the price of the kernels' two-pass
+// variance (PyTorch's SyncBatchNorm gathers each rank's mean, invstd and count once instead).
 //
 // Every rank must run the layer's forward and backward the same number of times (they are
 // collectives), so under DDP every rank needs at least one example per step; DDP checks.

@@ -12,6 +12,7 @@
 #include "duet/nn/layers.h"
 #include "duet/nn/safetensors.h"
 #include "duet/optim/adam.h"
+#include "duet/optim/sgd.h"
 
 namespace duet::test {
 namespace {
@@ -162,6 +163,51 @@ void check_amsgrad_golden(Device device) {
         check_close(state.at(std::to_string(i) + ".max_exp_avg_sq"), get(p + "max_exp_avg_sq" + suffix), 1e-10,
                     what + " max_exp_avg_sq");
       }
+    }
+  }
+}
+
+namespace {
+
+// The case's optimizer, maximize on, over `param`.
+std::unique_ptr<optim::Optimizer> maximizing_optimizer(const std::string& p, const Tensor& param) {
+  const std::vector<double> hyper = get(p + "hyper").to_vector<double>();    // lr, momentum, dampening, decay
+  const std::vector<int64_t> flags = get(p + "flags").to_vector<int64_t>();  // nesterov, amsgrad
+  const int64_t kind = get(p + "kind").to_vector<int64_t>()[0];              // 0 sgd, 1 adam, 2 adamw
+  if (kind == 0) {
+    return std::make_unique<optim::SGD>(std::vector<Tensor>{param}, optim::SGDOptions{.lr = hyper.at(0),
+                                                                                      .momentum = hyper.at(1),
+                                                                                      .dampening = hyper.at(2),
+                                                                                      .weight_decay = hyper.at(3),
+                                                                                      .nesterov = flags.at(0) != 0,
+                                                                                      .maximize = true});
+  }
+  return std::make_unique<optim::Adam>(std::vector<Tensor>{param},
+                                       optim::AdamOptions{.lr = hyper.at(0),
+                                                          .beta1 = 0.8,
+                                                          .beta2 = 0.9,
+                                                          .eps = 1e-6,
+                                                          .weight_decay = hyper.at(3),
+                                                          .decoupled_weight_decay = kind == 2,
+                                                          .amsgrad = flags.at(1) != 0,
+                                                          .maximize = true});
+}
+
+}  // namespace
+
+void check_maximize_golden(Device device) {
+  for (const std::string& p : cases("max", "p0")) {
+    const Tensor param = leaf_on(get(p + "p0"), device);
+    const Tensor target = get(p + "target").to(device), curvature = get(p + "curvature").to(device);
+    const std::unique_ptr<optim::Optimizer> optimizer = maximizing_optimizer(p, param);
+    const int64_t steps = get(p + "steps").to_vector<int64_t>()[0];
+    for (int64_t k = 0; k < steps; ++k) {
+      optimizer->zero_grad();
+      const Tensor gap = param - target;
+      neg(sum(curvature * (gap * gap))).backward();
+      optimizer->step();
+      check_close(param, get(p + "after." + std::to_string(k)), 1e-10,
+                  p + " on " + device.str() + ", step " + std::to_string(k));
     }
   }
 }

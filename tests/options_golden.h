@@ -21,6 +21,11 @@ void check_reductions_golden(Device device);
 // step, one parameter skipping a step (its own step count, PyTorch's state['step']).
 void check_amsgrad_golden(Device device);
 
+// torch.optim.SGD (plain, with momentum, dampening and weight decay, Nesterov), Adam (with weight
+// decay, with amsgrad) and AdamW with maximize=True ascending a quadratic for 10 steps, each step's
+// gradient computed from the parameter the last step left: the parameter after every step.
+void check_maximize_golden(Device device);
+
 // nn.BatchNorm2d(momentum=None): the cumulative average of the batch statistics over several
 // training batches (running_mean, running_var, num_batches_tracked), then an eval forward.
 void check_cumulative_batch_norm_golden(Device device);

@@ -7,7 +7,8 @@ Each case is a group of f64 tensors named `<op>.<case>.<field>`: the input `x` (
 (i64) holds the options, so duet's test (tests/cpu/test_conv_pool_golden.cpp) reads each case
 from the file alone:
   conv2d                [stride h, w, padding h, w, dilation h, w, groups]
-  max_pool2d/avg_pool2d [kernel h, w, stride h, w, padding h, w, ceil_mode, count_include_pad]
+  max_pool2d/avg_pool2d [kernel h, w, stride h, w, padding h, w, ceil_mode, count_include_pad,
+                         dilation h, w, divisor_override (0: None)]
   adaptive_*_pool2d     [output h, w]
 The file is committed, so the tests need no PyTorch.
 
@@ -34,7 +35,7 @@ CONV = {
     "depthwise_strided": ((2, 4, 6, 5), (4, 1, 3, 3), False, (2, 2), (1, 1), (1, 1), 4),
 }
 
-# name: (x shape, kernel, stride, padding, ceil_mode, count_include_pad)
+# name: (x shape, kernel, stride, padding, ceil_mode, count_include_pad[, dilation, divisor_override])
 MAX_POOL = {
     "rect": ((2, 2, 7, 9), (3, 2), (2, 1), (1, 0), False, True),
     "ceil": ((1, 2, 8, 7), (3, 3), (2, 2), (1, 1), True, True),
@@ -48,6 +49,18 @@ AVG_POOL = {
     "ceil_exclude_pad": ((1, 2, 8, 7), (3, 3), (2, 2), (1, 1), True, False),
     "ceil_2x2_odd_edge": ((1, 1, 5, 7), (2, 2), (2, 2), (0, 0), True, True),
     "ceil_last_window_dropped": ((1, 1, 5, 5), (3, 3), (3, 3), (1, 1), True, False),
+}
+
+# Made after the cases above, so that theirs keep the random draws they had before these were added.
+MAX_POOL_DILATED = {
+    "dilated": ((2, 2, 9, 8), (3, 2), (1, 2), (1, 1), False, True, (2, 3), 0),
+    "dilated_ceil": ((1, 2, 10, 9), (3, 3), (2, 2), (1, 1), True, True, (2, 2), 0),
+    "dilated_rect_pad": ((1, 1, 7, 11), (2, 4), (3, 2), (1, 2), True, True, (3, 2), 0),
+}
+AVG_POOL_DIVISOR = {
+    "divisor_override": ((2, 2, 7, 9), (3, 2), (2, 1), (1, 0), False, True, (1, 1), 5),
+    "divisor_override_ceil_exclude_pad": ((1, 2, 8, 7), (3, 3), (2, 2), (1, 1), True, False, (1, 1), 4),
+    "divisor_override_2x2_negative": ((1, 1, 5, 6), (2, 2), (2, 2), (0, 0), False, True, (1, 1), -3),
 }
 
 # name: (x shape, output size)
@@ -95,17 +108,21 @@ def conv_cases(out):
 
 
 def pool_cases(out, op, cases):
-    for name, (x_shape, kernel, stride, padding, ceil_mode, count_include_pad) in cases.items():
+    for name, (x_shape, kernel, stride, padding, ceil_mode, count_include_pad, *more) in cases.items():
+        dilation, divisor_override = more if more else ((1, 1), 0)
         key = f"{op}.{name}"
         if op == "max_pool2d":
             x = distinct(x_shape)
-            y, indices = F.max_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode, return_indices=True)
+            y, indices = F.max_pool2d(x, kernel, stride, padding, dilation=dilation, ceil_mode=ceil_mode,
+                                      return_indices=True)
             out[f"{key}.indices"] = indices.numpy().astype(np.int64)
         else:
             x = leaf(torch.randn(x_shape))
-            y = F.avg_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+            y = F.avg_pool2d(x, kernel, stride, padding, ceil_mode=ceil_mode, count_include_pad=count_include_pad,
+                             divisor_override=divisor_override or None)
         grad_out, (grad_x,) = backward(y, [x])
-        out[f"{key}.params"] = np.array([*kernel, *stride, *padding, ceil_mode, count_include_pad], dtype=np.int64)
+        out[f"{key}.params"] = np.array([*kernel, *stride, *padding, ceil_mode, count_include_pad, *dilation,
+                                         divisor_override], dtype=np.int64)
         out[f"{key}.x"], out[f"{key}.grad_out"] = numpy(x), numpy(grad_out)
         out[f"{key}.out"], out[f"{key}.grad_x"] = numpy(y), numpy(grad_x)
 
@@ -134,6 +151,8 @@ def main():
     pool_cases(out, "avg_pool2d", AVG_POOL)
     adaptive_cases(out, "adaptive_avg_pool2d", ADAPTIVE_AVG)
     adaptive_cases(out, "adaptive_max_pool2d", ADAPTIVE_MAX)
+    pool_cases(out, "max_pool2d", MAX_POOL_DILATED)
+    pool_cases(out, "avg_pool2d", AVG_POOL_DIVISOR)
     path = os.path.join(os.path.dirname(__file__), "..", "tests", "golden", "conv_pool.safetensors")
     safetensors_np.save(path, out, {"format": "duet-golden", "version": FORMAT_VERSION, "ops": "conv2d and pooling",
                                     "torch": torch.__version__})

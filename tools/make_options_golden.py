@@ -13,6 +13,9 @@ on a GPU) read every case from the file and list none themselves:
   adam.<case>.*    torch.optim.Adam / AdamW with amsgrad=True: p0, p1 (two parameters), the gradients
                    of every step (g0.<k>, g1.<k>; p1 has none at step 2), the hyperparameters, and
                    the parameters and max_exp_avg_sq after each step.
+  max.<case>.*     torch.optim.SGD / Adam / AdamW with maximize=True, ascending a concave quadratic
+                   -sum(curvature * (p - target)^2) for 10 steps: p0, target, curvature, the optimizer
+                   (0 sgd, 1 adam, 2 adamw) and its hyperparameters, the parameter after each step.
   bn.*             nn.BatchNorm2d(momentum=None) over several training batches: running_mean,
                    running_var and num_batches_tracked after each, and an eval forward at the end.
 
@@ -156,6 +159,45 @@ def adam_case(name, decoupled, weight_decay, steps=6):
             put(p + f"max_exp_avg_sq{i}.{k}", opt.state[param]["max_exp_avg_sq"])
 
 
+MAXIMIZE_STEPS = 10
+
+
+def maximize_case(name, kind, lr, momentum=0.0, dampening=0.0, nesterov=False, weight_decay=0.0, amsgrad=False):
+    p = f"max.{name}."
+    param = torch.randn(3, 4, dtype=torch.float64).requires_grad_()
+    target = torch.randn(3, 4, dtype=torch.float64)
+    curvature = torch.rand(3, 4, dtype=torch.float64) + 0.5
+    put(p + "p0", param)
+    put(p + "target", target)
+    put(p + "curvature", curvature)
+    put(p + "kind", [["sgd", "adam", "adamw"].index(kind)], np.int64)
+    put(p + "steps", [MAXIMIZE_STEPS], np.int64)
+    put(p + "hyper", [lr, momentum, dampening, weight_decay], np.float64)  # Adam: betas (0.8, 0.9), eps 1e-6
+    put(p + "flags", [int(nesterov), int(amsgrad)], np.int64)
+    if kind == "sgd":
+        opt = torch.optim.SGD([param], lr=lr, momentum=momentum, dampening=dampening, nesterov=nesterov,
+                              weight_decay=weight_decay, maximize=True)
+    else:
+        cls = torch.optim.Adam if kind == "adam" else torch.optim.AdamW
+        opt = cls([param], lr=lr, betas=(0.8, 0.9), eps=1e-6, weight_decay=weight_decay, amsgrad=amsgrad,
+                  maximize=True)
+    for k in range(MAXIMIZE_STEPS):
+        opt.zero_grad()
+        objective = -(curvature * (param - target) ** 2).sum()
+        objective.backward()
+        opt.step()
+        put(p + f"after.{k}", param)
+
+
+def maximize_cases():
+    maximize_case("sgd", "sgd", lr=0.05)
+    maximize_case("sgd_momentum_decay", "sgd", lr=0.05, momentum=0.9, dampening=0.1, weight_decay=0.02)
+    maximize_case("sgd_nesterov", "sgd", lr=0.03, momentum=0.8, nesterov=True, weight_decay=0.01)
+    maximize_case("adam", "adam", lr=0.05, weight_decay=0.02)
+    maximize_case("adam_amsgrad", "adam", lr=0.05, amsgrad=True)
+    maximize_case("adamw", "adamw", lr=0.05, weight_decay=0.1)
+
+
 def batch_norm_case():
     bn = nn.BatchNorm2d(3, momentum=None)
     with torch.no_grad():
@@ -188,6 +230,7 @@ def main():
     adam_case("adam", decoupled=False, weight_decay=0.01)
     adam_case("adamw", decoupled=True, weight_decay=0.1)
     batch_norm_case()
+    maximize_cases()  # last: the cases above keep the random draws they had before it
     path = os.path.join(os.path.dirname(__file__), "..", "tests", "golden", "options.safetensors")
     safetensors_np.save(path, out, {"format": "duet-golden", "version": FORMAT_VERSION, "model": "options",
                                     "torch": torch.__version__})

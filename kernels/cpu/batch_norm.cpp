@@ -1,10 +1,13 @@
-// Batch norm on the CPU: direct loops, one channel per task on the pool. Sums run in short
-// blocks of T and are totalled in double, so f32 statistics over large batches keep their digits.
+// Batch norm on the CPU: direct loops, one channel per task on the pool, with the arithmetic of
+// kernels/batch_norm_math.h: every term taken and summed in double, as PyTorch's CPU kernels
+// accumulate f32 in double.
 //
 // x is seen as [N, C, S] (ChannelLayout, kernels/nn_layouts.h); channel c reads N runs of S elements.
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
+#include "duet/kernels/batch_norm_math.h"
 #include "duet/kernels/cpu/cpu_backend.h"
 #include "duet/kernels/cpu/nn_common.h"
 #include "duet/kernels/cpu/thread_pool.h"
@@ -12,21 +15,47 @@
 namespace duet::kernels::cpu {
 namespace {
 
-// sum of term(i) over i in [0, n), with kLanes independent accumulators of T: a single one would
-// stall every add on the previous one, and the compiler may not reorder floating-point sums by
-// itself. Each block of kBlock terms is then added in double, so the T sums stay short.
-template <class T, class Term> double run_sum(int64_t n, Term&& term) {
-  constexpr int64_t kLanes = 8, kBlock = 512;
-  double total = 0;
+namespace bn = kernels::batch_norm_math;
+
+// sum of term(i) over i in [0, n), in double, with kLanes independent accumulators: a single
+// one would stall every add on the previous one, and the compiler may not reorder floating-point
+// sums by itself.
+template <class Term> double run_sum(int64_t n, Term&& term) {
+  constexpr int64_t kLanes = 8;
+  double lanes[kLanes] = {};
   int64_t i = 0;
-  for (; i + kLanes <= n;) {
-    T lanes[kLanes] = {};
-    for (const int64_t block_end = std::min(n, i + kBlock); i + kLanes <= block_end; i += kLanes)
-      for (int64_t l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
-    for (T lane : lanes) total += lane;
-  }
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
+  double total = 0;
+  for (double lane : lanes) total += lane;
   for (; i < n; ++i) total += term(i);
   return total;
+}
+
+// The sums of g(i) and of g(i) * centered(i) over i in [0, n), in one pass over both operands,
+// with run_sum's lanes.
+template <class G, class Centered>
+std::pair<double, double> run_sum_of_products(int64_t n, G&& g, Centered&& centered) {
+  constexpr int64_t kLanes = 8;
+  double g_lanes[kLanes] = {}, product_lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int64_t l = 0; l < kLanes; ++l) {
+      const double gi = g(i + l);
+      g_lanes[l] += gi;
+      product_lanes[l] += gi * centered(i + l);
+    }
+  }
+  double g_total = 0, product_total = 0;
+  for (int64_t l = 0; l < kLanes; ++l) {
+    g_total += g_lanes[l];
+    product_total += product_lanes[l];
+  }
+  for (; i < n; ++i) {
+    g_total += g(i);
+    product_total += g(i) * centered(i);
+  }
+  return {g_total, product_total};
 }
 
 // Runs fn(c) for every channel, in parallel.
@@ -54,30 +83,30 @@ template <class T> void forward_typed(const Tensor& x, const Tensor& weight, con
     double mean, var;
     if (training) {
       double sum = 0;
-      l.for_each_run(c, [&](int64_t at) { sum += run_sum<T>(s, [&](int64_t i) { return xd[at + i]; }); });
+      l.for_each_run(
+          c, [&](int64_t at) { sum += run_sum(s, [&](int64_t i) { return static_cast<double>(xd[at + i]); }); });
       mean = sum / count;
-      // Two passes: no cancellation as in E[x^2] - E[x]^2.
-      const T m = static_cast<T>(mean);
       double squares = 0;
       l.for_each_run(c, [&](int64_t at) {
-        squares += run_sum<T>(s, [&](int64_t i) { return (xd[at + i] - m) * (xd[at + i] - m); });
+        squares += run_sum(s, [&](int64_t i) {
+          const double d = static_cast<double>(xd[at + i]) - mean;
+          return d * d;
+        });
       });
       var = squares / count;
       if (rm && rv) {
-        rm[c] = static_cast<T>((1 - momentum) * rm[c] + momentum * mean);
-        rv[c] = static_cast<T>((1 - momentum) * rv[c] + momentum * var * count / (count - 1));
+        rm[c] = static_cast<T>(bn::running(rm[c], mean, momentum));
+        rv[c] = static_cast<T>(bn::running(rv[c], bn::unbiased(var, count), momentum));
       }
     } else {
       mean = rm[c];
       var = rv[c];
     }
-    const double invstd = 1 / std::sqrt(var + eps);
+    const double invstd = bn::invstd(var, eps);
     mean_out[c] = static_cast<T>(mean);
     invstd_out[c] = static_cast<T>(invstd);
-    // out = (x - mean) * invstd * w + b = x * scale + shift
-    const double scale = invstd * (wd ? wd[c] : 1.0);
-    const T shift = static_cast<T>((bd ? bd[c] : 0.0) - mean * scale);
-    const T scale_t = static_cast<T>(scale);
+    const bn::Affine affine = bn::affine(mean, invstd, wd ? wd[c] : 1.0, bd ? bd[c] : 0.0);
+    const T scale_t = static_cast<T>(affine.scale), shift = static_cast<T>(affine.shift);
     l.for_each_run(c, [&](int64_t at) {
       for (int64_t i = 0; i < s; ++i) od[at + i] = xd[at + i] * scale_t + shift;
     });
@@ -100,27 +129,21 @@ template <class T> void backward_typed(const Tensor& grad_out, const Tensor& x, 
   const int64_t s = l.spatial;
   for_each_channel(l, [&](int64_t c) {
     const double mean = mean_in[c], invstd = invstd_in[c];
-    const T m = static_cast<T>(mean);
     double sum_g = 0, sum_g_centered = 0;  // sum(g) and sum(g * (x - mean))
     l.for_each_run(c, [&](int64_t at) {
-      sum_g += run_sum<T>(s, [&](int64_t i) { return gd[at + i]; });
-      sum_g_centered += run_sum<T>(s, [&](int64_t i) { return gd[at + i] * (xd[at + i] - m); });
+      const auto [run_g, run_g_centered] = run_sum_of_products(
+          s, [&](int64_t i) { return static_cast<double>(gd[at + i]); },
+          [&](int64_t i) { return static_cast<double>(xd[at + i]) - mean; });
+      sum_g += run_g;
+      sum_g_centered += run_g_centered;
     });
-    const double sum_g_xhat = sum_g_centered * invstd;
     if (gbd) gbd[c] = static_cast<T>(sum_g);
-    if (gwd) gwd[c] = static_cast<T>(sum_g_xhat);
+    if (gwd) gwd[c] = static_cast<T>(sum_g_centered * invstd);
     if (!gxd) return;
-    const double scale = invstd * (wd ? wd[c] : 1.0);
-    // grad_x = a * g + b * x + k. With the statistics constant (inference) out is affine in x;
-    // in training the parts that flow through the batch mean and variance are subtracted:
-    // scale * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * invstd.
-    double a = scale, b = 0, k = 0;
-    if (training) {
-      const double mean_g = sum_g / count, mean_g_xhat = sum_g_xhat / count;
-      b = -scale * invstd * mean_g_xhat;
-      k = -scale * mean_g - b * mean;
-    }
-    const T a_t = static_cast<T>(a), b_t = static_cast<T>(b), k_t = static_cast<T>(k);
+    const bn::InputGradient coefficients =
+        bn::input_gradient(sum_g, sum_g_centered, count, mean, invstd, wd ? wd[c] : 1.0, training);
+    const T a_t = static_cast<T>(coefficients.a), b_t = static_cast<T>(coefficients.b);
+    const T k_t = static_cast<T>(coefficients.k);
     l.for_each_run(c, [&](int64_t at) {
       for (int64_t i = 0; i < s; ++i) gxd[at + i] = a_t * gd[at + i] + b_t * xd[at + i] + k_t;
     });

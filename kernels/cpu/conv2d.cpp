@@ -133,7 +133,8 @@ PoolLayout plane_pool_layout(const ConvLayout& g, const Tensor& pooled, const Po
           AxisWindows::sliding(g.out_h, pooled.size(2), pool.kernel.h, pool.stride.h, pool.padding.h,
                                pool.count_include_pad),
           AxisWindows::sliding(g.out_w, pooled.size(3), pool.kernel.w, pool.stride.w, pool.padding.w,
-                               pool.count_include_pad)};
+                               pool.count_include_pad),
+          pool.divisor_override};
 }
 
 }  // namespace

@@ -26,9 +26,9 @@ namespace duet::kernels::cpu {
 // general loops below took about 3x longer here). A ceil-mode window past an odd edge is not full.
 bool is_two_by_two(const PoolLayout& g) {
   auto plain = [](const AxisWindows& a) {
-    return !a.adaptive && a.kernel == 2 && a.stride == 2 && a.padding == 0 && 2 * a.out <= a.in;
+    return !a.adaptive && a.kernel == 2 && a.stride == 2 && a.padding == 0 && a.dilation == 1 && 2 * a.out <= a.in;
   };
-  return plain(g.rows) && plain(g.cols);
+  return plain(g.rows) && plain(g.cols) && g.divisor_override == 0;
 }
 
 namespace {
@@ -55,17 +55,18 @@ template <class WindowFn> void for_each_window(const PoolLayout& g, WindowFn&& w
   }
 }
 
-// The maximum of one window and its position in the plane: the first maximum in row-major
-// order, or the last NaN (NaN propagates; PyTorch's `val > max || isnan(val)` keeps the last).
-// The common path is branch-free selects: on real data whether an element is a new maximum is a
-// coin flip the branch predictor keeps losing (this halved the time). A window holding a NaN is
-// rescanned.
-template <class T> std::pair<T, int64_t> window_max(const T* plane, int64_t width, Window r, Window c) {
+// The maximum of the taps of one window, rows step_h and columns step_w apart, and its position
+// in the plane: the first maximum in row-major order, or the last NaN (NaN propagates; PyTorch's
+// `val > max || isnan(val)` keeps the last). The common path is branch-free selects: on real
+// data whether an element is a new maximum is a coin flip the branch predictor keeps losing (this
+// halved the time). A window holding a NaN is rescanned.
+template <class T> inline std::pair<T, int64_t> strided_window_max(const T* plane, int64_t width, Window r, Window c,
+                                                                   int64_t step_h, int64_t step_w) {
   T best = -std::numeric_limits<T>::infinity();
   int64_t best_at = r.begin * width + c.begin;  // an all -inf window keeps its first element
   bool saw_nan = false;
-  for (int64_t ih = r.begin; ih < r.end; ++ih) {
-    for (int64_t iw = c.begin; iw < c.end; ++iw) {
+  for (int64_t ih = r.begin; ih < r.end; ih += step_h) {
+    for (int64_t iw = c.begin; iw < c.end; iw += step_w) {
       const T v = plane[ih * width + iw];
       const bool larger = v > best;  // false for NaN
       best = larger ? v : best;
@@ -74,11 +75,17 @@ template <class T> std::pair<T, int64_t> window_max(const T* plane, int64_t widt
     }
   }
   if (saw_nan) {
-    for (int64_t ih = r.end; ih-- > r.begin;)
-      for (int64_t iw = c.end; iw-- > c.begin;)
+    for (int64_t ih = r.last(); ih >= r.begin; ih -= step_h)
+      for (int64_t iw = c.last(); iw >= c.begin; iw -= step_w)
         if (std::isnan(plane[ih * width + iw])) return {plane[ih * width + iw], ih * width + iw};
   }
   return {best, best_at};
+}
+
+// Undilated windows get steps the compiler sees are 1, so their loops stay as fast as before.
+template <class T> std::pair<T, int64_t> window_max(const T* plane, int64_t width, Window r, Window c) {
+  if (r.step == 1 && c.step == 1) return strided_window_max(plane, width, r, c, 1, 1);
+  return strided_window_max(plane, width, r, c, r.step, c.step);
 }
 
 template <class T>
@@ -250,8 +257,10 @@ void adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, const Tenso
                     [&]<class T>() { max_forward_typed<T>(x, g, out, indices); });
 }
 
-void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x) {
-  // Only the plane sizes matter here: the saved indices already say where each maximum was.
+void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const std::optional<Pool2dGeometry>&,
+                         const Tensor& grad_x) {
+  // Only the plane sizes matter here: the saved indices already say where each maximum was, and
+  // each plane scatters into itself in output order.
   const PoolLayout g = PoolLayout::adaptive(grad_x, grad_out);
   dispatch_floating(grad_x.dtype(), "max_pool2d_backward",
                     [&]<class T>() { max_backward_typed<T>(grad_out, indices, g, grad_x); });

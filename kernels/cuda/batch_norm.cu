@@ -2,13 +2,14 @@
 // under DUET_BATCH_NORM_KERNELS=duet, for backward with training = false (which cuDNN's backward
 // does not compute) and for every case cuDNN declines. One block per channel computes the
 // channel's statistics (sums in double, combined in block_reduce's fixed order) and then
-// normalises, or differentiates, the channel. The formulas are the CPU's
-// (kernels/cpu/batch_norm.cpp): a two-pass variance, the running statistics updated with the
-// unbiased variance, out = x * scale + shift.
+// normalises, or differentiates, the channel. The arithmetic is the CPU's
+// (kernels/batch_norm_math.h): terms in double, a two-pass variance, the running statistics
+// updated with the unbiased variance, out = x * scale + shift.
 //
 // x is seen as [N, C, S] (ChannelLayout, kernels/nn_layouts.h); channel c holds N runs of S elements.
 #include <cmath>
 
+#include "duet/kernels/batch_norm_math.h"
 #include "duet/kernels/cuda/block_reduce.cuh"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/nn_launchers.h"
@@ -27,8 +28,7 @@ template <class Term> __device__ double channel_sum(const ChannelLayout& l, int6
   return block_reduce(sum, SumOf<double>{});
 }
 
-// save_invstd's definition, in double as on the CPU.
-__device__ double invstd_of(double var, double eps) { return 1 / std::sqrt(var + eps); }
+namespace bn = kernels::batch_norm_math;
 
 template <class T> struct ForwardArgs {
   const T* x;
@@ -50,25 +50,28 @@ template <class T> __global__ void forward_kernel(ForwardArgs<T> a) {
   double mean, var;
   if (a.training) {
     mean = channel_sum(a.l, c, [&](int64_t i) { return static_cast<double>(a.x[i]); }) / count;
-    // Two passes: no cancellation as in E[x^2] - E[x]^2.
-    const T m = static_cast<T>(mean);
-    var = channel_sum(a.l, c, [&](int64_t i) { return static_cast<double>((a.x[i] - m) * (a.x[i] - m)); }) / count;
+    var = channel_sum(a.l, c,
+                      [&](int64_t i) {
+                        const double d = static_cast<double>(a.x[i]) - mean;
+                        return d * d;
+                      }) /
+          count;
     if (threadIdx.x == 0 && a.running_mean && a.running_var) {
-      a.running_mean[c] = static_cast<T>((1 - a.momentum) * a.running_mean[c] + a.momentum * mean);
-      a.running_var[c] = static_cast<T>((1 - a.momentum) * a.running_var[c] + a.momentum * var * count / (count - 1));
+      a.running_mean[c] = static_cast<T>(bn::running(a.running_mean[c], mean, a.momentum));
+      a.running_var[c] = static_cast<T>(bn::running(a.running_var[c], bn::unbiased(var, count), a.momentum));
     }
   } else {
     mean = a.running_mean[c];
     var = a.running_var[c];
   }
-  const double invstd = invstd_of(var, a.eps);
+  const double invstd = bn::invstd(var, a.eps);
   if (threadIdx.x == 0) {
     a.save_mean[c] = static_cast<T>(mean);
     a.save_invstd[c] = static_cast<T>(invstd);
   }
-  const double scale = invstd * (a.weight ? static_cast<double>(a.weight[c]) : 1.0);
-  const T shift = static_cast<T>((a.bias ? static_cast<double>(a.bias[c]) : 0.0) - mean * scale);
-  const T scale_t = static_cast<T>(scale);
+  const bn::Affine affine = bn::affine(mean, invstd, a.weight ? static_cast<double>(a.weight[c]) : 1.0,
+                                       a.bias ? static_cast<double>(a.bias[c]) : 0.0);
+  const T shift = static_cast<T>(affine.shift), scale_t = static_cast<T>(affine.scale);
   for (int64_t j = threadIdx.x; j < a.l.count(); j += blockDim.x) {
     const int64_t i = a.l.offset(c, j);
     a.out[i] = a.x[i] * scale_t + shift;
@@ -92,27 +95,18 @@ template <class T> __global__ void backward_kernel(BackwardArgs<T> a) {
   const int64_t c = blockIdx.x;
   const double count = static_cast<double>(a.l.count());
   const double mean = a.save_mean[c], invstd = a.save_invstd[c];
-  const T m = static_cast<T>(mean);
   const double sum_g = channel_sum(a.l, c, [&](int64_t i) { return static_cast<double>(a.grad_out[i]); });
-  const double sum_g_centered =
-      channel_sum(a.l, c, [&](int64_t i) { return static_cast<double>(a.grad_out[i] * (a.x[i] - m)); });
-  const double sum_g_xhat = sum_g_centered * invstd;
+  const double sum_g_centered = channel_sum(
+      a.l, c, [&](int64_t i) { return static_cast<double>(a.grad_out[i]) * (static_cast<double>(a.x[i]) - mean); });
   if (threadIdx.x == 0) {
     if (a.grad_bias) a.grad_bias[c] = static_cast<T>(sum_g);
-    if (a.grad_weight) a.grad_weight[c] = static_cast<T>(sum_g_xhat);
+    if (a.grad_weight) a.grad_weight[c] = static_cast<T>(sum_g_centered * invstd);
   }
   if (!a.grad_x) return;
-  const double scale = invstd * (a.weight ? static_cast<double>(a.weight[c]) : 1.0);
-  // grad_x = a * g + b * x + k. With the statistics constant (inference) out is affine in x;
-  // in training the parts that flow through the batch mean and variance are subtracted:
-  // scale * (g - mean(g) - xhat * mean(g * xhat)), xhat = (x - mean) * invstd.
-  double ca = scale, cb = 0, ck = 0;
-  if (a.training) {
-    const double mean_g = sum_g / count, mean_g_xhat = sum_g_xhat / count;
-    cb = -scale * invstd * mean_g_xhat;
-    ck = -scale * mean_g - cb * mean;
-  }
-  const T a_t = static_cast<T>(ca), b_t = static_cast<T>(cb), k_t = static_cast<T>(ck);
+  const bn::InputGradient coefficients = bn::input_gradient(
+      sum_g, sum_g_centered, count, mean, invstd, a.weight ? static_cast<double>(a.weight[c]) : 1.0, a.training);
+  const T a_t = static_cast<T>(coefficients.a), b_t = static_cast<T>(coefficients.b);
+  const T k_t = static_cast<T>(coefficients.k);
   for (int64_t j = threadIdx.x; j < a.l.count(); j += blockDim.x) {
     const int64_t i = a.l.offset(c, j);
     a.grad_x[i] = a_t * a.grad_out[i] + b_t * a.x[i] + k_t;
@@ -125,7 +119,7 @@ template <class T> __global__ void inference_stats_kernel(const T* running_mean,
   const int64_t c = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (c >= channels) return;
   save_mean[c] = running_mean[c];
-  save_invstd[c] = static_cast<T>(invstd_of(running_var[c], eps));
+  save_invstd[c] = static_cast<T>(bn::invstd(running_var[c], eps));
 }
 
 // One block per channel.

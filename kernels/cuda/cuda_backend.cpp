@@ -135,9 +135,10 @@ void max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry
   OnDevice on("max_pool2d_forward", out, {&x, &indices});
   launch_max_pool2d_forward(x, geometry, out, indices, on.stream());
 }
-void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x) {
+void max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                         const std::optional<kernels::Pool2dGeometry>& window, const Tensor& grad_x) {
   OnDevice on("max_pool2d_backward", grad_x, {&grad_out, &indices});
-  launch_max_pool2d_backward(grad_out, indices, grad_x, on.stream());
+  launch_max_pool2d_backward(grad_out, indices, window, grad_x, on.stream());
 }
 void avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry,
                         std::optional<kernels::UnaryOp> activation, const Tensor& out) {

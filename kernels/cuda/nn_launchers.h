@@ -31,7 +31,8 @@ void launch_cross_entropy_backward(const Tensor& grad_losses, const Tensor& log_
 // pool2d.cu
 void launch_max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry, const Tensor& out,
                                const Tensor& indices, cudaStream_t stream);
-void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x,
+void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                                const std::optional<kernels::Pool2dGeometry>& window, const Tensor& grad_x,
                                 cudaStream_t stream);
 void launch_avg_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& geometry,
                                std::optional<kernels::UnaryOp> activation, const Tensor& out, cudaStream_t stream);

@@ -6,11 +6,11 @@
 // output o is [floor(o * in / out), ceil((o + 1) * in / out)), and an activation before an
 // average pooling is fused in as on the CPU.
 //
-// Forward: one thread per output. Average backward: one thread per input element, gathering
-// from the outputs whose windows cover it, in the CPU's order, so no atomics are needed.
-// Max backward gets only the saved indices, not the window geometry (nn_kernels.h), so it cannot
-// gather; it scatters instead, one thread per (n, c) plane walking its outputs in order:
-// deterministic and equal to the CPU, but with only N * C threads of parallelism.
+// Forward: one thread per output. Backward: one thread per input element, gathering from the
+// outputs whose windows cover it, in row-major output order (the order in which the CPU's scatter
+// adds), so no atomics are needed and the sums are the CPU's bit for bit. Max backward adds the
+// gradient of each covering output whose saved index is this element; a max window's taps may
+// lie `dilation` apart (Window::step).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -43,8 +43,8 @@ template <class T> struct MaxForward {
     const Window r = g.rows.at(oh), c = g.cols.at(ow);
     T best = kNegInfinity<T>;
     int64_t best_at = r.begin * g.cols.in + c.begin;  // an all -inf window keeps its first element
-    for (int64_t ih = r.begin; ih < r.end; ++ih) {
-      for (int64_t iw = c.begin; iw < c.end; ++iw) {
+    for (int64_t ih = r.begin; ih < r.end; ih += r.step) {
+      for (int64_t iw = c.begin; iw < c.end; iw += c.step) {
         const T v = plane[ih * g.cols.in + iw];
         if (v > best || std::isnan(v)) {
           best = v;
@@ -57,17 +57,26 @@ template <class T> struct MaxForward {
   }
 };
 
-// One thread per plane: zero it, then add each output's gradient at its saved position, in
-// output order (the CPU's order, so the sums are bit-identical).
-template <class T> struct MaxBackwardPlane {
+// grad_x at one input element: the gradients of the covering outputs whose maximum it was.
+template <class T> struct MaxBackward {
   const T* grad_out;
   const int64_t* indices;
   T* grad_x;
   PoolLayout g;
-  __device__ void operator()(int64_t p) const {
-    T* gx = grad_x + p * g.in_plane();
-    for (int64_t i = 0; i < g.in_plane(); ++i) gx[i] = T(0);
-    for (int64_t o = p * g.out_plane(); o < (p + 1) * g.out_plane(); ++o) gx[indices[o]] += grad_out[o];
+  __device__ void operator()(int64_t i) const {
+    const auto [p, ih, iw] = g.input_at(i);
+    const int64_t position = ih * g.cols.in + iw;
+    const T* go = grad_out + p * g.out_plane();
+    const int64_t* at = indices + p * g.out_plane();
+    const Window oh_range = g.rows.outputs_covering(ih), ow_range = g.cols.outputs_covering(iw);
+    T sum = 0;
+    for (int64_t oh = oh_range.begin; oh < oh_range.end; ++oh) {
+      for (int64_t ow = ow_range.begin; ow < ow_range.end; ++ow) {
+        const int64_t o = oh * g.cols.out + ow;
+        if (at[o] == position) sum += go[o];
+      }
+    }
+    grad_x[i] = sum;
   }
 };
 
@@ -150,13 +159,13 @@ void launch_max_pool2d_forward(const Tensor& x, const kernels::Pool2dGeometry& g
   max_forward("max_pool2d_forward", x, PoolLayout::sliding(x, out, geometry), out, indices, stream);
 }
 
-void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices, const Tensor& grad_x,
+void launch_max_pool2d_backward(const Tensor& grad_out, const Tensor& indices,
+                                const std::optional<kernels::Pool2dGeometry>& window, const Tensor& grad_x,
                                 cudaStream_t stream) {
-  // Only the plane sizes matter: the saved indices say where each maximum was. (They come from
-  // max_pool2d_forward or adaptive_max_pool2d_forward, so each lies within its plane.)
-  const PoolLayout g = PoolLayout::adaptive(grad_x, grad_out);
+  // The forward's windows, so that every saved index lies in a window covering it.
+  const PoolLayout g = window ? PoolLayout::sliding(grad_x, grad_out, *window) : PoolLayout::adaptive(grad_x, grad_out);
   dispatch_floating(grad_x.dtype(), "max_pool2d_backward", [&]<class T>() {
-    launch_indexed(g.planes, MaxBackwardPlane<T>{grad_out.data<T>(), indices.data<int64_t>(), grad_x.data<T>(), g},
+    launch_indexed(grad_x.numel(), MaxBackward<T>{grad_out.data<T>(), indices.data<int64_t>(), grad_x.data<T>(), g},
                    stream);
   });
 }

@@ -91,14 +91,16 @@ grep -q "^per-step check: NOT single-device training's step" "$work/run3" \
   || fail "dp with BatchNorm passed the per-step check: $(cat "$work/run3")"
 grep -q "expected: resnet18 has BatchNorm" "$work/run3" || fail "no BatchNorm explanation in: $(cat "$work/run3")"
 
-# ddp with SyncBatchNorm trains to the end, and the output says
-# what its check means on this ill-conditioned model.
+# ddp with SyncBatchNorm takes single-device training's step (BatchNorm2d's arithmetic on the
+# global batch), and the output names what separates the two.
 if ! "$duet" compare --model resnet18 --devices 2 --steps 1 --warmup 1 --batch-size 8 --strategies single,ddp \
      --sync-bn --no-plots --out "$work/syncbn" > "$work/run4" 2>&1; then
   fail "resnet18 --sync-bn run: $(cat "$work/run4")"
 fi
 grep -qE "^ddp +2 +[0-9]+ +[0-9.]+ \|" "$work/run4" || fail "no ddp row in the --sync-bn run: $(cat "$work/run4")"
-grep -q "expected: resnet18 has BatchNorm; with --sync-bn" "$work/run4" \
+grep -q "^per-step check: every strategy's every step within" "$work/run4" \
+  || fail "ddp with SyncBatchNorm failed the per-step check: $(cat "$work/run4")"
+grep -q "resnet18 has BatchNorm: with --sync-bn ddp computes the global batch's statistics" "$work/run4" \
   || fail "no --sync-bn explanation in: $(cat "$work/run4")"
 
 echo "$failures failure(s)"

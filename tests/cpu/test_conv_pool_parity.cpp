@@ -70,7 +70,9 @@ F::Pool2dParams pool_params(const std::vector<int64_t>& p) {
           .stride = {p[2], p[3]},
           .padding = {p[4], p[5]},
           .ceil_mode = p[6] != 0,
-          .count_include_pad = p[7] != 0};
+          .count_include_pad = p[7] != 0,
+          .dilation = {p[8], p[9]},
+          .divisor_override = p[10]};
 }
 
 // The case's op on `inputs` (x, then weight and bias for conv2d), as duet's user calls it.
@@ -92,8 +94,11 @@ Tensor max_indices(const GoldenCase& c, const Tensor& out_like) {
   Tensor out = empty(out_like.sizes(), {.dtype = DType::f64});
   Tensor indices = empty(out_like.sizes(), {.dtype = DType::i64});
   if (c.op == "max_pool2d") {
-    const kernels::Pool2dGeometry g{
-        .kernel = {p[0], p[1]}, .stride = {p[2], p[3]}, .padding = {p[4], p[5]}, .ceil_mode = p[6] != 0};
+    const kernels::Pool2dGeometry g{.kernel = {p[0], p[1]},
+                                    .stride = {p[2], p[3]},
+                                    .padding = {p[4], p[5]},
+                                    .ceil_mode = p[6] != 0,
+                                    .dilation = {p[8], p[9]}};
     kernels::max_pool2d_forward(c.at("x"), g, out, indices);
   } else {
     kernels::adaptive_max_pool2d_forward(c.at("x"), out, indices);
@@ -105,7 +110,7 @@ Tensor max_indices(const GoldenCase& c, const Tensor& out_like) {
 
 TEST_CASE("conv2d and pooling options match PyTorch, forward and backward", "[golden][nn]") {
   const std::vector<GoldenCase> cases = load_cases();
-  REQUIRE(cases.size() == 20);
+  REQUIRE(cases.size() == 26);
   for (const DType dtype : {DType::f64, DType::f32}) {
     const double tolerance = dtype == DType::f64 ? 1e-12 : 1e-5;
     for (const GoldenCase& c : cases) {

@@ -223,20 +223,67 @@ TEST_CASE("DDP with SyncBatchNorm in f64 equals single-device training to 1e-10 
   }
 }
 
+namespace {
+
+// sync_batch_norm of in = {x, weight, bias} over two ranks of `group`: the first `first_rows`
+// rows on cpu:0, the rest on cpu:1, each rank's forward on its own thread (the all-reduce needs
+// both), the outputs joined on cpu:0. Backward runs rank 1's node on cpu:1's engine thread,
+// concurrently with rank 0's, which its all-reduce also needs.
+Tensor sync_batch_norm_on_two_ranks(const std::vector<std::shared_ptr<Communicator>>& group,
+                                    const std::vector<Tensor>& in, int64_t first_rows) {
+  const Tensor& x = in[0];
+  std::vector<Tensor> xs = {x.narrow(0, 0, first_rows), x.narrow(0, first_rows, x.size(0) - first_rows).to(cpu(1))};
+  std::vector<Tensor> ws = {in[1], in[1].to(cpu(1))}, bs = {in[2], in[2].to(cpu(1))};
+  std::vector<Tensor> out(2);
+  run_on_devices(cpus(2),
+                 [&](size_t r) { out[r] = sync_batch_norm(xs[r], ws[r], bs[r], {}, {}, 0.1, 1e-5, group[r]); });
+  return cat({out[0], out[1].to(cpu(0))}, 0);
+}
+
+// The largest |a - b| over max(|b|) of two tensors' values.
+double relative_distance(const Tensor& a, const Tensor& b) {
+  const std::vector<double> av = a.to(DType::f64).to_vector<double>(), bv = b.to(DType::f64).to_vector<double>();
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < av.size(); ++i) {
+    diff = std::max(diff, std::abs(av[i] - bv[i]));
+    scale = std::max(scale, std::abs(bv[i]));
+  }
+  return diff / scale;
+}
+
+}  // namespace
+
+// Both compute with kernels/batch_norm_math.h, so in f32 they differ only where the order of the
+// double sums flips a rounding; before, f64 statistics against BatchNorm2d's f32 block sums moved
+// the gradients of an offset input by far more.
+TEST_CASE("sync_batch_norm over two ranks computes BatchNorm2d's f32 arithmetic, forward and backward",
+          "[ddp][syncbn]") {
+  std::vector<std::shared_ptr<Communicator>> group = make_local_group(cpus(2));
+  Generator g(8);
+  // Far from 0 and with a small spread, where f32 sums lose the most digits.
+  const Tensor x0 = randn({6, 4, 9, 9}, {}, &g) * 0.05 + 3.0, w0 = rand({4}, {}, &g) + 0.5, b0 = randn({4}, {}, &g);
+  const Tensor upstream = randn({6, 4, 9, 9}, {}, &g) + 1.0;
+  std::vector<Tensor> sync_in = {x0.clone(), w0.clone(), b0.clone()}, plain_in = {x0.clone(), w0.clone(), b0.clone()};
+  for (std::vector<Tensor>* in : {&sync_in, &plain_in})
+    for (Tensor& t : *in) t.requires_grad_();
+  const Tensor synced = sync_batch_norm_on_two_ranks(group, sync_in, 4);
+  const Tensor plain = nn::functional::batch_norm(plain_in[0], plain_in[1], plain_in[2], {}, {}, true, 0.1, 1e-5);
+  // Measured: 0 for the output and x's gradient; the weight's and bias's gradients are each
+  // rank's, added in f32 on the way back, so about an ulp. The old arithmetic gave 1.5e-6 for
+  // the output, 1.1e-6 for x's gradient and 2e-5 for the bias's.
+  CHECK(relative_distance(synced, plain) < 1e-7);
+  sum(synced * upstream).backward();
+  sum(plain * upstream).backward();
+  CHECK(relative_distance(sync_in[0].grad(), plain_in[0].grad()) < 1e-7);
+  for (size_t i = 1; i < 3; ++i) {
+    INFO("gradient " << i << " (weight, bias)");
+    CHECK(relative_distance(sync_in[i].grad(), plain_in[i].grad()) < 5e-7);
+  }
+}
+
 TEST_CASE("sync_batch_norm over two ranks: BatchNorm's values and an f64 gradcheck", "[ddp][syncbn][gradcheck]") {
   std::vector<std::shared_ptr<Communicator>> group = make_local_group(cpus(2));
-  // Rows 0..3 on cpu:0, rows 4..5 on cpu:1; each rank's forward on its own thread (the
-  // all-reduce needs both), the outputs joined on cpu:0. Backward runs rank 1's node on cpu:1's
-  // engine thread, concurrently with rank 0's, which its all-reduce also needs.
-  auto two_ranks = [&](const std::vector<Tensor>& in) {
-    const Tensor& x = in[0];
-    std::vector<Tensor> xs = {x.narrow(0, 0, 4), x.narrow(0, 4, 2).to(cpu(1))};
-    std::vector<Tensor> ws = {in[1], in[1].to(cpu(1))}, bs = {in[2], in[2].to(cpu(1))};
-    std::vector<Tensor> out(2);
-    run_on_devices(cpus(2),
-                   [&](size_t r) { out[r] = sync_batch_norm(xs[r], ws[r], bs[r], {}, {}, 0.1, 1e-5, group[r]); });
-    return cat({out[0], out[1].to(cpu(0))}, 0);
-  };
+  auto two_ranks = [&](const std::vector<Tensor>& in) { return sync_batch_norm_on_two_ranks(group, in, 4); };
   Generator g(5);
   TensorOptions f64{.dtype = DType::f64};
   Tensor x = (randn({6, 3, 2, 2}, f64, &g) * 2.0 + 1.0).requires_grad_();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "constant_rows.h"
 #include "duet/autograd/function.h"
 #include "duet/duet.h"
 
@@ -184,6 +185,11 @@ TEST_CASE("std's gradient is 0 where std is 0, var of one element with the corre
   CHECK(std::isnan(var(from_vector<double>({2.5})).item<double>()));
   CHECK(var(from_vector<double>({2.5}), {}, /*unbiased=*/false).item<double>() == 0);
   CHECK(var(from_vector<double>({1, 2, 3, 4})).item<double>() == Approx(5.0 / 3));
+}
+
+TEST_CASE("var and std of a constant row are exactly 0, with gradients of 0, whatever its value and dtype",
+          "[gradcheck][reduce]") {
+  test::check_constant_rows_spread(cpu());
 }
 
 TEST_CASE("max splits the gradient evenly among ties", "[gradcheck][reduce]") {

@@ -142,6 +142,14 @@ TEST_CASE("pooling layers take PyTorch's options", "[nn][module]") {
       avg(x).to_vector<float>() ==
       nn::functional::avg_pool2d(x, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .count_include_pad = false})
           .to_vector<float>());
+  nn::MaxPool2d dilated(nn::MaxPool2dOptions(3).stride(1).padding(1).dilation({2, 1}));
+  CHECK(dilated->name() == "MaxPool2d(kernel=3, stride=1, padding=1, dilation=(2, 1))");
+  CHECK(dilated(x).to_vector<float>() ==
+        nn::functional::max_pool2d(x, {.kernel = 3, .stride = 1, .padding = 1, .dilation = {2, 1}}).to_vector<float>());
+  nn::AvgPool2d divided(nn::AvgPool2dOptions(2).divisor_override(3));
+  CHECK(divided->name() == "AvgPool2d(kernel=2, stride=2, padding=0, divisor_override=3)");
+  CHECK(divided(x).to_vector<float>() ==
+        nn::functional::avg_pool2d(x, {.kernel = 2, .divisor_override = 3}).to_vector<float>());
   // Today's spellings: kernel, stride (0: the kernel's), padding.
   CHECK(nn::MaxPool2d(2)->name() == "MaxPool2d(kernel=2, stride=2, padding=0)");
   CHECK(nn::AvgPool2d(3, 2, 1)(x).sizes() == Shape{1, 2, 4, 4});

@@ -103,22 +103,22 @@ Values naive_conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, c
 }
 
 // PyTorch's pooling_output_shape, spelled out.
-int64_t naive_pool_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, bool ceil_mode) {
-  int64_t out = (in + 2 * padding - kernel + (ceil_mode ? stride - 1 : 0)) / stride + 1;
+int64_t naive_pool_size(int64_t in, int64_t kernel, int64_t stride, int64_t padding, int64_t dilation, bool ceil_mode) {
+  int64_t out = (in + 2 * padding - dilation * (kernel - 1) - 1 + (ceil_mode ? stride - 1 : 0)) / stride + 1;
   if (ceil_mode && (out - 1) * stride >= in + padding) --out;
   return out;
 }
 
-// Max or average over each window, as PyTorch's CPU loops: the average divides by the window
-// clipped to the padded input (count_include_pad) or by the input elements in it. A stride of 0
-// is the kernel's.
+// Max or average over each window's taps (dilation apart), as PyTorch's CPU loops: the average
+// divides by divisor_override, or by the window clipped to the padded input (count_include_pad),
+// or by the input elements in it. A stride of 0 is the kernel's.
 Values naive_pool2d(const Tensor& x, F::Pool2dParams p, bool average) {
   const Dims4 xs(x);
   const Values xv = x.to_vector<double>();
   if (p.stride.h == 0) p.stride.h = p.kernel.h;
   if (p.stride.w == 0) p.stride.w = p.kernel.w;
-  const int64_t out_h = naive_pool_size(xs.h, p.kernel.h, p.stride.h, p.padding.h, p.ceil_mode);
-  const int64_t out_w = naive_pool_size(xs.w, p.kernel.w, p.stride.w, p.padding.w, p.ceil_mode);
+  const int64_t out_h = naive_pool_size(xs.h, p.kernel.h, p.stride.h, p.padding.h, p.dilation.h, p.ceil_mode);
+  const int64_t out_w = naive_pool_size(xs.w, p.kernel.w, p.stride.w, p.padding.w, p.dilation.w, p.ceil_mode);
   Values out;
   for (int64_t plane = 0; plane < xs.n * xs.c; ++plane)
     for (int64_t oh = 0; oh < out_h; ++oh)
@@ -128,14 +128,17 @@ Values naive_pool2d(const Tensor& x, F::Pool2dParams p, bool average) {
         const int64_t w1 = std::min(w0 + p.kernel.w, xs.w + p.padding.w);
         double acc = average ? 0 : -INFINITY;
         int64_t inside = 0;
-        for (int64_t ih = h0; ih < h1; ++ih)
-          for (int64_t iw = w0; iw < w1; ++iw) {
+        for (int64_t kh = 0; kh < p.kernel.h; ++kh)
+          for (int64_t kw = 0; kw < p.kernel.w; ++kw) {
+            const int64_t ih = h0 + kh * p.dilation.h, iw = w0 + kw * p.dilation.w;
             if (ih < 0 || ih >= xs.h || iw < 0 || iw >= xs.w) continue;
             const double v = xv[static_cast<size_t>((plane * xs.h + ih) * xs.w + iw)];
             acc = average ? acc + v : std::max(acc, v);
             ++inside;
           }
-        const int64_t divisor = p.count_include_pad ? (h1 - h0) * (w1 - w0) : inside;
+        const int64_t divisor = p.divisor_override != 0 ? p.divisor_override
+                                : p.count_include_pad   ? (h1 - h0) * (w1 - w0)
+                                                        : inside;
         out.push_back(average ? acc / static_cast<double>(divisor) : acc);
       }
   return out;
@@ -331,6 +334,30 @@ TEST_CASE("max_pool2d and avg_pool2d forward match naive loops", "[nn]") {
   }
 }
 
+TEST_CASE("max_pool2d with dilation and avg_pool2d with divisor_override match naive loops", "[nn]") {
+  for (const F::Pool2dParams& p : std::vector<F::Pool2dParams>{
+           {.kernel = 3, .stride = 1, .padding = 1, .dilation = 2},
+           {.kernel = {2, 3}, .stride = {3, 1}, .padding = {1, 1}, .ceil_mode = true, .dilation = {3, 2}},
+           {.kernel = 2, .stride = 2, .dilation = {1, 3}}}) {
+    INFO("kernel " << p.kernel << " stride " << p.stride << " padding " << p.padding << " dilation " << p.dilation);
+    Tensor x = uniform({2, 3, 9, 10}, -1, 1, DType::f32);
+    check_close(F::max_pool2d(x, p), naive_pool2d(x, p, false), 0);
+  }
+  for (const F::Pool2dParams& p : std::vector<F::Pool2dParams>{
+           {.kernel = 2, .divisor_override = 3},  // 2x2 windows: not the 2x2 loops' fixed quarter
+           {.kernel = 3,
+           .stride = 2,
+           .padding = 1,
+           .ceil_mode = true,
+           .count_include_pad = false,
+           .divisor_override = 7},
+           {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .divisor_override = -2}}) {
+    INFO("kernel " << p.kernel << " stride " << p.stride << " divisor_override " << p.divisor_override);
+    Tensor x = uniform({2, 3, 8, 7}, -1, 1, DType::f32);
+    check_close(F::avg_pool2d(x, p), naive_pool2d(x, p, true), 1e-6);
+  }
+}
+
 TEST_CASE("max_pool2d routes the gradient to each window's maximum", "[nn]") {
   Tensor x = leaf(from_vector<double>({1, 5, 2, 0, 3, 4, 9, 8, 7, 6, 1, 2, 0, 0, 3, 1}, {1, 1, 4, 4}));
   Tensor out = F::max_pool2d(x, {.kernel = 2});
@@ -353,6 +380,22 @@ TEST_CASE("pooling gradcheck", "[nn][gradcheck]") {
                  {input({1, 2, 7, 6})});
   check_gradient([](const Inputs& in) { return F::avg_pool2d(in[0], {.kernel = 2, .stride = 1, .padding = 1}); },
                  {leaf(uniform({1, 5, 4, 2}).permute({0, 3, 1, 2}))});  // non-contiguous
+}
+
+TEST_CASE("pooling gradcheck with dilation and divisor_override", "[nn][gradcheck]") {
+  const F::Pool2dParams dilated{.kernel = 3, .stride = 1, .padding = 1, .dilation = 2};
+  const F::Pool2dParams dilated_ceil{
+      .kernel = {2, 3}, .stride = 2, .padding = 1, .ceil_mode = true, .dilation = {3, 2}};
+  for (const F::Pool2dParams& p : {dilated, dilated_ceil}) {
+    INFO("dilation " << p.dilation);
+    check_gradient([p](const Inputs& in) { return F::max_pool2d(in[0], p); }, {distinct({2, 2, 7, 9})});
+  }
+  const F::Pool2dParams divided{.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true, .divisor_override = 4};
+  const F::Pool2dParams divided_2x2{.kernel = 2, .divisor_override = 3};
+  for (const F::Pool2dParams& p : {divided, divided_2x2}) {
+    INFO("divisor_override " << p.divisor_override);
+    check_gradient([p](const Inputs& in) { return F::avg_pool2d(in[0], p); }, {input({2, 2, 7, 9})});
+  }
 }
 
 TEST_CASE("pooling gradcheck with per-axis windows, ceil_mode and count_include_pad", "[nn][gradcheck]") {
@@ -690,6 +733,18 @@ TEST_CASE("nn ops name the op, the shapes and what clashed", "[nn][op_errors]") 
                       Contains("max_pool2d: count_include_pad applies to avg_pool2d only"));
   REQUIRE_THROWS_WITH(F::max_pool2d(zeros({1, 1, 2, 2}), {.kernel = 3}),
                       Contains("max_pool2d: kernel 3 with padding 0 is larger than input f32[1, 1, 2, 2]"));
+  REQUIRE_THROWS_WITH(F::max_pool2d(zeros({1, 1, 4, 4}), {.kernel = 2, .dilation = 4}),
+                      Contains("max_pool2d: kernel 2 with padding 0 and dilation 4 is larger than input"));
+  REQUIRE_THROWS_WITH(F::max_pool2d(x, {.kernel = 2, .dilation = {1, 0}}),
+                      Contains("max_pool2d: expected dilation >= 1, got (1, 0)"));
+  // Taps at rows -1 and 1 of a one-row input: PyTorch would read outside the plane.
+  REQUIRE_THROWS_WITH(F::max_pool2d(zeros({1, 1, 1, 4}), {.kernel = 2, .padding = 1, .dilation = 2}),
+                      Contains("max_pool2d: with kernel 2, padding 1 and dilation 2 a window of input f32[1, 1, 1, 4] "
+                               "on cpu:0 has all its taps in the padding"));
+  REQUIRE_THROWS_WITH(F::avg_pool2d(x, {.kernel = 2, .dilation = 2}),
+                      Contains("avg_pool2d: dilation applies to max_pool2d only, got 2"));
+  REQUIRE_THROWS_WITH(F::max_pool2d(x, {.kernel = 2, .divisor_override = 3}),
+                      Contains("max_pool2d: divisor_override applies to avg_pool2d only"));
   REQUIRE_THROWS_WITH(F::adaptive_avg_pool2d(x, 0), Contains("adaptive_avg_pool2d: expected output_size >= 1"));
   REQUIRE_THROWS_WITH(F::adaptive_max_pool2d(x, {2, 0}),
                       Contains("adaptive_max_pool2d: expected output_size >= 1, got (2, 0)"));

@@ -141,7 +141,16 @@ TEST_CASE("pooling kernels name the op and each operand they refuse", "[nn][kern
                                "fuse (relu, sigmoid, tanh)"));
   REQUIRE_THROWS_WITH(kernels::avg_pool2d_backward(out, x, g, kernels::UnaryOp::neg, zeros({1, 2, 4, 4})),
                       Contains("activated_avg_pool2d_backward: unary op neg is not an activation a pooling can fuse"));
-  REQUIRE_THROWS_WITH(kernels::max_pool2d_backward(zeros({1, 2, 2, 2}), indices, f64_zeros({1, 2, 4, 4})),
+  REQUIRE_THROWS_WITH(kernels::max_pool2d_backward(zeros({1, 2, 2, 2}), indices, g, zeros({1, 2, 7, 4})),
+                      Contains("max_pool2d_backward: grad_out f32[1, 2, 2, 2] on cpu:0 does not match grad_x"));
+  REQUIRE_THROWS_WITH(kernels::max_pool2d_forward(x, {.kernel = 2, .stride = 2, .divisor_override = 3}, out, indices),
+                      Contains("max_pool2d_forward: max pooling takes no divisor_override, got kernel 2, stride 2, "
+                               "padding 0, divisor_override 3"));
+  REQUIRE_THROWS_WITH(
+      kernels::avg_pool2d_forward(x, {.kernel = 2, .stride = 2, .dilation = {1, 2}}, std::nullopt, zeros({1, 2, 2, 1})),
+      Contains(
+          "avg_pool2d_forward: average pooling takes no dilation, got kernel 2, stride 2, padding 0, dilation (1, 2)"));
+  REQUIRE_THROWS_WITH(kernels::max_pool2d_backward(zeros({1, 2, 2, 2}), indices, std::nullopt, f64_zeros({1, 2, 4, 4})),
                       Contains("max_pool2d_backward: grad_x f64[1, 2, 4, 4] on cpu:0 and grad_out f32[1, 2, 2, 2] on "
                                "cpu:0 have different dtypes"));
   REQUIRE_THROWS_WITH(kernels::adaptive_avg_pool2d_forward(zeros({2, 4, 4}), out),
@@ -286,18 +295,21 @@ TEST_CASE("softmax and cross-entropy kernels name the op and each operand they r
                       Contains("target[3] = -1 is out of range"));
 }
 
-// The CUDA average-pooling backward gathers each input's gradient from the outputs that
-// outputs_covering() names; every output whose window holds the input must be among them.
+// The CUDA pooling backwards gather each input's gradient from the outputs that
+// outputs_covering() names; every output whose window has the input as a tap must be among them.
 TEST_CASE("a pooling axis's covering outputs include every window that holds an input", "[nn][kernels]") {
   std::vector<kernels::AxisWindows> axes;
   for (int64_t in : {1, 5, 7, 12})
     for (int64_t kernel : {1, 2, 3, 5})
       for (int64_t stride : {1, 2, 3})
         for (int64_t padding = 0; 2 * padding <= kernel; ++padding)
-          for (bool ceil_mode : {false, true}) {
-            const int64_t out = kernels::window_output_size(in, kernel, stride, padding, 1, ceil_mode);
-            if (out >= 1) axes.push_back(kernels::AxisWindows::sliding(in, out, kernel, stride, padding, true));
-          }
+          for (int64_t dilation : {1, 2, 3})
+            for (bool ceil_mode : {false, true}) {
+              const int64_t out = kernels::window_output_size(in, kernel, stride, padding, dilation, ceil_mode);
+              if (out < 1) continue;
+              const auto axis = kernels::AxisWindows::sliding(in, out, kernel, stride, padding, true, dilation);
+              if (axis.windows_hold_input()) axes.push_back(axis);
+            }
   for (int64_t in : {1, 4, 7, 13})
     for (int64_t out : {1, 2, 3, 6, 13, 20}) axes.push_back(kernels::AxisWindows::adaptive_to(in, out));
   for (const kernels::AxisWindows& a : axes) {
@@ -305,9 +317,10 @@ TEST_CASE("a pooling axis's covering outputs include every window that holds an 
       const kernels::Window covering = a.outputs_covering(i);
       for (int64_t o = 0; o < a.out; ++o) {
         const kernels::Window w = a.at(o);
-        if (i < w.begin || i >= w.end) continue;
+        if (i < w.begin || i >= w.end || (i - w.begin) % w.step != 0) continue;
         INFO("in " << a.in << ", out " << a.out << ", kernel " << a.kernel << ", stride " << a.stride << ", padding "
-                   << a.padding << (a.adaptive ? ", adaptive" : "") << ": input " << i << ", output " << o);
+                   << a.padding << ", dilation " << a.dilation << (a.adaptive ? ", adaptive" : "") << ": input " << i
+                   << ", output " << o);
         CHECK((o >= covering.begin && o < covering.end));
       }
     }

@@ -55,6 +55,7 @@ std::string label(const char* op, DType dtype, int64_t n, int step, const std::s
 
 // optim::SGD::step before fusion, for one parameter.
 void sgd_reference(const Tensor& p, Tensor g, Tensor& buf, const kernels::SgdUpdateArgs& a) {
+  if (a.maximize) g = -g;
   if (a.weight_decay != 0) g = g + p * a.weight_decay;
   if (a.momentum != 0) {
     if (a.first_step) {
@@ -71,6 +72,7 @@ void sgd_reference(const Tensor& p, Tensor g, Tensor& buf, const kernels::SgdUpd
 // optim::Adam::step before fusion, for one parameter; with amsgrad, torch.optim's in 1.13.
 void adam_reference(const Tensor& p, Tensor g, const Tensor& m, const Tensor& v, const Tensor& max_v,
                     const kernels::AdamUpdateArgs& a) {
+  if (a.maximize) g = -g;
   if (a.weight_decay != 0) {
     if (a.decoupled_weight_decay) p.mul_(1 - a.lr * a.weight_decay);
     else g = g + p * a.weight_decay;

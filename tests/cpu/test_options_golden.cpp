@@ -17,6 +17,11 @@ TEST_CASE("amin, min, argmin, var and std over dims match PyTorch, gradients inc
   test::check_reductions_golden(cpu());
 }
 
+TEST_CASE("SGD, Adam and AdamW with maximize follow torch.optim's trajectory over 10 steps",
+          "[golden][parity][optim]") {
+  test::check_maximize_golden(cpu());
+}
+
 TEST_CASE("Adam and AdamW with amsgrad match torch.optim, per-parameter steps included", "[golden][parity][optim]") {
   test::check_amsgrad_golden(cpu());
 }

@@ -203,7 +203,8 @@ TEST_CASE("CUDA cross-entropy reports a bad target with the CPU's error at the n
 namespace {
 
 // Max pooling (sliding when `window` is set, else adaptive to out_sizes) on both devices: values
-// and indices bit for bit, and the backward from the CPU's indices.
+// and indices bit for bit, and the backward from the CPU's indices, bit for bit too (the CUDA
+// gather adds in the CPU scatter's order).
 void check_max_pool(const test::TensorPair& x, const std::optional<kernels::Pool2dGeometry>& window,
                     const Shape& out_sizes, const test::TensorPair& grad, const std::string& what) {
   const DType dtype = x.cpu.dtype();
@@ -221,10 +222,34 @@ void check_max_pool(const test::TensorPair& x, const std::optional<kernels::Pool
 
   const Shape& in_sizes = x.cpu.sizes();
   test::GuardedOutput gx(in_sizes, dtype, kGpu);
-  kernels::max_pool2d_backward(grad.cuda, test::copy_to(indices_cpu, kGpu), gx.view());
+  kernels::max_pool2d_backward(grad.cuda, test::copy_to(indices_cpu, kGpu), window, gx.view());
   Tensor gx_cpu = cpu_empty(in_sizes, dtype);
-  cpu_nn().max_pool2d_backward(grad.cpu, indices_cpu, gx_cpu);
-  compare(gx, gx_cpu, tol(dtype, 1e-6), what + " backward");
+  cpu_nn().max_pool2d_backward(grad.cpu, indices_cpu, window, gx_cpu);
+  test::require_identical(gx.check_and_fetch(), gx_cpu, what + " backward");
+}
+
+// Average pooling through `activation` (none: plain) on both devices, forward and backward.
+void check_avg_pool(const test::TensorPair& x, const kernels::Pool2dGeometry& w, const Shape& out_sizes,
+                    const test::TensorPair& grad, std::optional<kernels::UnaryOp> activation, const std::string& what) {
+  const DType dtype = x.cpu.dtype();
+  const Shape& in_sizes = x.cpu.sizes();
+  test::GuardedOutput avg(out_sizes, dtype, kGpu);
+  kernels::avg_pool2d_forward(x.cuda, w, activation, avg.view());
+  Tensor avg_cpu = cpu_empty(out_sizes, dtype);
+  cpu_nn().avg_pool2d_forward(x.cpu, w, activation, avg_cpu);
+  compare(avg, avg_cpu, tol(dtype, 1e-6), what);
+
+  test::GuardedOutput agx(in_sizes, dtype, kGpu);
+  kernels::avg_pool2d_backward(grad.cuda, x.cuda, w, activation, agx.view());
+  Tensor agx_cpu = cpu_empty(in_sizes, dtype);
+  cpu_nn().avg_pool2d_backward(grad.cpu, x.cpu, w, activation, agx_cpu);
+  compare(agx, agx_cpu, tol(dtype, 1e-6), what + " backward");
+}
+
+// {N, C, Ho, Wo} of pooling an input of in_sizes.
+Shape pooled_sizes(const Shape& in_sizes, const kernels::Pool2dGeometry& w) {
+  const PerAxis hw = kernels::pool2d_output_size(w, {in_sizes[2], in_sizes[3]});
+  return {in_sizes[0], in_sizes[1], hw.h, hw.w};
 }
 
 }  // namespace
@@ -246,8 +271,7 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
   for (DType dtype : kFloating) {
     for (size_t c = 0; c < sliding.size(); ++c) {
       const auto& [in_sizes, w] = sliding[c];
-      const PerAxis out_hw = kernels::pool2d_output_size(w, {in_sizes[2], in_sizes[3]});
-      const Shape out_sizes = {in_sizes[0], in_sizes[1], out_hw.h, out_hw.w};
+      const Shape out_sizes = pooled_sizes(in_sizes, w);
       // Small integers make ties, so the first-maximum rule and the indices are tested.
       auto x = test::random_pair(in_sizes, dtype, -3, 3, ++seed, true);
       auto grad = test::random_pair(out_sizes, dtype, -2, 2, ++seed);
@@ -258,17 +282,7 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
            {std::optional<kernels::UnaryOp>(), std::optional(kernels::UnaryOp::relu),
             std::optional(kernels::UnaryOp::sigmoid), std::optional(kernels::UnaryOp::tanh)}) {
         const std::string name = activation ? std::string(kernels::name(*activation)) + " avg_pool2d" : "avg_pool2d";
-        test::GuardedOutput avg(out_sizes, dtype, kGpu);
-        kernels::avg_pool2d_forward(x.cuda, w, activation, avg.view());
-        Tensor avg_cpu = cpu_empty(out_sizes, dtype);
-        cpu_nn().avg_pool2d_forward(x.cpu, w, activation, avg_cpu);
-        compare(avg, avg_cpu, tol(dtype, 1e-6), label(name, dtype, c));
-
-        test::GuardedOutput agx(in_sizes, dtype, kGpu);
-        kernels::avg_pool2d_backward(grad.cuda, x.cuda, w, activation, agx.view());
-        Tensor agx_cpu = cpu_empty(in_sizes, dtype);
-        cpu_nn().avg_pool2d_backward(grad.cpu, x.cpu, w, activation, agx_cpu);
-        compare(agx, agx_cpu, tol(dtype, 1e-6), label(name + " backward", dtype, c));
+        check_avg_pool(x, w, out_sizes, grad, activation, label(name, dtype, c));
       }
     }
     // Adaptive: shrinking, growing, to 1x1, to the same size, non-square.
@@ -294,6 +308,38 @@ TEST_CASE("CUDA pooling matches the CPU, forward and backward", "[cuda]") {
 
       auto ties = test::random_pair(in_sizes, dtype, -3, 3, ++seed, true);
       check_max_pool(ties, std::nullopt, out_sizes, grad, label("adaptive_max_pool2d", dtype, c));
+    }
+  }
+}
+
+TEST_CASE("CUDA dilated max pooling and divisor_override average pooling match the CPU", "[cuda]") {
+  using Window = kernels::Pool2dGeometry;
+  const std::vector<std::pair<Shape, Window>> dilated = {
+      {{2, 3, 11, 9}, {.kernel = 3, .stride = 1, .padding = 1, .dilation = 2}},
+      {{1, 2, 10, 13}, {.kernel = {2, 3}, .stride = {3, 1}, .padding = 1, .ceil_mode = true, .dilation = {3, 2}}},
+      {{2, 2, 8, 9}, {.kernel = 2, .stride = 2, .dilation = {1, 3}}}};
+  const std::vector<std::pair<Shape, Window>> divided = {
+      {{2, 3, 10, 10}, {.kernel = 2, .stride = 2, .divisor_override = 3}},
+      {{1, 2, 8, 7},
+       {.kernel = 3, .stride = 2, .padding = 1, .ceil_mode = true, .count_include_pad = false, .divisor_override = 5}},
+      {{2, 1, 7, 9}, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .divisor_override = -2}}};
+  uint64_t seed = 5500;
+  for (DType dtype : kFloating) {
+    for (size_t c = 0; c < dilated.size(); ++c) {
+      const auto& [in_sizes, w] = dilated[c];
+      const Shape out_sizes = pooled_sizes(in_sizes, w);
+      auto x = test::random_pair(in_sizes, dtype, -3, 3, ++seed, true);  // ties
+      check_max_pool(x, w, out_sizes, test::random_pair(out_sizes, dtype, -2, 2, ++seed),
+                     label("dilated max_pool2d", dtype, c));
+    }
+    for (size_t c = 0; c < divided.size(); ++c) {
+      const auto& [in_sizes, w] = divided[c];
+      const Shape out_sizes = pooled_sizes(in_sizes, w);
+      auto x = test::random_pair(in_sizes, dtype, -3, 3, ++seed);
+      auto grad = test::random_pair(out_sizes, dtype, -2, 2, ++seed);
+      check_avg_pool(x, w, out_sizes, grad, std::nullopt, label("avg_pool2d divisor_override", dtype, c));
+      check_avg_pool(x, w, out_sizes, grad, kernels::UnaryOp::relu,
+                     label("relu avg_pool2d divisor_override", dtype, c));
     }
   }
 }

@@ -19,6 +19,10 @@ TEST_CASE("CUDA Adam and AdamW with amsgrad match torch.optim", "[cuda]") {
   test::check_amsgrad_golden(cuda_device(0));
 }
 
+TEST_CASE("CUDA SGD, Adam and AdamW with maximize follow torch.optim's trajectory", "[cuda]") {
+  test::check_maximize_golden(cuda_device(0));
+}
+
 TEST_CASE("CUDA BatchNorm2d with momentum None keeps PyTorch's cumulative average", "[cuda]") {
   test::check_cumulative_batch_norm_golden(cuda_device(0));
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "constant_rows.h"
 #include "cuda_test_util.h"
 #include "duet/kernels/backend.h"
 #include "duet/kernels/cuda/runtime.h"
@@ -245,4 +246,8 @@ TEST_CASE("CUDA matmul uses TF32 only while it is allowed", "[cuda]") {
     const double tol = tf32 ? 5e-2 : 1e-4;  // TF32 rounds the inputs to 10 mantissa bits
     test::require_close(out.check_and_fetch(), expected, tol, tol, tf32 ? "matmul with TF32" : "matmul after TF32");
   }
+}
+
+TEST_CASE("CUDA var and std of a constant row are exactly 0, with gradients of 0", "[cuda]") {
+  test::check_constant_rows_spread(kGpu);
 }
