@@ -25,6 +25,9 @@
 namespace duet::apps {
 namespace {
 
+// --bucket-mb's largest value, 1 TiB: far beyond any model, and its bytes fit in an int64.
+constexpr double kMaxBucketMb = 1024.0 * 1024.0;
+
 struct CompareArgs {
   std::string model = "lenet-relu";
   std::vector<int> devices = {2};
@@ -283,6 +286,17 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
   if (args.predict) report.predictions = predictions(args, profile, counts, report.runs);
 }
 
+// The per-step check's single-device step runs on a logical CPU device of its own, the one after
+// a local run's last device: the largest --devices count must leave it free.
+void check_room_for_step_check(const CompareArgs& args, Device device, const parallel::Communicator* comm) {
+  if (comm || !device.is_cpu() || !args.check || args.devices.empty()) return;
+  const int largest = args.devices.back();
+  DUET_CHECK(device.index + largest < kMaxDevicesPerType, "--devices ", largest, " from ", device,
+             ": the per-step check needs one more logical CPU device after them, cpu:", device.index + largest,
+             ", but duet has ", kMaxDevicesPerType, " (cpu:0 to cpu:", kMaxDevicesPerType - 1, "); give at most ",
+             kMaxDevicesPerType - 1 - device.index, " devices, or --no-check");
+}
+
 int run_compare(CompareArgs args) {
   std::sort(args.devices.begin(), args.devices.end());
   args.devices.erase(std::unique(args.devices.begin(), args.devices.end()), args.devices.end());
@@ -312,6 +326,7 @@ int run_compare(CompareArgs args) {
     }
     // Every count asked for names devices that exist, before the ones the cores cannot serve are skipped.
     if (!comm && !args.devices.empty()) device_group(device, args.devices.back(), "--devices");
+    check_room_for_step_check(args, device, comm.get());
     counts = place_sweep(args, device, comm.get(), report);
     DUET_CHECK(!counts.empty() || args.strategies == std::vector<std::string>{"single"},
                "--devices: no device count fits the cores of this machine (--cores-per-device ", args.cores_per_device,
@@ -392,7 +407,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bucket-mb", args->bucket_mb,
                   "ddp's bucket cap in MiB (PyTorch's bucket_cap_mb; caps the first "
                   "bucket too when below its 1 MiB)")
-      ->check(at_least(1e-6, "a positive size in MiB"));
+      ->check(in_range(1e-6, kMaxBucketMb, "a size in MiB"));
   cmd->add_flag("--sync-bn", args->sync_bn,
                 "ddp variants: BatchNorm with the global batch's statistics (SyncBatchNorm)");
   cmd->add_option("--cores-per-device", args->cores_per_device,
@@ -408,7 +423,20 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "mpirun (single runs on rank 0)")
       ->check(CLI::IsMember({"local", "mpi"}))
       ->capture_default_str();
-  cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
+  cmd->callback([args, cmd, &exit_code] {
+    std::set<std::string> given;
+    for (const CLI::Option* option : cmd->get_options()) {
+      if (option->count() > 0) given.insert(option->get_name());
+    }
+    try {
+      check_paths_given(given, {{"--out", args->out}, {"--trace", args->trace}, {"--data-dir", args->data_dir}});
+    } catch (const Error& e) {
+      std::cerr << "duet compare: error: " << e.what() << "\n";
+      exit_code = kBadInput;
+      return;
+    }
+    exit_code = run_compare(*args);
+  });
 }
 
 }  // namespace duet::apps

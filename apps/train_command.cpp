@@ -31,8 +31,14 @@ int run_train(TrainArgs args, const GivenFlags& given) {
   std::optional<optim::Checkpoint> checkpoint;
   std::vector<std::string> notes;
   try {
+    check_paths_given(given, {{"--save", args.save},
+                              {"--resume", args.resume},
+                              {"--metrics", args.metrics},
+                              {"--plot", args.plot},
+                              {"--data-dir", args.data_dir}});
     if (!args.resume.empty()) checkpoint = optim::read_checkpoint(args.resume);
     notes = settle_run_settings(args, given, checkpoint ? &checkpoint->info.extra : nullptr, args.resume);
+    if (checkpoint) notes.insert(notes.end(), checkpoint->notes.begin(), checkpoint->notes.end());
   } catch (const std::exception& e) {
     std::cerr << "duet train: error: " << e.what() << "\n";
     return kBadInput;

@@ -15,8 +15,8 @@ expect_bad "--out $work/file/results: cannot create the folder" --out "$work/fil
 expect_bad "--trace $work/nowhere/trace.json: folder $work/nowhere does not exist" --trace "$work/nowhere/trace.json" \
   --out "$work/results"
 without_gnuplot expect_bad "the plots: gnuplot is not on the PATH; install Debian's gnuplot-nox package (make installs it), or pass --no-plots" --out "$work/results"
-expect_bad "expected a number of seconds >= 0.001, got '-1'" --comm-timeout -1
-expect_bad "a positive size in MiB" --bucket-mb 0
+expect_bad "expected a number of seconds from 0.001 to 1000000, got '-1'" --comm-timeout -1
+expect_bad "expected a size in MiB from 1e-06 to 1048576, got '0'" --bucket-mb 0
 expect_bad "no device count fits the cores of this machine" --devices 2 --cores-per-device 100000
 expect_bad "this process was not started by mpirun" --comm mpi --strategies single,ddp
 expect_bad "--comm mpi runs the ddp variants across processes" --comm mpi --strategies single,dp
