@@ -17,6 +17,7 @@
 #include "duet/nn/models/models.h"
 #include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/scaling_sweep.h"
+#include "file_collisions.h"
 #include "output_paths.h"
 #include "plot.h"
 #include "process_cores.h"
@@ -125,6 +126,20 @@ std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::
     for (int n : counts) add(s, n);
   }
   return rows;
+}
+
+// The files in --out, by name.
+const std::vector<std::string> kOutFiles = {"results.json", "results.csv", "phases.png", "throughput.png",
+                                            "speedup.png"};
+
+// What write_outputs may write, beside the dataset it reads.
+std::vector<RunFile> output_files(const CompareArgs& args) {
+  std::vector<RunFile> files = dataset_files(args.data_dir);
+  for (const std::string& name : kOutFiles) {
+    files.push_back({"--out's " + name, (std::filesystem::path(args.out) / name).string(), true});
+  }
+  if (!args.trace.empty()) files.push_back({"--trace", args.trace, true});
+  return files;
 }
 
 // The files, each failure reported and counted but not stopping the others.
@@ -333,6 +348,7 @@ int run_compare(CompareArgs args) {
                ")");
     if (!comm || comm->rank() == 0) {
       // Every output path first: a bad one fails now, not after every strategy has run.
+      check_no_collisions(output_files(args));
       prepare_output_folder("--out", args.out);
       if (args.plots) check_gnuplot("the plots", ", or pass --no-plots");
       if (!args.trace.empty()) check_output_file("--trace", args.trace);

@@ -43,6 +43,17 @@ bool allowed(const std::vector<std::pair<std::string, std::string>>& may_share, 
 
 }  // namespace
 
+std::vector<RunFile> dataset_files(const std::string& dir) {
+  std::vector<RunFile> files;
+  for (const char* stem :
+       {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+    for (const char* suffix : {"", ".gz"}) {
+      files.push_back({"--data-dir's file", (fs::path(dir) / (std::string(stem) + suffix)).string()});
+    }
+  }
+  return files;
+}
+
 void check_no_collisions(const std::vector<RunFile>& files,
                          const std::vector<std::pair<std::string, std::string>>& may_share) {
   std::vector<FileIdentity> ids;

@@ -15,6 +15,10 @@ struct RunFile {
   bool written = false;
 };
 
+// The Fashion-MNIST files a run reads from `dir`, with and without .gz, whether they exist or
+// not (an output there could become one), in the role "--data-dir's file".
+std::vector<RunFile> dataset_files(const std::string& dir);
+
 // Throws duet::Error naming both roles and the file when a written file is the same file as
 // any other one, unless the two roles are listed together in `may_share` (--save and --resume:
 // a run continues the checkpoint it replaces). Two files are the same when their paths

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <set>
 #include <thread>
@@ -37,19 +36,6 @@ std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device, st
   auto comm = parallel::make_nccl_communicator(bootstrap, {.timeout = timeout});
   device = comm->device();
   return comm;
-}
-
-// The Fashion-MNIST files the run reads from --data-dir, with and without .gz, whether they
-// exist or not (an output there could become one).
-std::vector<RunFile> dataset_files(const std::string& dir) {
-  std::vector<RunFile> files;
-  for (const char* stem :
-       {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
-    for (const char* suffix : {"", ".gz"}) {
-      files.push_back({"--data-dir's file", (std::filesystem::path(dir) / (std::string(stem) + suffix)).string()});
-    }
-  }
-  return files;
 }
 
 // Every file the leader will write, before any work: one that is another output or an input,

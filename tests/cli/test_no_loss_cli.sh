@@ -78,6 +78,10 @@ subcommand=compare
 expect_untouched "expected a size in MiB from 1e-06 to 1048576, got '1e13'" --bucket-mb 1e13 --out "$work/compare"
 expect_untouched "expected a number of seconds from 0.001 to 1000000, got '1e16'" --comm-timeout 1e16 --out "$work/compare"
 expect_untouched "--out: the path is empty" --out ""
+cp "$f/m.jsonl" "$f/results.json"
+expect_untouched "--out's results.json $f/results.json and --trace $f/data/../results.json are the same file" \
+  --out "$f" --trace "$f/data/../results.json"
+rm "$f/results.json"
 # 64 devices leave no logical CPU device for the per-step check's step (it had ended the process).
 expect_untouched "--devices 64 from cpu:0: the per-step check needs one more logical CPU device after them, cpu:64" \
   --devices 64 --threads 2 --out "$work/compare"
