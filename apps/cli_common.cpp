@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include <charconv>
 #include <cmath>
 #include <iomanip>
 #include <limits>
@@ -47,8 +48,24 @@ CLI::Validator in_range(double low, double high, const std::string& what) {
       },
       range.str());
 }
-const CLI::Validator kPositive = at_least(1, "a positive integer");
+CLI::Validator whole_number(uint64_t low, uint64_t high, const std::string& what) {
+  const std::string expected = what + " from " + std::to_string(low) + " to " + std::to_string(high);
+  return CLI::Validator(
+      [low, high, expected](std::string& text) -> std::string {
+        uint64_t value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (!text.empty() && ec == std::errc() && end == text.data() + text.size() && value >= low && value <= high) {
+          return "";
+        }
+        return "expected " + expected + ", got '" + text + "'";
+      },
+      expected);
+}
+
+const CLI::Validator kPositive =
+    whole_number(1, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), "a positive integer");
 const CLI::Validator kNonNegative = at_least(0, "a number >= 0");
+const CLI::Validator kSeed = whole_number(0, std::numeric_limits<uint64_t>::max(), "a seed");
 
 namespace {
 

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <set>
 #include <string>
@@ -26,8 +27,11 @@ inline constexpr int kBadInput = 2;
 CLI::Validator at_least(double low, const char* what);
 // A finite number from low to high; the message says `what` and the range.
 CLI::Validator in_range(double low, double high, const std::string& what);
-extern const CLI::Validator kPositive;     // "a positive integer"
+// A whole number, digits only (no sign: "-1" is no seed), from low to high.
+CLI::Validator whole_number(uint64_t low, uint64_t high, const std::string& what);
+extern const CLI::Validator kPositive;     // "a positive integer" that an int64 holds
 extern const CLI::Validator kNonNegative;  // "a number >= 0"
+extern const CLI::Validator kSeed;         // any uint64
 
 // Every path flag the user gave names a path: `--save ""` would otherwise be taken as no
 // --save at all. Throws duet::Error naming the flag. `paths`: each flag's long name and value.

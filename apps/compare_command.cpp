@@ -403,7 +403,9 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember(parallel::strategy_names()))
       ->capture_default_str();
   add_optimizer_flags(*cmd, args->optimizer);
-  cmd->add_option("--seed", args->seed, "Seed for the initial weights and the batch order")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed for the initial weights and the batch order")
+      ->check(kSeed)
+      ->capture_default_str();
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--device", args->device, "First device: cpu (logical cpu:0..N-1) or cuda")->capture_default_str();
   cmd->add_option("--threads", args->threads,

@@ -80,7 +80,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(kPositive)
       ->capture_default_str();
   add_optimizer_flags(*cmd, args->optimizer);
-  cmd->add_option("--seed", args->seed, "Seed for init, shuffling and dropout")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed for init, shuffling and dropout")->check(kSeed)->capture_default_str();
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores, shared among MPI processes)")
       ->check(kNonNegative)

@@ -74,6 +74,9 @@ expect_untouched "expected a number of seconds from 0.001 to 1000000, got 'inf'"
 expect_untouched "expected a number of seconds from 0.001 to 1000000, got '1e16'" --comm-timeout 1e16
 expect_untouched "expected a number >= 0, got 'inf'" --lr inf
 expect_untouched "expected a number >= 0, got 'nan'" --weight-decay nan
+expect_untouched "expected a positive integer from 1 to 9223372036854775807, got '99999999999999999999'" \
+  --epochs 99999999999999999999
+expect_untouched "expected a seed from 0 to 18446744073709551615, got '-1'" --seed -1
 subcommand=compare
 expect_untouched "expected a size in MiB from 1e-06 to 1048576, got '1e13'" --bucket-mb 1e13 --out "$work/compare"
 expect_untouched "expected a number of seconds from 0.001 to 1000000, got '1e16'" --comm-timeout 1e16 --out "$work/compare"
