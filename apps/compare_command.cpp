@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cli_common.h"
@@ -21,6 +23,7 @@
 #include "output_paths.h"
 #include "plot.h"
 #include "process_cores.h"
+#include "rank_agreement.h"
 #include "trace.h"
 
 namespace duet::apps {
@@ -53,6 +56,32 @@ struct CompareArgs {
   int64_t batch_per_device = 0;  // weak scaling: the global batch is this times the devices
   std::string comm = "local";    // mpi: ddp across the processes mpirun started
 };
+
+// What every rank of `duet compare --comm mpi` must share (rank_agreement.h).
+NamedSettings compare_rank_settings(const CompareArgs& args) {
+  std::string strategies;
+  for (const std::string& s : args.strategies) strategies += (strategies.empty() ? "" : ",") + s;
+  auto number = [](double value) {
+    std::ostringstream text;
+    text << std::setprecision(17) << value;
+    return text.str();
+  };
+  return {{"model", args.model},
+          {"batch_size", std::to_string(args.batch_size)},
+          {"batch_per_device", std::to_string(args.batch_per_device)},
+          {"steps", std::to_string(args.steps)},
+          {"warmup", std::to_string(args.warmup)},
+          {"strategies", strategies},
+          {"optimizer", args.optimizer.name},
+          {"lr", number(args.optimizer.lr)},
+          {"momentum", number(args.optimizer.momentum)},
+          {"weight_decay", number(args.optimizer.weight_decay)},
+          {"amsgrad", args.optimizer.amsgrad ? "true" : "false"},
+          {"seed", std::to_string(args.seed)},
+          {"bucket_mb", number(args.bucket_mb)},
+          {"sync_bn", args.sync_bn ? "true" : "false"},
+          {"check", args.check ? "true" : "false"}};
+}
 
 bool has_strategy(const CompareArgs& args, const std::string& name) {
   return std::count(args.strategies.begin(), args.strategies.end(), name) > 0;
@@ -338,6 +367,7 @@ int run_compare(CompareArgs args) {
                  "compare --comm mpi --strategies single,ddp ...`");
       DUET_CHECK(device.is_cpu(), "--comm mpi: duet compare runs its ranks on CPU devices");
       comm = parallel::make_mpi_communicator({.timeout = comm_timeout(args.comm_timeout), .device = device});
+      check_ranks_agree(*comm, compare_rank_settings(args));
     }
     // Every count asked for names devices that exist, before the ones the cores cannot serve are skipped.
     if (!comm && !args.devices.empty()) device_group(device, args.devices.back(), "--devices");
