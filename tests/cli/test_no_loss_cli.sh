@@ -144,6 +144,15 @@ else
   echo "ok: checkpoint without a checksum: $(grep checksum "$work/unchecked.log")"
 fi
 
+# A flag that differs from the checkpoint's setting is printed as such, --accumulate too (the
+# checkpoint's run had 1 micro-batch).
+if ! "$duet" train --resume "$f/ckpt" --accumulate 2 > "$work/differs.log" 2>&1 \
+   || ! grep -q "^note: --accumulate 2 instead of the checkpoint's 1$" "$work/differs.log"; then
+  fail "a flag that differs from the checkpoint: $(cat "$work/differs.log")"
+else
+  echo "ok: $(grep accumulate "$work/differs.log")"
+fi
+
 # --- One writer per checkpoint ----------------------------------------------------------------
 mkdir "$work/lock"
 "$duet" train --model mlp --epochs 1 --save "$work/lock/ckpt" > "$work/lock/first" 2>&1 &
