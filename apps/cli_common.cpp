@@ -1,5 +1,10 @@
 #include "cli_common.h"
 
+#include <charconv>
+#include <cmath>
+#include <iomanip>
+#include <limits>
+#include <sstream>
 #include <thread>
 
 #include "duet/core/error.h"
@@ -9,21 +14,58 @@
 
 namespace duet::apps {
 
+namespace {
+
+// `text` as a whole finite number in [low, high].
+bool finite_within(const std::string& text, double low, double high) {
+  try {
+    size_t used = 0;
+    const double value = std::stod(text, &used);
+    return used == text.size() && std::isfinite(value) && value >= low && value <= high;
+  } catch (const std::exception&) {
+    return false;  // not a number, or out of double's range
+  }
+}
+
+}  // namespace
+
 CLI::Validator at_least(double low, const char* what) {
   return CLI::Validator(
       [low, what](std::string& text) -> std::string {
-        try {
-          size_t used = 0;
-          double value = std::stod(text, &used);
-          if (used == text.size() && value >= low) return "";
-        } catch (const std::exception&) {
-        }
+        if (finite_within(text, low, std::numeric_limits<double>::max())) return "";
         return "expected " + std::string(what) + ", got '" + text + "'";
       },
       what);
 }
-const CLI::Validator kPositive = at_least(1, "a positive integer");
+
+CLI::Validator in_range(double low, double high, const std::string& what) {
+  std::ostringstream range;
+  range << std::setprecision(12) << what << " from " << low << " to " << high;
+  return CLI::Validator(
+      [low, high, expected = range.str()](std::string& text) -> std::string {
+        if (finite_within(text, low, high)) return "";
+        return "expected " + expected + ", got '" + text + "'";
+      },
+      range.str());
+}
+CLI::Validator whole_number(uint64_t low, uint64_t high, const std::string& what) {
+  const std::string expected = what + " from " + std::to_string(low) + " to " + std::to_string(high);
+  return CLI::Validator(
+      [low, high, expected](std::string& text) -> std::string {
+        uint64_t value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (!text.empty() && ec == std::errc() && end == text.data() + text.size() && value >= low && value <= high) {
+          return "";
+        }
+        return "expected " + expected + ", got '" + text + "'";
+      },
+      expected);
+}
+
+const CLI::Validator kPositive =
+    whole_number(1, static_cast<uint64_t>(std::numeric_limits<int64_t>::max()), "a positive integer");
 const CLI::Validator kNonNegative = at_least(0, "a number >= 0");
+const CLI::Validator kSeed = whole_number(0, std::numeric_limits<uint64_t>::max(), "a seed");
 
 namespace {
 
@@ -40,6 +82,11 @@ std::pair<int, std::string> device_limit(DeviceType type) {
 }
 
 }  // namespace
+
+void check_paths_given(const std::set<std::string>& given,
+                       const std::vector<std::pair<std::string, std::string>>& paths) {
+  for (const auto& [flag, path] : paths) DUET_CHECK(!given.count(flag) || !path.empty(), flag, ": the path is empty");
+}
 
 std::vector<Device> device_group(Device first, int count, const std::string& flag) {
   const auto [limit, there_are] = device_limit(first.type);
@@ -71,7 +118,7 @@ std::string clamp_threads(int& threads, const std::string& flag) {
 
 void add_comm_timeout_flag(CLI::App& cmd, double& seconds) {
   cmd.add_option("--comm-timeout", seconds, "Seconds a collective waits for the other ranks before the run fails")
-      ->check(at_least(0.001, "a number of seconds >= 0.001"))
+      ->check(in_range(0.001, kMaxCommTimeoutSeconds, "a number of seconds"))
       ->capture_default_str();
 }
 

@@ -5,8 +5,11 @@
 #include <CLI/CLI.hpp>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "duet/core/device.h"
@@ -19,10 +22,21 @@ namespace duet::apps {
 inline constexpr int kFailed = 1;
 inline constexpr int kBadInput = 2;
 
-// CLI11's numeric ranges print the whole double range; these say what is wanted.
+// CLI11's numeric ranges print the whole double range; these say what is wanted. Both refuse
+// what is not a finite number (inf, nan, 1e999).
 CLI::Validator at_least(double low, const char* what);
-extern const CLI::Validator kPositive;     // "a positive integer"
+// A finite number from low to high; the message says `what` and the range.
+CLI::Validator in_range(double low, double high, const std::string& what);
+// A whole number, digits only (no sign: "-1" is no seed), from low to high.
+CLI::Validator whole_number(uint64_t low, uint64_t high, const std::string& what);
+extern const CLI::Validator kPositive;     // "a positive integer" that an int64 holds
 extern const CLI::Validator kNonNegative;  // "a number >= 0"
+extern const CLI::Validator kSeed;         // any uint64
+
+// Every path flag the user gave names a path: `--save ""` would otherwise be taken as no
+// --save at all. Throws duet::Error naming the flag. `paths`: each flag's long name and value.
+void check_paths_given(const std::set<std::string>& given,
+                       const std::vector<std::pair<std::string, std::string>>& paths);
 
 // count logical devices of first's type from first on: cpu:0..N-1 (or cuda:0..N-1). Throws
 // duet::Error naming `flag` and the devices there are when the group runs past the last one:
@@ -36,6 +50,9 @@ std::vector<Device> devices_with_ids(DeviceType type, const std::vector<int>& id
 std::string clamp_threads(int& threads, const std::string& flag);
 
 // --comm-timeout SECONDS: how long a collective waits for the other ranks before the run fails.
+// At most kMaxCommTimeoutSeconds, so that the deadline (now + timeout, in the steady clock's
+// nanoseconds) cannot overflow.
+inline constexpr double kMaxCommTimeoutSeconds = 1e6;
 void add_comm_timeout_flag(CLI::App& cmd, double& seconds);
 std::chrono::milliseconds comm_timeout(double seconds);
 

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <iomanip>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "cli_common.h"
@@ -17,13 +19,18 @@
 #include "duet/nn/models/models.h"
 #include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/scaling_sweep.h"
+#include "file_collisions.h"
 #include "output_paths.h"
 #include "plot.h"
 #include "process_cores.h"
+#include "rank_agreement.h"
 #include "trace.h"
 
 namespace duet::apps {
 namespace {
+
+// --bucket-mb's largest value, 1 TiB: far beyond any model, and its bytes fit in an int64.
+constexpr double kMaxBucketMb = 1024.0 * 1024.0;
 
 struct CompareArgs {
   std::string model = "lenet-relu";
@@ -49,6 +56,32 @@ struct CompareArgs {
   int64_t batch_per_device = 0;  // weak scaling: the global batch is this times the devices
   std::string comm = "local";    // mpi: ddp across the processes mpirun started
 };
+
+// What every rank of `duet compare --comm mpi` must share (rank_agreement.h).
+NamedSettings compare_rank_settings(const CompareArgs& args) {
+  std::string strategies;
+  for (const std::string& s : args.strategies) strategies += (strategies.empty() ? "" : ",") + s;
+  auto number = [](double value) {
+    std::ostringstream text;
+    text << std::setprecision(17) << value;
+    return text.str();
+  };
+  return {{"model", args.model},
+          {"batch_size", std::to_string(args.batch_size)},
+          {"batch_per_device", std::to_string(args.batch_per_device)},
+          {"steps", std::to_string(args.steps)},
+          {"warmup", std::to_string(args.warmup)},
+          {"strategies", strategies},
+          {"optimizer", args.optimizer.name},
+          {"lr", number(args.optimizer.lr)},
+          {"momentum", number(args.optimizer.momentum)},
+          {"weight_decay", number(args.optimizer.weight_decay)},
+          {"amsgrad", args.optimizer.amsgrad ? "true" : "false"},
+          {"seed", std::to_string(args.seed)},
+          {"bucket_mb", number(args.bucket_mb)},
+          {"sync_bn", args.sync_bn ? "true" : "false"},
+          {"check", args.check ? "true" : "false"}};
+}
 
 bool has_strategy(const CompareArgs& args, const std::string& name) {
   return std::count(args.strategies.begin(), args.strategies.end(), name) > 0;
@@ -122,6 +155,20 @@ std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::
     for (int n : counts) add(s, n);
   }
   return rows;
+}
+
+// The files in --out, by name.
+const std::vector<std::string> kOutFiles = {"results.json", "results.csv", "phases.png", "throughput.png",
+                                            "speedup.png"};
+
+// What write_outputs may write, beside the dataset it reads.
+std::vector<RunFile> output_files(const CompareArgs& args) {
+  std::vector<RunFile> files = dataset_files(args.data_dir);
+  for (const std::string& name : kOutFiles) {
+    files.push_back({"--out's " + name, (std::filesystem::path(args.out) / name).string(), true});
+  }
+  if (!args.trace.empty()) files.push_back({"--trace", args.trace, true});
+  return files;
 }
 
 // The files, each failure reported and counted but not stopping the others.
@@ -283,6 +330,17 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
   if (args.predict) report.predictions = predictions(args, profile, counts, report.runs);
 }
 
+// The per-step check's single-device step runs on a logical CPU device of its own, the one after
+// a local run's last device: the largest --devices count must leave it free.
+void check_room_for_step_check(const CompareArgs& args, Device device, const parallel::Communicator* comm) {
+  if (comm || !device.is_cpu() || !args.check || args.devices.empty()) return;
+  const int largest = args.devices.back();
+  DUET_CHECK(device.index + largest < kMaxDevicesPerType, "--devices ", largest, " from ", device,
+             ": the per-step check needs one more logical CPU device after them, cpu:", device.index + largest,
+             ", but duet has ", kMaxDevicesPerType, " (cpu:0 to cpu:", kMaxDevicesPerType - 1, "); give at most ",
+             kMaxDevicesPerType - 1 - device.index, " devices, or --no-check");
+}
+
 int run_compare(CompareArgs args) {
   std::sort(args.devices.begin(), args.devices.end());
   args.devices.erase(std::unique(args.devices.begin(), args.devices.end()), args.devices.end());
@@ -309,15 +367,18 @@ int run_compare(CompareArgs args) {
                  "compare --comm mpi --strategies single,ddp ...`");
       DUET_CHECK(device.is_cpu(), "--comm mpi: duet compare runs its ranks on CPU devices");
       comm = parallel::make_mpi_communicator({.timeout = comm_timeout(args.comm_timeout), .device = device});
+      check_ranks_agree(*comm, compare_rank_settings(args));
     }
     // Every count asked for names devices that exist, before the ones the cores cannot serve are skipped.
     if (!comm && !args.devices.empty()) device_group(device, args.devices.back(), "--devices");
+    check_room_for_step_check(args, device, comm.get());
     counts = place_sweep(args, device, comm.get(), report);
     DUET_CHECK(!counts.empty() || args.strategies == std::vector<std::string>{"single"},
                "--devices: no device count fits the cores of this machine (--cores-per-device ", args.cores_per_device,
                ")");
     if (!comm || comm->rank() == 0) {
       // Every output path first: a bad one fails now, not after every strategy has run.
+      check_no_collisions(output_files(args));
       prepare_output_folder("--out", args.out);
       if (args.plots) check_gnuplot("the plots", ", or pass --no-plots");
       if (!args.trace.empty()) check_output_file("--trace", args.trace);
@@ -372,7 +433,9 @@ void add_compare_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember(parallel::strategy_names()))
       ->capture_default_str();
   add_optimizer_flags(*cmd, args->optimizer);
-  cmd->add_option("--seed", args->seed, "Seed for the initial weights and the batch order")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed for the initial weights and the batch order")
+      ->check(kSeed)
+      ->capture_default_str();
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--device", args->device, "First device: cpu (logical cpu:0..N-1) or cuda")->capture_default_str();
   cmd->add_option("--threads", args->threads,
@@ -392,7 +455,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--bucket-mb", args->bucket_mb,
                   "ddp's bucket cap in MiB (PyTorch's bucket_cap_mb; caps the first "
                   "bucket too when below its 1 MiB)")
-      ->check(at_least(1e-6, "a positive size in MiB"));
+      ->check(in_range(1e-6, kMaxBucketMb, "a size in MiB"));
   cmd->add_flag("--sync-bn", args->sync_bn,
                 "ddp variants: BatchNorm with the global batch's statistics (SyncBatchNorm)");
   cmd->add_option("--cores-per-device", args->cores_per_device,
@@ -408,7 +471,20 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "mpirun (single runs on rank 0)")
       ->check(CLI::IsMember({"local", "mpi"}))
       ->capture_default_str();
-  cmd->callback([args, &exit_code] { exit_code = run_compare(*args); });
+  cmd->callback([args, cmd, &exit_code] {
+    std::set<std::string> given;
+    for (const CLI::Option* option : cmd->get_options()) {
+      if (option->count() > 0) given.insert(option->get_name());
+    }
+    try {
+      check_paths_given(given, {{"--out", args->out}, {"--trace", args->trace}, {"--data-dir", args->data_dir}});
+    } catch (const Error& e) {
+      std::cerr << "duet compare: error: " << e.what() << "\n";
+      exit_code = kBadInput;
+      return;
+    }
+    exit_code = run_compare(*args);
+  });
 }
 
 }  // namespace duet::apps

@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "duet/core/error.h"
 
@@ -42,23 +43,51 @@ std::vector<parallel::EpochStats> parse_history(const std::string& text, const s
   return history;
 }
 
+namespace {
+
+// The epoch of a --metrics line of this run (same model and seed), or nothing for any other line.
+std::optional<parallel::EpochStats> run_epoch(const std::string& line, const TrainArgs& args, const std::string& path) {
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+  if (!j.is_object() || j.value("model", "") != args.model || j.value("seed", uint64_t{0}) != args.seed) return {};
+  try {
+    return epoch_from_json(j, path);
+  } catch (const Error&) {
+    return {};  // a line of some other tool's: not this run's
+  }
+}
+
+}  // namespace
+
 std::vector<parallel::EpochStats> read_metrics_history(const std::string& path, const TrainArgs& args,
                                                        int64_t epochs_done) {
   std::ifstream in(path);
   std::map<int64_t, parallel::EpochStats> by_epoch;
   for (std::string line; std::getline(in, line);) {
-    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || j.value("model", "") != args.model || j.value("seed", uint64_t{0}) != args.seed) continue;
-    try {
-      parallel::EpochStats e = epoch_from_json(j, path);
-      if (e.epoch >= 0 && e.epoch < epochs_done) by_epoch[e.epoch] = e;
-    } catch (const Error&) {
-      // a line of some other tool's: not this run's
-    }
+    std::optional<parallel::EpochStats> e = run_epoch(line, args, path);
+    if (e && e->epoch >= 0 && e->epoch < epochs_done) by_epoch[e->epoch] = *e;
   }
   std::vector<parallel::EpochStats> history;
   for (const auto& [epoch, e] : by_epoch) history.push_back(e);
   return history;
+}
+
+void drop_unsaved_epochs(const std::string& path, const TrainArgs& args, int64_t epochs_done) {
+  std::ifstream in(path);
+  std::string kept;
+  bool dropped = false;
+  for (std::string line; std::getline(in, line);) {
+    std::optional<parallel::EpochStats> e = run_epoch(line, args, path);
+    if (e && e->epoch >= epochs_done) {
+      dropped = true;
+      continue;
+    }
+    kept += line + "\n";
+  }
+  if (!dropped) return;
+  in.close();
+  std::ofstream out(path, std::ios::trunc);
+  out << kept << std::flush;
+  DUET_CHECK(out.good(), "cannot rewrite --metrics file ", path);
 }
 
 }  // namespace duet::apps

@@ -27,4 +27,10 @@ std::vector<parallel::EpochStats> parse_history(const std::string& text, const s
 std::vector<parallel::EpochStats> read_metrics_history(const std::string& path, const TrainArgs& args,
                                                        int64_t epochs_done);
 
+// Before a resumed run appends to --metrics: removes this run's lines (same model and seed) of
+// the epochs after `epochs_done`, which a run that stopped before saving them had written, so
+// that every epoch is in the file once. Other lines stay as they are; a file without such lines
+// is not rewritten. Throws duet::Error naming `path` if it cannot be rewritten.
+void drop_unsaved_epochs(const std::string& path, const TrainArgs& args, int64_t epochs_done);
+
 }  // namespace duet::apps

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -35,8 +36,20 @@ void probe_folder(const std::string& flag, const std::string& path, const fs::pa
 
 }  // namespace
 
-void check_output_file(const std::string& flag, const std::string& path, WriteMode mode) {
+void check_name_fits(const std::string& flag, const std::string& path) {
   DUET_CHECK(!path.empty(), flag, ": the path is empty");
+  DUET_CHECK(path.size() < PATH_MAX, flag, " ", path.substr(0, 80), "...: the path is ", path.size(),
+             " bytes long; the system takes at most ", PATH_MAX - 1);
+  const fs::path folder = folder_of(path);
+  long name_max = ::pathconf(folder.c_str(), _PC_NAME_MAX);
+  if (name_max <= 0) name_max = NAME_MAX;
+  const std::string name = fs::path(path).filename().string();
+  DUET_CHECK(name.size() <= static_cast<size_t>(name_max), flag, " ", path, ": the file name is ", name.size(),
+             " bytes long, but folder ", folder.string(), " takes names of at most ", name_max);
+}
+
+void check_output_file(const std::string& flag, const std::string& path, WriteMode mode) {
+  check_name_fits(flag, path);
   std::error_code error;
   const fs::path folder = folder_of(path);
   const fs::file_status folder_status = fs::status(folder, error);

@@ -15,6 +15,11 @@ enum class WriteMode { in_place, by_rename };
 // A file can be written at `path`. Nothing is left behind, and an existing file is not changed.
 void check_output_file(const std::string& flag, const std::string& path, WriteMode mode = WriteMode::in_place);
 
+// The file system takes `path` as a name: not empty, its file name within the folder's NAME_MAX
+// (255 bytes on most) and the whole within PATH_MAX. For the names duet derives from an output
+// (a checkpoint's partial file, its .best copy), which are longer than the name the user gave.
+void check_name_fits(const std::string& flag, const std::string& path);
+
 // `path` is a folder that takes new files; created, with its parents, if missing.
 void prepare_output_folder(const std::string& flag, const std::string& path);
 

@@ -1,6 +1,8 @@
 // The settings that make a `duet train` run what it is (model, optimizer and its
-// hyperparameters, batch size, seed, epochs, strategy and devices), as a checkpoint records
-// them, and how --resume continues that run:
+// hyperparameters, batch size, seed, epochs, micro-batches, SyncBatchNorm, strategy and
+// devices), as a checkpoint records them, and how --resume continues that run:
+//   - every recorded setting must be a value its flag would take (a known model, momentum from
+//     0 to 1, a finite lr >= 0, ...), or the checkpoint is refused naming the field;
 //   - a setting the user did not give on the command line takes the checkpoint's value, so
 //     `duet train --resume FILE` alone continues the run exactly;
 //   - another model or optimizer is refused, naming both values: the checkpoint's tensors

@@ -31,8 +31,14 @@ int run_train(TrainArgs args, const GivenFlags& given) {
   std::optional<optim::Checkpoint> checkpoint;
   std::vector<std::string> notes;
   try {
+    check_paths_given(given, {{"--save", args.save},
+                              {"--resume", args.resume},
+                              {"--metrics", args.metrics},
+                              {"--plot", args.plot},
+                              {"--data-dir", args.data_dir}});
     if (!args.resume.empty()) checkpoint = optim::read_checkpoint(args.resume);
     notes = settle_run_settings(args, given, checkpoint ? &checkpoint->info.extra : nullptr, args.resume);
+    if (checkpoint) notes.insert(notes.end(), checkpoint->notes.begin(), checkpoint->notes.end());
   } catch (const std::exception& e) {
     std::cerr << "duet train: error: " << e.what() << "\n";
     return kBadInput;
@@ -74,7 +80,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(kPositive)
       ->capture_default_str();
   add_optimizer_flags(*cmd, args->optimizer);
-  cmd->add_option("--seed", args->seed, "Seed for init, shuffling and dropout")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed for init, shuffling and dropout")->check(kSeed)->capture_default_str();
   cmd->add_option("--data-dir", args->data_dir, "Folder with the Fashion-MNIST IDX files")->capture_default_str();
   cmd->add_option("--threads", args->threads, "CPU threads (0: all cores, shared among MPI processes)")
       ->check(kNonNegative)

@@ -52,6 +52,7 @@ TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std
     }
   }
   if (!args_.metrics.empty()) {
+    if (setup_.first_epoch > 0) drop_unsaved_epochs(args_.metrics, args_, setup_.first_epoch);
     metrics_.open(args_.metrics, setup_.first_epoch > 0 ? std::ios::app : std::ios::trunc);
     DUET_CHECK(metrics_.is_open(), "cannot write --metrics file ", args_.metrics);
   }
@@ -85,20 +86,28 @@ void TrainReporter::after_epoch(const parallel::EpochStats& e) {
               e.images_per_second);
   std::fflush(stdout);
   run_.push_back(e);
+  // The checkpoint first: an epoch is in --metrics only once it is saved, so that a run resumed
+  // after a failed save does not write that epoch's line a second time.
+  std::optional<optim::CheckpointInfo> saved;
+  if (!args_.save.empty()) saved = save(e);
   if (metrics_.is_open()) metrics_ << metrics_line(args_, setup_, e, eval_seconds).dump() << "\n" << std::flush;
-  if (!args_.save.empty()) save(e);
+  if (saved) save_best(e, *saved);
 }
 
-void TrainReporter::save(const parallel::EpochStats& e) {
-  const bool best = e.test_accuracy > best_accuracy_;
-  if (best) best_accuracy_ = e.test_accuracy, best_epoch_ = e.epoch + 1;
+optim::CheckpointInfo TrainReporter::save(const parallel::EpochStats& e) {
   optim::CheckpointInfo info{.epochs_done = e.epoch + 1, .extra = run_settings(args_)};
   info.extra["history"] = history_text(run_);
   parallel::Strategy& strategy = *setup_.strategy;
   optim::save_checkpoint(args_.save, strategy.model(), strategy.optimizer(), default_generator(), info);
+  return info;
+}
+
+void TrainReporter::save_best(const parallel::EpochStats& e, const optim::CheckpointInfo& info) {
+  if (e.test_accuracy <= best_accuracy_) return;
+  best_accuracy_ = e.test_accuracy, best_epoch_ = e.epoch + 1;
   // A run that diverges without a NaN would otherwise overwrite its last good weights.
-  if (best)
-    optim::save_checkpoint(args_.save + ".best", strategy.model(), strategy.optimizer(), default_generator(), info);
+  parallel::Strategy& strategy = *setup_.strategy;
+  optim::save_checkpoint(args_.save + ".best", strategy.model(), strategy.optimizer(), default_generator(), info);
 }
 
 void TrainReporter::interrupted() {

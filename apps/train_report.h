@@ -35,8 +35,10 @@ class TrainReporter {
 
  private:
   void after_epoch(const parallel::EpochStats& e);
-  // --save NAME after every epoch, and NAME.best when the test accuracy is the best so far.
-  void save(const parallel::EpochStats& e);
+  // --save NAME after every epoch; returns what it recorded.
+  optim::CheckpointInfo save(const parallel::EpochStats& e);
+  // NAME.best when the test accuracy is the best so far.
+  void save_best(const parallel::EpochStats& e, const optim::CheckpointInfo& info);
 
   const TrainArgs& args_;
   TrainSetup& setup_;

@@ -10,11 +10,14 @@
 #include "duet/data/fashion_mnist.h"
 #include "duet/kernels/kernels.h"
 #include "duet/nn/models/models.h"
+#include "duet/nn/safetensors.h"
 #include "duet/optim/checkpoint.h"
 #include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/comm/nccl_communicator.h"
+#include "file_collisions.h"
 #include "output_paths.h"
 #include "process_cores.h"
+#include "rank_agreement.h"
 
 namespace duet::apps {
 namespace {
@@ -35,14 +38,37 @@ std::shared_ptr<parallel::Communicator> mpi_rank_communicator(Device& device, st
   return comm;
 }
 
-// Every file the leader will write, before any work: a bad path fails now, not after an epoch.
-void check_outputs(const TrainArgs& args) {
-  if (!args.save.empty()) check_output_file("--save", args.save, WriteMode::by_rename);
+// Every file the leader will write, before any work: one that is another output or an input,
+// or that cannot be written, fails now, not after an epoch, and nothing is touched. Returns
+// the lock of --save, held for the run.
+std::unique_ptr<SaveLock> check_outputs(const TrainArgs& args) {
+  std::vector<RunFile> files = dataset_files(args.data_dir);
+  if (!args.resume.empty()) files.push_back({"--resume", args.resume});
+  const std::string best = args.save + ".best";
+  if (!args.save.empty()) {
+    files.push_back({"--save", args.save, true});
+    files.push_back({"--save's .best copy", best, true});
+    files.push_back({"--save's lock file", save_lock_path(args.save), true});
+  }
+  if (!args.metrics.empty()) files.push_back({"--metrics", args.metrics, true});
+  if (!args.plot.empty()) files.push_back({"--plot", args.plot, true});
+  // A run continues the checkpoint it replaces.
+  check_no_collisions(files, {{"--save", "--resume"}});
+  std::unique_ptr<SaveLock> lock;
+  if (!args.save.empty()) {
+    check_output_file("--save", args.save, WriteMode::by_rename);
+    check_output_file("--save's .best copy", best, WriteMode::by_rename);
+    check_output_file("--save's lock file", save_lock_path(args.save));
+    check_name_fits("--save's partial file", nn::partial_path(args.save));
+    check_name_fits("--save's partial file", nn::partial_path(best));
+  }
   if (!args.metrics.empty()) check_output_file("--metrics", args.metrics);
   if (!args.plot.empty()) {
     check_output_file("--plot", args.plot);
     check_gnuplot("--plot");
   }
+  if (!args.save.empty()) lock = std::make_unique<SaveLock>("--save", args.save);
+  return lock;
 }
 
 // --devices N: N devices of --device's type from it on; --device-ids: exactly those.
@@ -104,8 +130,16 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
     setup.comm = mpi_rank_communicator(device, comm_timeout(args.comm_timeout));
     setup.leader = setup.comm->rank() == 0;
   }
-  if (setup.leader) check_outputs(args);
+  if (setup.leader) setup.save_lock = check_outputs(args);
   const std::vector<Device> group = devices_of(args, device);
+  Generator& generator = default_generator();
+  generator.manual_seed(args.seed);
+  std::shared_ptr<nn::Module> model = nn::models::make(args.model);
+  // Before any collective whose size depends on the settings (the strategy's broadcast of the
+  // parameters), and before the data loads, so that a mismatch ends the job at once.
+  if (setup.comm) {
+    check_ranks_agree(*setup.comm, rank_settings(args, checkpoint ? checkpoint->info.epochs_done : 0, *model));
+  }
   data::TensorDataset train_set = data::FashionMNIST::train(args.data_dir);
   data::TensorDataset test_set = data::FashionMNIST::test(args.data_dir);
   setup.train_images = train_set.size();
@@ -137,9 +171,6 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
     batch_size /= ranks;
   }
 
-  Generator& generator = default_generator();
-  generator.manual_seed(args.seed);
-  std::shared_ptr<nn::Module> model = nn::models::make(args.model);
   setup.device_threads = setup.comm ? 1 : static_cast<int>(group.size());
   model->to(group[0]);
   // Before the strategy exists: dp broadcasts this model, and ddp's replicas start as its copies.

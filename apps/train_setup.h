@@ -11,6 +11,7 @@
 #include "duet/optim/checkpoint.h"
 #include "duet/parallel/comm/communicator.h"
 #include "duet/parallel/strategy.h"
+#include "save_lock.h"
 #include "train_args.h"
 
 namespace duet::apps {
@@ -23,8 +24,9 @@ struct TrainSetup {
   std::vector<std::string> notes;  // what was adjusted, and why
   std::unique_ptr<data::DataLoader> train, test;
   std::unique_ptr<parallel::Strategy> strategy;
-  int64_t first_epoch = 0;  // epochs a resumed checkpoint has done
-  int device_threads = 1;   // threads that run kernels at once (for --profile)
+  int64_t first_epoch = 0;              // epochs a resumed checkpoint has done
+  int device_threads = 1;               // threads that run kernels at once (for --profile)
+  std::unique_ptr<SaveLock> save_lock;  // the leader's, with --save: one writer per checkpoint
 };
 
 // The flag combinations that cannot work, as one message; empty when the flags are fine.

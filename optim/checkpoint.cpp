@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "duet/nn/safetensors.h"
+#include "duet/optim/tensor_checksum.h"
 
 namespace duet::optim {
 namespace {
@@ -28,8 +29,19 @@ uint64_t parse_count(const std::map<std::string, std::string>& meta, const std::
   return value;
 }
 
+// The metadata key of tensors_checksum. Files written before it existed load with a note.
+constexpr const char* kChecksumKey = "tensor_checksum";
+
 bool is_reserved(const std::string& key) {
-  return key == "format" || key == "version" || key == "epochs_done" || key == "rng_seed" || key == "rng_offset";
+  return key == "format" || key == "version" || key == "epochs_done" || key == "rng_seed" || key == "rng_offset" ||
+         key == kChecksumKey;
+}
+
+// The tensors of the file, in name order, for tensors_checksum.
+std::map<std::string, Tensor> by_name(const nn::NamedTensors& tensors) {
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : tensors) out.emplace(name, t);
+  return out;
 }
 
 }  // namespace
@@ -46,6 +58,7 @@ void save_checkpoint(const std::string& path, const nn::Module& model, const Opt
   meta["epochs_done"] = std::to_string(info.epochs_done);
   meta["rng_seed"] = std::to_string(generator.seed());
   meta["rng_offset"] = std::to_string(generator.offset());
+  meta[kChecksumKey] = tensors_checksum(by_name(tensors));
   nn::save_safetensors(path, tensors, meta);
 }
 
@@ -58,6 +71,15 @@ Checkpoint read_checkpoint(const std::string& path) {
              "', this duet reads versions ", kOldVersion, " and ", kVersion);
   Checkpoint checkpoint;
   checkpoint.path = path;
+  auto checksum = file.metadata.find(kChecksumKey);
+  if (checksum == file.metadata.end()) {
+    checkpoint.notes.push_back(path + " has no checksum of its tensors (an older duet wrote it): loaded unverified");
+  } else {
+    const std::string computed = tensors_checksum(file.tensors);
+    DUET_CHECK(computed == checksum->second, path, ": the tensors do not match the checkpoint's ", kChecksumKey, " (",
+               checksum->second, " recorded, ", computed,
+               " computed): the file is damaged; nothing was loaded from it");
+  }
   for (auto& [name, t] : file.tensors) {
     if (name.rfind("model.", 0) == 0) checkpoint.model_state[name.substr(6)] = t;
     else if (name.rfind("optim.", 0) == 0) checkpoint.optimizer_state[name.substr(6)] = t;

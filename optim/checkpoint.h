@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "duet/core/generator.h"
 #include "duet/nn/module.h"
@@ -31,6 +32,7 @@ struct Checkpoint {
   std::map<std::string, Tensor> model_state;      // "model.*" without the prefix
   std::map<std::string, Tensor> optimizer_state;  // "optim.*" without the prefix
   uint64_t rng_seed = 0, rng_offset = 0;
+  std::vector<std::string> notes;  // what the caller should tell the user (a file without a checksum)
 
   // Each throws naming the file and the first tensor that does not fit, and then changes nothing.
   void check_model(const nn::Module& model) const;  // restore_model's checks alone
@@ -44,8 +46,10 @@ struct Checkpoint {
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& optimizer,
                      const Generator& generator, const CheckpointInfo& info);
 
-// Reads `path`; throws naming it if it is not a duet checkpoint of this version, or its
-// metadata is missing or malformed (an epochs_done that is not a whole number >= 0, say).
+// Reads `path`; throws naming it if it is not a duet checkpoint of this version, its metadata
+// is missing or malformed (an epochs_done that is not a whole number >= 0, say), or its tensors
+// do not match the checksum recorded with them (tensor_checksum.h). A file from before duet
+// recorded the checksum loads, with a note in `notes`.
 Checkpoint read_checkpoint(const std::string& path);
 
 // Restores model, optimizer and generator in place and returns the info. Throws naming the

@@ -26,6 +26,9 @@
 namespace duet::parallel {
 namespace {
 
+// How long a collective waits before its rank says that it is waiting, and for whom.
+constexpr auto kWaitNotice = std::chrono::seconds(5);
+
 void check_mpi(int code, const std::string& what) {
   if (code == MPI_SUCCESS) return;
   char message[MPI_MAX_ERROR_STRING];
@@ -149,15 +152,24 @@ class MpiCommunicator final : public QueuedCommunicator {
   std::string numbered(const std::string& what) { return what + " (collective #" + std::to_string(++seq_) + ")"; }
 
   // Starts one non-blocking MPI call and polls it until it completes or the timeout expires.
+  // A wait longer than kWaitNotice is reported once, so that a job whose ranks do not meet
+  // says where it waits long before the timeout ends it.
   template <class Call> void start(const std::string& where, Call call) {
     MPI_Request request = MPI_REQUEST_NULL;
     check_mpi(call(&request), where);
-    const auto deadline = std::chrono::steady_clock::now() + options_.timeout;
+    const auto begun = std::chrono::steady_clock::now();
+    const auto deadline = begun + options_.timeout;
+    bool noticed = false;
     for (int polls = 0;; ++polls) {
       int done = 0;
       check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), where);
       if (done) return;
-      if (std::chrono::steady_clock::now() >= deadline) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!noticed && now - begun >= kWaitNotice && now < deadline) {
+        noticed = true;
+        report_wait(where, now - begun);
+      }
+      if (now >= deadline) {
         abort_job(where + " timed out after " + std::to_string(options_.timeout.count()) +
                   " ms: a rank died, is stuck, or issued a different collective");
       }
@@ -165,6 +177,26 @@ class MpiCommunicator final : public QueuedCommunicator {
       if (polls < 1000) std::this_thread::yield();
       else std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
+  }
+
+  // "duet: MPI rank 1 of 3: waiting 5 s in broadcast(...) for ranks 0, 2 to join it; ..." MPI
+  // does not say which of the other ranks have joined, so all of them are named.
+  void report_wait(const std::string& where, std::chrono::steady_clock::duration waited) const {
+    std::string others;
+    if (size_ > 9) {
+      others = "the other " + std::to_string(size_ - 1) + " ranks";
+    } else {
+      for (int r = 0; r < size_; ++r) {
+        if (r != rank_) others += (others.empty() ? "rank " : ", ") + std::to_string(r);
+      }
+      if (size_ > 2) others.replace(0, 4, "ranks");
+    }
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(waited).count();
+    std::fprintf(stderr,
+                 "duet: MPI rank %d of %d: waiting %lld s in %s for %s to join it; the job fails after %lld ms\n",
+                 rank_, size_, static_cast<long long>(seconds), where.c_str(), others.c_str(),
+                 static_cast<long long>(options_.timeout.count()));
+    std::fflush(stderr);
   }
 
   // An exception would end only this rank, and the others would wait out their own timeouts

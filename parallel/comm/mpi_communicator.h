@@ -8,7 +8,8 @@
 //
 // Every wait polls the non-blocking call against the timeout. When it expires the rank prints
 // the rank, the collective and the timeout to stderr and calls MPI_Abort, which ends the job
-// on every rank: a dead or stuck rank never hangs the job.
+// on every rank: a dead or stuck rank never hangs the job. A wait of more than 5 s is reported
+// before that, once per collective: the rank, the collective and the ranks it waits for.
 #pragma once
 
 #include <chrono>

@@ -5,7 +5,7 @@ set -uo pipefail
 source "$(dirname "$0")/expect.sh" "$1" compare
 
 expect_bad "pipeline not in" --strategies single,pipeline
-expect_bad "expected a positive integer, got '0'" --devices 1,0
+expect_bad "expected a positive integer from 1 to 9223372036854775807, got '0'" --devices 1,0
 expect_bad "add single to --strategies" --strategies dp,ddp --predict
 expect_bad "--devices 65 from cpu:0 would run to cpu:64, but duet has 64 logical CPU devices" --devices 2,65
 expect_bad "dataset-fashion-mnist" --data-dir "$work/nowhere"
@@ -15,8 +15,8 @@ expect_bad "--out $work/file/results: cannot create the folder" --out "$work/fil
 expect_bad "--trace $work/nowhere/trace.json: folder $work/nowhere does not exist" --trace "$work/nowhere/trace.json" \
   --out "$work/results"
 without_gnuplot expect_bad "the plots: gnuplot is not on the PATH; install Debian's gnuplot-nox package (make installs it), or pass --no-plots" --out "$work/results"
-expect_bad "expected a number of seconds >= 0.001, got '-1'" --comm-timeout -1
-expect_bad "a positive size in MiB" --bucket-mb 0
+expect_bad "expected a number of seconds from 0.001 to 1000000, got '-1'" --comm-timeout -1
+expect_bad "expected a size in MiB from 1e-06 to 1048576, got '0'" --bucket-mb 0
 expect_bad "no device count fits the cores of this machine" --devices 2 --cores-per-device 100000
 expect_bad "this process was not started by mpirun" --comm mpi --strategies single,ddp
 expect_bad "--comm mpi runs the ddp variants across processes" --comm mpi --strategies single,dp

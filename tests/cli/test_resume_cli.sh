@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `duet train --resume` continues a run bit for bit: one epoch, saved, then resumed for a
-# second, ends with the same parameters and optimizer state as two epochs straight through.
+# second, ends with the same parameters and optimizer state as two epochs straight through,
+# with gradient accumulation and SyncBatchNorm too.
 # In one process for single, dp and ddp; given a launcher (mpirun -np N ...), for ddp across
 # processes, where rank 0 writes and every rank loads the same file.
 #   test_resume_cli.sh DUET [LAUNCHER...]
@@ -44,13 +45,19 @@ check_resume() {
     || fail "$name: resuming the finished run: $(cat "$work/$name-again.log")"
 }
 
+# --accumulate and --sync-bn change every step: the resumed run must take them from the
+# checkpoint (it once trained on with 1 micro-batch and without SyncBatchNorm), which the bytes
+# show for --accumulate and the resumed checkpoint's metadata for --sync-bn (mlp has no
+# BatchNorm; tests/cpu/test_checkpoint.cpp resumes a BatchNorm model under SyncBatchNorm).
 if [ ${#launcher[@]} -eq 0 ]; then
   check_resume single --model mlp --momentum 0.9
-  check_resume dp --model mlp --optimizer adam --amsgrad --strategy dp --devices 2
-  check_resume ddp --model mlp --momentum 0.9 --strategy ddp --devices 2
+  check_resume single-accumulate --model mlp --momentum 0.9 --accumulate 2
+  check_resume dp --model mlp --optimizer adam --amsgrad --strategy dp --devices 2 --accumulate 2
+  check_resume ddp --model mlp --momentum 0.9 --strategy ddp --devices 2 --accumulate 2 --sync-bn
+  grep -q '"sync_bn":"true"' "$work/ddp-resumed" || fail "ddp: the resumed run dropped --sync-bn"
 else
   # 240: a global batch that 2, 3, 4 and 5 ranks divide.
-  check_resume mpi-ddp --model mlp --momentum 0.9 --strategy ddp --comm mpi --batch-size 240
+  check_resume mpi-ddp --model mlp --momentum 0.9 --strategy ddp --comm mpi --batch-size 240 --accumulate 2
 fi
 
 echo "$failures failure(s)"

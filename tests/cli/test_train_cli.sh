@@ -5,7 +5,7 @@ set -uo pipefail
 source "$(dirname "$0")/expect.sh" "$1" train
 
 expect_bad "vgg not in" --model vgg
-expect_bad "expected a positive integer, got '0'" --batch-size 0
+expect_bad "expected a positive integer from 1 to 9223372036854775807, got '0'" --batch-size 0
 expect_bad "expected a number >= 0, got '-1'" --lr -1
 expect_bad "dataset-fashion-mnist" --data-dir "$work/nowhere"
 expect_bad "not expected" --no-such-flag
@@ -25,7 +25,7 @@ expect_bad "--devices 65 from cpu:0 would run to cpu:64, but duet has 64 logical
 expect_bad "--device-ids: cpu:99 does not exist: duet has 64 logical CPU devices, cpu:0 to cpu:63" \
   --strategy dp --device-ids 0,99
 expect_bad "invalid device index in 'cpu:64': expected 0..63" --device cpu:64
-expect_bad "expected a number of seconds >= 0.001, got '0'" --comm-timeout 0
+expect_bad "expected a number of seconds from 0.001 to 1000000, got '0'" --comm-timeout 0
 
 # Every output path is checked before any work starts: the data is never loaded, and the
 # message names the flag, the path and the reason.
@@ -38,7 +38,7 @@ expect_no_work "--metrics $work: is a folder, not a file" --metrics "$work"
 expect_no_work "--plot $work/nowhere/c.png: folder $work/nowhere does not exist" --plot "$work/nowhere/c.png"
 without_gnuplot expect_no_work "--plot: gnuplot is not on the PATH; install Debian's gnuplot-nox" --plot "$work/c.png"
 expect_bad "--sync-bn synchronises BatchNorm across ddp's ranks" --sync-bn --strategy dp --devices 2
-expect_bad "expected a positive integer, got '0'" --accumulate 0
+expect_bad "expected a positive integer from 1 to 9223372036854775807, got '0'" --accumulate 0
 
 mkdir -p "$work/corrupt"
 printf 'junk' > "$work/corrupt/train-images-idx3-ubyte"

@@ -1,5 +1,6 @@
-// Checkpoints: malformed metadata is refused, a file read with read_checkpoint restores its
-// parts one by one, and dp and ddp resume bit for bit from them.
+// Checkpoints: malformed metadata and damaged tensors are refused, a file read with
+// read_checkpoint restores its parts one by one, and every strategy resumes bit for bit from
+// them, with gradient accumulation and SyncBatchNorm too.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -28,17 +29,33 @@ data::TensorDataset random_images(int64_t n, uint64_t seed) {
   return {rand({n, 1, 28, 28}), (rand({n}) * 10).to(DType::i64)};
 }
 
-// lenet-relu with momentum SGD under `strategy` on cpu:0..1, from the initial weights of seed 3.
-std::unique_ptr<parallel::Strategy> make(const std::string& strategy, const optim::Checkpoint* checkpoint = nullptr) {
+// What a run's result depends on besides its strategy: micro-batches per step, and ddp's
+// SyncBatchNorm (on a model with BatchNorm, which lenet-relu lacks).
+struct RunSetting {
+  int64_t accumulate = 1;
+  bool sync_bn = false;
+};
+
+// A small convolutional net with BatchNorm, whose statistics SyncBatchNorm makes global.
+std::shared_ptr<nn::Module> conv_bn_net() {
+  using namespace nn;
+  return Sequential(Conv2d(Conv2dOptions(1, 4, 3).padding(1)), BatchNorm2d(4), ReLU(), AvgPool2d(4), Flatten(),
+                    Linear(196, 10));
+}
+
+// lenet-relu (or conv_bn_net with sync_bn) with momentum SGD under `strategy` on cpu:0..1,
+// from the initial weights of seed 3.
+std::unique_ptr<parallel::Strategy> make(const std::string& strategy, const RunSetting& setting = {},
+                                         const optim::Checkpoint* checkpoint = nullptr) {
   manual_seed(3);
-  std::shared_ptr<nn::Module> model = nn::models::lenet_relu();
+  std::shared_ptr<nn::Module> model = setting.sync_bn ? conv_bn_net() : nn::models::lenet_relu();
   if (checkpoint) checkpoint->restore_model(*model);  // before the replicas are made
   auto sgd = [checkpoint](std::vector<Tensor> params) {
     auto optimizer = std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = 0.05, .momentum = 0.9});
     if (checkpoint) checkpoint->restore_optimizer(*optimizer);  // every replica's
     return optimizer;
   };
-  return parallel::make_strategy(strategy, model, sgd, {cpu(0), cpu(1)});
+  return parallel::make_strategy(strategy, model, sgd, {cpu(0), cpu(1)}, {.ddp = {.sync_batchnorm = setting.sync_bn}});
 }
 
 // Made once, before any run: drawing them would move the generator a checkpoint restores.
@@ -46,10 +63,11 @@ struct Data {
   data::TensorDataset train = random_images(256, 11), test = random_images(64, 12);
 };
 
-void fit(parallel::Strategy& strategy, const Data& data, int64_t first_epoch, int64_t last_epoch) {
+void fit(parallel::Strategy& strategy, const Data& data, int64_t first_epoch, int64_t last_epoch,
+         int64_t accumulate = 1) {
   data::DataLoader train(data.train, {.batch_size = 64, .shuffle = true, .seed = 5});
   data::DataLoader test(data.test, {.batch_size = 64});
-  parallel::Trainer(strategy, train, test).fit(first_epoch, last_epoch);
+  parallel::Trainer(strategy, train, test, accumulate).fit(first_epoch, last_epoch);
 }
 
 // A real checkpoint of mlp after one SGD step with momentum, so the optimizer has state.
@@ -118,24 +136,38 @@ TEST_CASE("checkpoint: read_checkpoint restores model, optimizer and generator s
   std::remove(path.c_str());
 }
 
-TEST_CASE("checkpoint: dp and ddp resumed after epoch 1 end bit for bit where the run that did not stop ends",
-          "[checkpoint][strategies]") {
+TEST_CASE(
+    "checkpoint: every strategy resumed after epoch 1 ends bit for bit where the run that did not stop ends, "
+    "with each setting that changes the result",
+    "[checkpoint][strategies]") {
   const Data data;
-  for (const std::string name : {"dp", "ddp"}) {
-    INFO(name);
-    const std::string path = temp_path(name + ".safetensors");
-    auto straight = make(name);
-    fit(*straight, data, 0, 2);
+  struct Case {
+    std::string strategy;
+    RunSetting setting;
+  };
+  const std::vector<Case> cases = {{"single", {}},
+                                   {"dp", {}},
+                                   {"ddp", {}},
+                                   {"single", {.accumulate = 2}},
+                                   {"dp", {.accumulate = 2}},
+                                   {"ddp", {.accumulate = 2}},
+                                   {"ddp", {.sync_bn = true}},
+                                   {"ddp", {.accumulate = 2, .sync_bn = true}}};
+  for (const Case& c : cases) {
+    INFO(c.strategy << ", accumulate " << c.setting.accumulate << ", sync_bn " << c.setting.sync_bn);
+    const std::string path = temp_path(c.strategy + ".safetensors");
+    auto straight = make(c.strategy, c.setting);
+    fit(*straight, data, 0, 2, c.setting.accumulate);
 
-    auto first_half = make(name);
-    fit(*first_half, data, 0, 1);
+    auto first_half = make(c.strategy, c.setting);
+    fit(*first_half, data, 0, 1, c.setting.accumulate);
     optim::save_checkpoint(path, first_half->model(), first_half->optimizer(), default_generator(), {.epochs_done = 1});
     manual_seed(99);  // the generator too must come from the checkpoint
 
     optim::Checkpoint checkpoint = optim::read_checkpoint(path);
-    auto resumed = make(name, &checkpoint);
+    auto resumed = make(c.strategy, c.setting, &checkpoint);
     checkpoint.restore_generator(default_generator());
-    fit(*resumed, data, checkpoint.info.epochs_done, 2);
+    fit(*resumed, data, checkpoint.info.epochs_done, 2, c.setting.accumulate);
     auto want = straight->model().state_dict(), got = resumed->model().state_dict();
     REQUIRE(want.size() == got.size());
     for (size_t i = 0; i < want.size(); ++i) {
@@ -144,4 +176,40 @@ TEST_CASE("checkpoint: dp and ddp resumed after epoch 1 end bit for bit where th
     }
     std::remove(path.c_str());
   }
+}
+
+TEST_CASE("checkpoint: a flipped bit in a tensor is reported on load, not trained on", "[checkpoint][errors]") {
+  const std::string path = temp_path("flipped.safetensors");
+  write_checkpoint(path);
+  CHECK(optim::read_checkpoint(path).notes.empty());  // a checksum is recorded, and it matches
+  const auto size = std::filesystem::file_size(path);
+  for (const auto offset : {size - 1, size / 2}) {  // the last tensor's last byte, one in the middle
+    INFO("byte " << offset);
+    write_checkpoint(path);
+    std::FILE* file = std::fopen(path.c_str(), "r+b");
+    REQUIRE(file != nullptr);
+    std::fseek(file, static_cast<long>(offset), SEEK_SET);
+    const int byte = std::fgetc(file);
+    std::fseek(file, static_cast<long>(offset), SEEK_SET);
+    std::fputc(byte ^ 0x10, file);
+    std::fclose(file);
+    CHECK_THROWS_WITH(optim::read_checkpoint(path),
+                      Contains(path) && Contains("the tensors do not match the checkpoint's tensor_checksum") &&
+                          Contains("the file is damaged"));
+  }
+  std::remove(path.c_str());
+}
+
+TEST_CASE("checkpoint: a file written before duet recorded a checksum loads, with a note", "[checkpoint]") {
+  const std::string path = temp_path("unchecked.safetensors");
+  write_checkpoint(path, 2);
+  nn::SafeTensors file = nn::load_safetensors(path);
+  REQUIRE(file.metadata.erase("tensor_checksum") == 1);
+  nn::save_safetensors(path, {file.tensors.begin(), file.tensors.end()}, file.metadata);
+  optim::Checkpoint checkpoint = optim::read_checkpoint(path);
+  CHECK(checkpoint.info.epochs_done == 2);
+  REQUIRE(checkpoint.notes.size() == 1);
+  CHECK_THAT(checkpoint.notes[0],
+             Contains(path) && Contains("has no checksum of its tensors") && Contains("loaded unverified"));
+  std::remove(path.c_str());
 }
