@@ -93,8 +93,9 @@ TEST_CASE("an index beyond the CUDA devices is a clear error", "[cuda]") {
   REQUIRE_THROWS_WITH(Storage(16, cuda_device(cuda::device_count())), Contains("cannot use"));
 }
 
-// Runs with two GPUs, or on one with DUET_CUDA_VIRTUAL_DEVICES=2 (or more).
-TEST_CASE("each CUDA device keeps its own memory accounting and copies reach the other", "[cuda][multigpu]") {
+// Devices, not GPUs: it runs on two GPUs (multigpu: ) and, on one, as four logical devices of it
+// (cuda-virtual: , DUET_CUDA_VIRTUAL_DEVICES=4), where each keeps its own pool and stream.
+TEST_CASE("each CUDA device keeps its own memory accounting and copies reach the other", "[cuda][multigpu][virtual]") {
   REQUIRE(cuda::device_count() >= 2);
   const Device d0 = cuda_device(0), d1 = cuda_device(1);
   const MemoryStats before0 = memory_stats(d0), before1 = memory_stats(d1);
