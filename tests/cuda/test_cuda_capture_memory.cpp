@@ -3,6 +3,9 @@
 // and cudaFreeHost wait for the device, which would invalidate the recording).
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+#include <vector>
+
 #include "duet/duet.h"
 #include "duet/kernels/cuda/graph.h"
 #include "duet/kernels/cuda/runtime.h"
@@ -29,18 +32,18 @@ TEST_CASE("a block freed while a graph records is not handed to an eager allocat
 
 TEST_CASE("empty_cache() while a graph records frees nothing and keeps the recording valid", "[cuda]") {
   const Device gpu = cuda_device(0);
-  { Tensor cached = empty({int64_t(1) << 20}, {.device = gpu}); }       // a cached device block
+  Tensor x = ones({1000}, {.device = gpu});
+  { Tensor cached = empty({int64_t(1) << 20}, {.device = gpu}); }       // a cached 4 MB device block
   { Tensor pinned = empty({int64_t(1) << 16}, {.pin_memory = true}); }  // a cached pinned block
   const MemoryStats before = memory_stats(gpu);
-  Tensor x = ones({1000}, {.device = gpu});
   cuda::CapturedWork work(gpu);
   CHECK_NOTHROW(work.capture([&] {
     x.mul_(2.0);
     cuda::empty_cache();
   }));
-  CHECK(memory_stats(gpu).reserved >= before.reserved);
+  CHECK(memory_stats(gpu).reserved >= before.reserved);  // nothing was freed
   work.replay();
   CHECK(x.to_vector<float>() == std::vector<float>(1000, 2.0f));
-  cuda::empty_cache();  // after the recording it frees again: at least the 4 MB cached block
+  cuda::empty_cache();  // after the recording it frees again: at least the cached 4 MB block
   CHECK(memory_stats(gpu).reserved <= before.reserved - (int64_t(1) << 22));
 }
