@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # CI's check of bench/gpu.sh on a machine without a GPU (`bench/gpu.sh --dry-run`, from .ci/run):
-# the harness runs as the README runs it on a lent GPU machine, in a simulated one, and must
+# the harness runs as the README runs it on a lent GPU machine, in a simulated one, twice.
+# First as it is, and it must
+#   - print the first pass's time plan;
 #   - configure with nothing of this machine's own: OpenBLAS, Catch2, CLI11, nlohmann-json and
 #     zlib from gpu-deps/ (made here with bench/gpu_deps.sh if missing; apt works in CI), the
 #     system's copies hidden from CMake; cuDNN, NCCL and cuBLAS from a folder shaped like
@@ -10,6 +12,11 @@
 #     status 2, before building the library and before any PyTorch run;
 #   - leave its logs in OUT: gpu.log (the tee), the environment, configure, preflight build,
 #     ctest log, JUnit file, LastTest.log and summary.
+# Then past the failed preflight (GPU_PAST_FAILED_PREFLIGHT=1), in the same build folder, with a
+# benchmark made to fail to compile (-DDUET_DRY_RUN_BROKEN_BENCH=ON) and the preflight's target,
+# built in seconds, standing in for duet_cuda_tests (building that takes many minutes here): the
+# tests must be built and run before any benchmark is built, the benchmark's build error must
+# be reported without stopping the run, and duet's benchmark rows left out with a note.
 # The C++ compiler still sees /usr/include (no container here), so a header missing from
 # gpu-deps/ would show only on the GPU machine; the libraries and CMake packages are checked.
 set -euo pipefail
@@ -83,7 +90,9 @@ echo "== checking what gpu.sh did"
 ((status == 2)) || fail "gpu.sh exited with $status, expected 2 (stopped at the preflight)"
 grep -q "STOPPED before the benchmarks: the preflight failed" "$OUT/gpu.log" || fail "no 'the preflight failed' line"
 grep -q "none of the preflight ran" "$OUT/gpu.log" || fail "the summary does not say that nothing ran"
-grep -qE "^== (build \(|ctest -L cuda|duet |PyTorch)" "$OUT/gpu.log" && fail "gpu.sh went on after the preflight"
+grep -q "^Time plan" "$OUT/gpu.log" || fail "gpu.sh printed no time plan"
+grep -qE "^== (build the CUDA tests|ctest -L cuda|build the benchmarks|duet |PyTorch)" "$OUT/gpu.log" &&
+  fail "gpu.sh went on after the preflight"
 [[ -e $BUILD/libduet.so ]] && fail "the dry run built the library"
 for file in gpu.log env.log machine.log configure.log CMakeCache.txt build-preflight.log ctest-preflight.log \
   ctest-preflight.xml LastTest-ctest-preflight.log ctest-preflight-summary.txt; do
@@ -99,4 +108,25 @@ done
 if ctest --test-dir "$BUILD" -R '^no-such-test$' --no-tests=error >/dev/null 2>&1; then
   fail "ctest --no-tests=error passed with no test"
 fi
+echo
+echo "== gpu.sh past the failed preflight, with a benchmark that does not compile"
+ORDER_OUT=$BUILD/out-order
+mkdir -p "$ORDER_OUT"
+set +e
+BUILD_DIR=$BUILD OUT=$ORDER_OUT GPU_SITE_PACKAGES=$site GPU_ENV_WHEELS_FIRST=1 BUDGET_S=400 \
+  GPU_PAST_FAILED_PREFLIGHT=1 GPU_TEST_TARGETS=cuda_preflight GPU_BENCH_TARGETS=dry_run_broken_bench \
+  GPU_CMAKE_ARGS="-DCMAKE_IGNORE_PREFIX_PATH=/usr -DCMAKE_IGNORE_PATH=$hidden -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \
+-DDUET_DRY_RUN_BROKEN_BENCH=ON" bash "$ROOT/bench/gpu.sh" --models lenet 2>&1 | tee "$ORDER_OUT/gpu.log"
+status=${PIPESTATUS[0]}
+set -e
+((status == 1)) || fail "past the preflight, gpu.sh exited with $status, expected 1 (a step failed, none stopped it)"
+steps=$(grep -oE "^== (build the CUDA tests|ctest -L cuda|build the benchmarks)" "$ORDER_OUT/gpu.log" | cut -c4- |
+  paste -sd, -)
+[[ $steps == "build the CUDA tests,ctest -L cuda,build the benchmarks" ]] ||
+  fail "the steps ran in the order '$steps', not: build the CUDA tests, ctest -L cuda, build the benchmarks"
+[[ -s $ORDER_OUT/ctest-cuda.log ]] || fail "the test step left no log"
+grep -q "dry_run_broken_bench.cpp" "$ORDER_OUT/build-bench.log" || fail "the broken benchmark was not compiled"
+grep -q "build the benchmarks (exit" "$ORDER_OUT/gpu.log" || fail "the benchmark's build error is not reported"
+grep -q "duet's benchmark rows are left out" "$ORDER_OUT/gpu.log" || fail "no note that duet's rows were left out"
+grep -q "^== duet " "$ORDER_OUT/gpu.log" && fail "gpu.sh ran a benchmark row that was not built"
 echo "gpu.sh --dry-run: passed in $(($(date +%s) - begin))s (the build and logs are in $BUILD)"

@@ -1,13 +1,23 @@
 # Decides whether the CUDA backend is built (DUET_CUDA = AUTO | ON | OFF) and sets DUET_HAS_CUDA.
-# AUTO builds it whenever nvcc, cuBLAS and cuDNN are all found, so CI compiles every CUDA source
-# even without a GPU; ON stops the configure, saying what is missing.
+# AUTO builds it whenever nvcc and cuBLAS are found, so CI compiles every CUDA source even
+# without a GPU; ON stops the configure, saying what is missing.
+#
+# cuDNN is optional (DUET_CUDNN = AUTO | ON | OFF, default AUTO): DUET_HAS_CUDNN (and the imported
+# target duet::cudnn) is set when cudnn.h and libcudnn are found beside the toolkit, under
+# Debian's paths or under CUDNN_ROOT. Without it convolution runs through im2col + cuBLAS and
+# batch norm on duet's own kernels (kernels/cuda/cudnn_unavailable.cpp); ON stops the configure
+# when cuDNN is missing, OFF builds without it even where it is installed.
 #
 # With CUDA, NCCL is optional: DUET_HAS_NCCL (and the imported target duet::nccl) is set when
 # nccl.h and libnccl are found beside the toolkit, under Debian's paths or under NCCL_ROOT.
 # Without it, make_nccl_group throws "built without NCCL" (parallel/comm/nccl_unavailable.cpp).
 include(CheckLanguage)
 
+set(DUET_CUDNN AUTO CACHE STRING "Use cuDNN in the CUDA backend: AUTO (when found), ON or OFF")
+set_property(CACHE DUET_CUDNN PROPERTY STRINGS AUTO ON OFF)
+
 set(DUET_HAS_CUDA OFF)
+set(DUET_HAS_CUDNN OFF)
 set(DUET_HAS_NCCL OFF)
 
 # Stops the configure under DUET_CUDA=ON; under AUTO says why CUDA is left out.
@@ -46,14 +56,16 @@ if(NOT DUET_CUDA STREQUAL "OFF")
     duet_cuda_unavailable("no CUDA compiler (nvcc) was found")
   else()
     find_package(CUDAToolkit)
-    duet_find_beside_toolkit(CUDNN cudnn.h cudnn CUDNN_ROOT)
+    if(NOT DUET_CUDNN STREQUAL "OFF")
+      duet_find_beside_toolkit(CUDNN cudnn.h cudnn CUDNN_ROOT)
+    endif()
     if(NOT CUDAToolkit_FOUND)
       duet_cuda_unavailable("the CUDA toolkit (FindCUDAToolkit) was not found")
     elseif(NOT TARGET CUDA::cublas)
       duet_cuda_unavailable("cuBLAS (CUDA::cublas) was not found in the CUDA toolkit")
-    elseif(NOT DUET_CUDNN_INCLUDE_DIR OR NOT DUET_CUDNN_LIBRARY)
-      duet_cuda_unavailable("cuDNN was not found (cudnn.h: ${DUET_CUDNN_INCLUDE_DIR}, libcudnn: \
-${DUET_CUDNN_LIBRARY}); set CUDNN_ROOT to its install prefix")
+    elseif(DUET_CUDNN STREQUAL "ON" AND (NOT DUET_CUDNN_INCLUDE_DIR OR NOT DUET_CUDNN_LIBRARY))
+      message(FATAL_ERROR "DUET_CUDNN=ON but cuDNN was not found (cudnn.h: ${DUET_CUDNN_INCLUDE_DIR}, libcudnn: \
+${DUET_CUDNN_LIBRARY}); set CUDNN_ROOT to its install prefix, or DUET_CUDNN=AUTO to build without it")
     else()
       # Real sm_90 code for H100/H200 by default; -DCMAKE_CUDA_ARCHITECTURES=80 etc. overrides.
       if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
@@ -64,7 +76,10 @@ ${DUET_CUDNN_LIBRARY}); set CUDNN_ROOT to its install prefix")
       set(CMAKE_CUDA_STANDARD_REQUIRED ON)
       set(DUET_HAS_CUDA ON)
 
-      duet_import_found(cudnn CUDNN)
+      if(NOT DUET_CUDNN STREQUAL "OFF" AND DUET_CUDNN_INCLUDE_DIR AND DUET_CUDNN_LIBRARY)
+        set(DUET_HAS_CUDNN ON)
+        duet_import_found(cudnn CUDNN)
+      endif()
 
       duet_find_beside_toolkit(NCCL nccl.h nccl NCCL_ROOT)
       if(DUET_NCCL_INCLUDE_DIR AND DUET_NCCL_LIBRARY)
@@ -76,5 +91,11 @@ ${DUET_CUDNN_LIBRARY}); set CUDNN_ROOT to its install prefix")
 endif()
 message(STATUS "duet: CUDA backend ${DUET_HAS_CUDA}")
 if(DUET_HAS_CUDA)
+  if(DUET_HAS_CUDNN)
+    message(STATUS "duet: cuDNN ON (cudnn.h: ${DUET_CUDNN_INCLUDE_DIR}, libcudnn: ${DUET_CUDNN_LIBRARY})")
+  else()
+    message(STATUS "duet: cuDNN OFF (DUET_CUDNN=${DUET_CUDNN}): convolution through im2col + cuBLAS, batch norm \
+on duet's kernels")
+  endif()
   message(STATUS "duet: NCCL ${DUET_HAS_NCCL} (nccl.h: ${DUET_NCCL_INCLUDE_DIR}, libnccl: ${DUET_NCCL_LIBRARY})")
 endif()

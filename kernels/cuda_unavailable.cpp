@@ -12,6 +12,7 @@ namespace duet::cuda {
 int device_count() noexcept { return 0; }
 bool is_built() noexcept { return false; }
 bool virtual_devices() noexcept { return false; }
+bool has_context(int) noexcept { return false; }
 void synchronize(Device device) {
   DUET_CHECK(!device.is_cuda(), "synchronize(", device, "): duet was built without CUDA");
 }
@@ -19,6 +20,7 @@ void empty_cache() {}         // nothing is ever cached without CUDA
 void set_allow_tf32(bool) {}  // no CUDA math to change
 bool allow_tf32() noexcept { return false; }
 int64_t cudnn_declined() noexcept { return 0; }  // no cuDNN to decline anything
+bool cudnn_is_built() noexcept { return false; }
 
 struct CapturedWork::Graph {};
 CapturedWork::CapturedWork(Device device) : device_(device) {

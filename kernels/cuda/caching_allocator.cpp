@@ -80,11 +80,14 @@ struct DevicePool {
     live.emplace(ptr, block);
   }
 
-  // Moves a live block to the cache; false if `ptr` was not allocated here.
+  // Moves a live block to the cache; false if `ptr` was not allocated here. A shared block freed
+  // while a graph records the device joins that graph's pool: the graph may use it at every
+  // replay, so no eager allocation may get it while the graph lives (graph.h).
   bool give_back(void* ptr) {
     std::lock_guard<std::mutex> lock(mutex);
     auto it = live.find(ptr);
     if (it == live.end()) return false;
+    if (it->second.pool == kSharedPool) it->second.pool = active_pool;
     cached[{it->second.pool, it->second.stream, it->second.size}].push_back(ptr);
     live.erase(it);
     return true;
@@ -211,12 +214,14 @@ class CachingAllocator final : public Allocator {
     return ptr;
   }
 
+ public:
   bool recording_on_gpu(int physical) {
     for (int i = 0; i < device_count(); ++i)
       if (physical_device(i) == physical && pools_[static_cast<size_t>(i)].recording()) return true;
     return false;
   }
 
+ private:
   void release_cached_on_gpu(int physical) {
     for (int i = 0; i < device_count(); ++i)
       if (physical_device(i) == physical) release_cached(cuda_device(i));
@@ -250,9 +255,24 @@ void end_private_pool(Device device) { caching_allocator().pool(device).end_priv
 
 void release_private_pool(Device device, int pool) noexcept { caching_allocator().pool(device).release_private(pool); }
 
+// Not while a graph records: cudaFree and cudaFreeHost wait for the device, which would
+// invalidate the recording (a recorded device's cache, and the pinned one, are kept for later).
 void empty_cache() {
-  for (int i = 0; i < device_count(); ++i) caching_allocator().release_cached(cuda_device(i));
-  release_cached_pinned_memory();
+  bool any_recording = false;
+  for (int i = 0; i < device_count(); ++i) {
+    if (caching_allocator().recording_on_gpu(physical_device(i))) any_recording = true;
+    else caching_allocator().release_cached(cuda_device(i));
+  }
+  if (!any_recording) release_cached_pinned_memory();
+}
+
+bool recording_any_device() noexcept {
+  try {
+    for (int i = 0; i < device_count(); ++i)
+      if (caching_allocator().recording_on_gpu(physical_device(i))) return true;
+  } catch (...) {
+  }
+  return false;
 }
 
 }  // namespace duet::cuda

@@ -1,11 +1,11 @@
-// Checking macros for CUDA runtime, cuBLAS, cuDNN and (in builds with NCCL) NCCL calls. Every call into one of these
-// libraries goes through its macro, so a failure surfaces as a duet::Error that names the file,
-// the line, the call and the library's own message.
+// Checking macros for CUDA runtime, cuBLAS and (in builds with NCCL) NCCL calls; cuDNN's is in
+// cudnn_handle.h, since cuDNN is optional. Every call into one of these libraries goes through its
+// macro, so a failure surfaces as a duet::Error that names the file, the line, the call and the
+// library's own message.
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <cudnn.h>
 #ifdef DUET_HAS_NCCL
 #include <nccl.h>
 #endif
@@ -24,10 +24,6 @@ namespace duet::cuda::detail {
 [[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* expr, const char* file, int line) {
   DUET_FAIL("cuBLAS error at ", file, ":", line, ": ", expr, " failed: ", cublasGetStatusName(status), " (",
             cublasGetStatusString(status), ")");
-}
-
-[[noreturn]] inline void throw_cudnn_error(cudnnStatus_t status, const char* expr, const char* file, int line) {
-  DUET_FAIL("cuDNN error at ", file, ":", line, ": ", expr, " failed: ", cudnnGetErrorString(status));
 }
 
 #ifdef DUET_HAS_NCCL
@@ -58,13 +54,6 @@ namespace duet::cuda::detail {
     cublasStatus_t duet_cublas_status_ = (expr);                                                \
     if (duet_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                           \
       ::duet::cuda::detail::throw_cublas_error(duet_cublas_status_, #expr, __FILE__, __LINE__); \
-  } while (0)
-
-#define DUET_CUDNN_CHECK(expr)                                                                \
-  do {                                                                                        \
-    cudnnStatus_t duet_cudnn_status_ = (expr);                                                \
-    if (duet_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                           \
-      ::duet::cuda::detail::throw_cudnn_error(duet_cudnn_status_, #expr, __FILE__, __LINE__); \
   } while (0)
 
 #ifdef DUET_HAS_NCCL

@@ -2,7 +2,6 @@
 // declines the case (conv2d.h).
 #include "duet/kernels/cuda/conv2d.h"
 #include "duet/kernels/conv_im2col_env.h"
-#include "duet/kernels/cuda/cudnn_handle.h"
 #include "duet/kernels/cuda/launchers.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 

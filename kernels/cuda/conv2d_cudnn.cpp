@@ -7,7 +7,11 @@
 // deterministic algorithms are used, and for f32 only FMA ones unless set_allow_tf32(true):
 // cuDNN's default math allows TF32 on Ampere and later. The candidates are tried in cuDNN's
 // order and the first that runs is kept (ranked_candidates.h); only when none runs does the
-// caller fall back to im2col, and each such step is said once on stderr.
+// caller fall back to im2col, and each such step is said once on stderr. Only two failures move
+// on to the next candidate: cuDNN's not-supported answer (dropped for good) and no memory for the
+// workspace now (skipped for this call only). Any other failure (a bad parameter, a failed
+// execution, an illegal address) throws, naming the call and the layer's shapes: a fallback
+// would hide a real error.
 //
 // While a CUDA graph records the device, a failing call throws, naming itself and
 // DUET_CONV_IM2COL=1 (graph.h's check_recording): no precedent shows that cuDNN's legacy
@@ -203,9 +207,10 @@ constexpr const char* kCaptureRemedy =
     "cuDNN's convolution may not be recordable here; DUET_CONV_IM2COL=1 runs conv2d through im2col + cuBLAS, "
     "which records";
 
-// Runs one candidate. A failure is Attempt::failed (the next candidate is tried), except while
-// a CUDA graph records the device, where any failure but cuDNN's not-supported answer (given
-// before anything is queued) may be the recording's doing and throws instead.
+// Runs one candidate: Attempt::failed when cuDNN does not support it, Attempt::skipped when its
+// workspace does not fit in the memory left; any other failure throws, naming the shapes. While
+// a CUDA graph records the device, any failure but cuDNN's not-supported answer (given before
+// anything is queued) may be the recording's doing and throws, naming DUET_CONV_IM2COL=1.
 template <Direction D> Attempt attempt(cudnnHandle_t h, const Descriptors& d, const Candidate& c, const ConvLayout& g,
                                        DType dtype, const Pointers& p, Device device) {
   // Strings only on the paths that print them: this runs for every convolution.
@@ -217,8 +222,8 @@ template <Direction D> Attempt attempt(cudnnHandle_t h, const Descriptors& d, co
     if (c.workspace > 0) workspace = empty_contiguous({static_cast<int64_t>(c.workspace)}, DType::u8, device);
   } catch (const Error& e) {  // as PyTorch, a workspace too large for the memory left moves on
     report(call() + " for " + describe(g, dtype, device) + ": no memory for its workspace of " +
-           std::to_string(c.workspace) + " bytes (" + e.what() + "); trying cuDNN's next candidate");
-    return Attempt::failed;
+           std::to_string(c.workspace) + " bytes (" + e.what() + "); trying cuDNN's next candidate for this call");
+    return Attempt::skipped;
   }
   // cuDNN's scaling factors are double for double data, float otherwise.
   const float one_f = 1, zero_f = 0;
@@ -233,8 +238,10 @@ template <Direction D> Attempt attempt(cudnnHandle_t h, const Descriptors& d, co
     check_recording(device, call(), ran ? "" : cudnnGetErrorString(status), kCaptureRemedy);
   if (ran) return Attempt::ran;
   cudaGetLastError();  // a failed launch may leave a (non-sticky) CUDA error behind
-  report(call() + " failed for " + describe(g, dtype, device) + ": " + cudnnGetErrorString(status) +
-         "; trying cuDNN's next candidate");
+  if (!cudnn_not_supported(status))
+    DUET_FAIL("cuDNN error: ", call(), " failed for ", describe(g, dtype, device), ": ", cudnnGetErrorString(status));
+  report(call() + " is not supported for " + describe(g, dtype, device) + " (" + cudnnGetErrorString(status) +
+         "); trying cuDNN's next candidate");
   return Attempt::failed;
 }
 
@@ -281,8 +288,10 @@ template <Direction D> bool run(const ConvLayout& g, DType dtype, const Pointers
            (dtype == DType::f32 && !tf32 ? " FMA (non-TF32)" : "") + " algorithm; conv2d runs through im2col + cuBLAS");
   if (ranked->kept() == ranked->size()) return false;
   if (ranked->run([&](const Candidate& c, size_t) { return attempt<D>(h, d, c, g, dtype, p, device); })) return true;
+  const bool for_good = ranked->kept() == ranked->size();
   report(std::string("none of cuDNN's ") + std::to_string(ranked->size()) + " candidates for " + Ops<D>::kName +
-         " ran for " + describe(g, dtype, device) + "; conv2d runs through im2col + cuBLAS for it from now on");
+         " ran for " + describe(g, dtype, device) + "; conv2d runs through im2col + cuBLAS for it " +
+         (for_good ? "from now on" : "this time (no memory for their workspaces)"));
   return false;
 }
 

@@ -1,6 +1,9 @@
 // Same-device copy (strided, broadcasting, casting) and where() on CUDA: kernels that move
 // values rather than compute them. Casts go through kernels/cast.h, as on the CPU.
+#include <cstdint>
+
 #include "duet/kernels/cast.h"
+#include "duet/kernels/cuda/copy_plan.h"
 #include "duet/kernels/cuda/elementwise.cuh"
 #include "duet/kernels/cuda/launchers.h"
 
@@ -25,11 +28,23 @@ template <class T> struct Where {
 
 void launch_copy(const Tensor& src, const Tensor& dst, cudaStream_t stream) {
   if (src.dtype() == dst.dtype() && src.sizes() == dst.sizes() && src.is_contiguous() && dst.is_contiguous()) {
-    // One dense block: the copy engine does it (and a copy onto itself stays defined).
-    size_t bytes = static_cast<size_t>(dst.numel()) * dst.element_size();
-    if (bytes > 0)
-      DUET_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, stream));
-    return;
+    // One dense block: the copy engine does it, with the CPU's memmove result (copy_plan.h).
+    const size_t bytes = static_cast<size_t>(dst.numel()) * dst.element_size();
+    switch (plan_dense_copy(reinterpret_cast<std::uintptr_t>(dst.data_ptr()),
+                            reinterpret_cast<std::uintptr_t>(src.data_ptr()), bytes)) {
+      case DenseCopy::none:
+        return;
+      case DenseCopy::direct:
+        DUET_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, stream));
+        return;
+      case DenseCopy::staged: {
+        // Freed on return; the caching allocator reuses it only on this stream, after both copies.
+        const Tensor scratch = empty_contiguous({static_cast<int64_t>(bytes)}, DType::u8, dst.device());
+        DUET_CUDA_CHECK(cudaMemcpyAsync(scratch.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDeviceToDevice, stream));
+        DUET_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), scratch.data_ptr(), bytes, cudaMemcpyDeviceToDevice, stream));
+        return;
+      }
+    }
   }
   dispatch_dtype(dst.dtype(), [&]<class D>() {
     dispatch_dtype(src.dtype(), [&]<class S>() {

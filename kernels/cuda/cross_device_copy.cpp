@@ -10,6 +10,7 @@
 #include "duet/kernels/cuda/bad_label.h"
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/graph.h"
 #include "duet/kernels/cuda/pinned_allocator.h"
 
 namespace duet::cuda {
@@ -42,14 +43,16 @@ void copy_bytes(const Tensor& src, const Tensor& dst) {
   Device gpu = dst.device().is_cuda() ? dst.device() : src.device();
   DeviceGuard guard(gpu);
   cudaStream_t s = stream(gpu);
-  // cudaMemcpyDefault: unified addressing tells host from device memory, and copies between
-  // two GPUs go peer-to-peer or through the host as the driver sees fit.
-  DUET_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDefault, s));
-  if (src.device().is_cpu() && src.is_pinned()) {
-    record_pinned_read(src.storage()->data(), gpu);
-    return;
-  }
-  DUET_CUDA_CHECK(cudaStreamSynchronize(s));
+  const bool from_pinned = src.device().is_cpu() && src.is_pinned();
+  // Not into another thread's recording of the GPU (graph.h): a loader's copy waits for its end.
+  outside_recording(gpu, [&] {
+    // cudaMemcpyDefault: unified addressing tells host from device memory, and copies between
+    // two GPUs go peer-to-peer or through the host as the driver sees fit.
+    DUET_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, cudaMemcpyDefault, s));
+    if (from_pinned) record_pinned_read(src.storage()->data(), gpu);
+    else DUET_CUDA_CHECK(cudaStreamSynchronize(s));
+  });
+  if (from_pinned) return;
   // Reading a GPU's results (a loss's item()) is where a bad label its cross-entropy found is
   // reported (bad_label.h). A copy to a GPU waited only for its own transfer.
   if (src.device().is_cuda()) raise_bad_label(src.device());

@@ -3,13 +3,15 @@
 // per row where class weights and label smoothing both need the weights' sum. Rows are those of
 // RowLayout of dim 1, so [N, C, d1, ...] logits are rows of C scores `inner` elements apart.
 //
-// The targets are checked on the device without waiting for the answer (bad_label.h): one block
-// finds the first target that is neither a class in [0, classes) nor ignore_index and writes it
-// into page-locked host memory, which the host reads once it has waited for the device anyway;
-// the same block sums the rows' weights into total_weight. The forward pass checks; the backward
-// pass gets the same targets (autograd saves them) and only guards. Neither kernel reads outside a
-// row for a bad target: its loss is NaN and its gradient row zero. The check needs no wait, so a
-// CUDA graph records it like any other kernel.
+// The targets are checked on the device without waiting for the answer (bad_label.h): blocks
+// each find their first target that is neither a class in [0, classes) nor ignore_index and sum
+// their rows' weights, then one block combines those partials (in block order, so the sum is
+// the same run after run), writes the first bad target into page-locked host memory, which the
+// host reads once it has waited for the device anyway, and the weights' sum into total_weight. The forward pass checks;
+// the backward pass gets the same targets (autograd saves them) and only guards. Neither kernel reads outside a row for
+// a bad target: its loss is NaN and its gradient row zero. The check needs no wait, so a CUDA graph records it like any
+// other kernel.
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -61,17 +63,38 @@ struct MinOf {
   __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? a : b; }
 };
 
-// Records the first bad target unless an earlier call's bad target waits to be reported (calls
-// on one stream run in order, so the earliest is kept), and writes the sum of the rows' weights.
+// Block b's first bad target (n if none) and the sum of its rows' weights, over a grid-stride
+// share of the targets.
 template <class T> __global__ void scan_targets_kernel(const int64_t* target, int64_t n,
-                                                       kernels::CrossEntropyMath<T> math, BadLabel* record,
-                                                       T* total_weight) {
+                                                       kernels::CrossEntropyMath<T> math, int64_t* block_first,
+                                                       double* block_total) {
   int64_t first = n;
   double total = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
     const int64_t t = target[i];
     if (!math.bad(t)) total += static_cast<double>(math.row_weight(t));
     else if (i < first) first = i;
+  }
+  first = block_reduce(first, MinOf{});
+  total = block_reduce(total, SumOf<double>{});
+  if (threadIdx.x != 0) return;
+  block_first[blockIdx.x] = first;
+  block_total[blockIdx.x] = total;
+}
+
+// Combines the blocks' partials. Records the first bad target unless an earlier call's bad
+// target waits to be reported (calls on one stream run in order, so the earliest is kept), and
+// writes the sum of the rows' weights.
+template <class T> __global__ void combine_targets_kernel(const int64_t* target, int64_t n, int blocks,
+                                                          kernels::CrossEntropyMath<T> math, const int64_t* block_first,
+                                                          const double* block_total, BadLabel* record,
+                                                          T* total_weight) {
+  int64_t first = n;
+  double total = 0;
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
+    first = block_first[b] < first ? block_first[b] : first;
+    total += block_total[b];
   }
   first = block_reduce(first, MinOf{});
   total = block_reduce(total, SumOf<double>{});
@@ -90,8 +113,21 @@ template <class T> __global__ void scan_targets_kernel(const int64_t* target, in
 template <class T> void scan_targets(const Tensor& target, const kernels::CrossEntropyMath<T>& math,
                                      const Tensor& total_weight, cudaStream_t stream) {
   BadLabel* record = records_for_kernels() + target.device().index;
-  scan_targets_kernel<<<1, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), target.numel(), math, record,
-                                                           total_weight.data<T>());
+  const int64_t n = target.numel();
+  // Enough blocks to fill the GPU for a large batch; one for a small one. A fixed count for a
+  // given n, so the sum's order, and with it the result, is the same run after run.
+  constexpr int64_t kMaxScanBlocks = 256;
+  const int blocks =
+      static_cast<int>(std::clamp<int64_t>((n + kMaxReduceThreads - 1) / kMaxReduceThreads, 1, kMaxScanBlocks));
+  // Freed on return; the caching allocator reuses it only on this stream, after both kernels.
+  const Tensor partials = empty_contiguous({2 * blocks}, DType::i64, target.device());
+  int64_t* block_first = partials.data<int64_t>();
+  double* block_total = reinterpret_cast<double*>(block_first + blocks);
+  scan_targets_kernel<<<blocks, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), n, math, block_first,
+                                                                block_total);
+  DUET_CUDA_CHECK_LAUNCH();
+  combine_targets_kernel<<<1, kMaxReduceThreads, 0, stream>>>(target.data<int64_t>(), n, blocks, math, block_first,
+                                                              block_total, record, total_weight.data<T>());
   DUET_CUDA_CHECK_LAUNCH();
 }
 

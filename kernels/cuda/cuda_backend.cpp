@@ -10,7 +10,6 @@
 #include "duet/kernels/backend.h"
 #include "duet/kernels/conv2d_pool_composed.h"
 #include "duet/kernels/cuda/cross_device_copy.h"
-#include "duet/kernels/cuda/cudnn_handle.h"
 #include "duet/kernels/cuda/launchers.h"
 #include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/on_device.h"

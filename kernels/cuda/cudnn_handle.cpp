@@ -6,6 +6,7 @@
 
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
+#include "duet/kernels/cuda/nn_launchers.h"
 #include "duet/kernels/cuda/runtime.h"
 
 namespace duet::cuda {
@@ -50,5 +51,7 @@ bool ran_in_cudnn(bool ran) {
 }
 
 int64_t cudnn_declined() noexcept { return declined.load(); }
+
+bool cudnn_is_built() noexcept { return true; }
 
 }  // namespace duet::cuda

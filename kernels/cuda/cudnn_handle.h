@@ -1,6 +1,7 @@
 // cuDNN as duet uses it: one handle per logical device, created on first use and bound to that
 // device's stream, so cuDNN's kernels are ordered with every other kernel of the device. Shared
-// by conv2d_cudnn.cpp and batch_norm_cudnn.cpp.
+// by conv2d_cudnn.cpp and batch_norm_cudnn.cpp, which are built only with cuDNN (DUET_CUDNN), as
+// is this header.
 #pragma once
 
 #include <cudnn.h>
@@ -8,8 +9,16 @@
 #include <mutex>
 
 #include "duet/core/device.h"
+#include "duet/core/error.h"
 
 namespace duet::cuda {
+namespace detail {
+
+[[noreturn]] inline void throw_cudnn_error(cudnnStatus_t status, const char* expr, const char* file, int line) {
+  DUET_FAIL("cuDNN error at ", file, ":", line, ": ", expr, " failed: ", cudnnGetErrorString(status));
+}
+
+}  // namespace detail
 
 // `device`'s handle, held for the lifetime of this object: a cuDNN handle carries state (its
 // stream, its workspace) and must not be used by two threads at once.
@@ -33,8 +42,12 @@ inline bool cudnn_not_supported(cudnnStatus_t status) {
 #endif
 }
 
-// Passes on whether a cuDNN path ran, counting the calls it declined (runtime.h's
-// cudnn_declined()).
-bool ran_in_cudnn(bool ran);
-
 }  // namespace duet::cuda
+
+// As check.h's macros: a failed call throws duet::Error naming the file, the line and the call.
+#define DUET_CUDNN_CHECK(expr)                                                                \
+  do {                                                                                        \
+    cudnnStatus_t duet_cudnn_status_ = (expr);                                                \
+    if (duet_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                           \
+      ::duet::cuda::detail::throw_cudnn_error(duet_cudnn_status_, #expr, __FILE__, __LINE__); \
+  } while (0)

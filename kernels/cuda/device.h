@@ -25,8 +25,12 @@ int physical_device(int index);
 // never serialises with the legacy default stream. Every launcher and copy runs on it.
 cudaStream_t stream(Device device);
 
-// Makes a logical device's physical GPU current for the enclosing scope and restores the
-// previously current GPU on exit (CUDA's current device is per host thread).
+// Makes a logical device's physical GPU current for the enclosing scope and, on exit, restores
+// the previously current GPU only where this process already has a context on it: cudaSetDevice
+// creates one, so restoring device 0 (every thread's default) would put a context on GPU 0 in a
+// process that only uses cuda:1 (an MPI rank, a --device cuda:1 run, a loader thread), as
+// PyTorch avoids too. CUDA's current device is per host thread. A failed restore is not left
+// behind as the thread's last error, where the next unrelated check would report it.
 class DeviceGuard {
  public:
   explicit DeviceGuard(Device device);
@@ -36,7 +40,7 @@ class DeviceGuard {
 
  private:
   int previous_ = 0;
-  bool changed_ = false;
+  bool restore_ = false;
 };
 
 }  // namespace duet::cuda

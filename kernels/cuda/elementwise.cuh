@@ -40,9 +40,15 @@ template <int N, class Op> void launch_elementwise(const char* name, const std::
                                                    const Op& op, cudaStream_t stream) {
   int64_t n = operands[0]->numel();
   if (n == 0) return;
-  OffsetCalculator<N> calc = make_offset_calculator<N>(operands, name);
-  elementwise_kernel<N><<<blocks_for(n), kThreadsPerBlock, 0, stream>>>(n, calc, op);
-  DUET_CUDA_CHECK_LAUNCH();
+  const ElementwiseLayout<N> layout = make_elementwise_layout<N>(operands, name);
+  // More than kMaxElementwiseDims merged dims: one launch per index of the outer ones.
+  const int64_t launches = layout.outer.count(), per_launch = n / launches;
+  for (int64_t index = 0; index < launches; ++index) {
+    OffsetCalculator<N> calc = layout.inner;
+    layout.outer.offset(calc, index);
+    elementwise_kernel<N><<<blocks_for(per_launch), kThreadsPerBlock, 0, stream>>>(per_launch, calc, op);
+    DUET_CUDA_CHECK_LAUNCH();
+  }
 }
 
 template <class Op> void launch_indexed(int64_t n, const Op& op, cudaStream_t stream) {

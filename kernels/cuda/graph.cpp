@@ -5,6 +5,9 @@
 #include <array>
 #include <atomic>
 #include <exception>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
 
 #include "duet/core/error.h"
 #include "duet/kernels/cuda/check.h"
@@ -18,7 +21,28 @@ namespace {
 // cudaStreamIsCapturing: it is asked from hot paths and must not create streams or throw.
 std::array<std::atomic<bool>, kMaxDevicesPerType> recording{};
 
+// Held exclusively by a recording, shared by other threads' host-device copies
+// (outside_recording), per logical device; with the thread that records.
+struct Gate {
+  std::shared_mutex mutex;
+  std::atomic<std::thread::id> recorder{};
+};
+std::array<Gate, kMaxDevicesPerType>& gates() {
+  static auto* g = new std::array<Gate, kMaxDevicesPerType>();
+  return *g;
+}
+
 }  // namespace
+
+void outside_recording(Device device, const std::function<void()>& enqueue) {
+  Gate& gate = gates()[static_cast<size_t>(device.index)];
+  if (gate.recorder.load() == std::this_thread::get_id()) {
+    enqueue();
+    return;
+  }
+  std::shared_lock lock(gate.mutex);
+  enqueue();
+}
 
 struct CapturedWork::Graph {
   cudaGraph_t graph = nullptr;
@@ -40,6 +64,13 @@ void CapturedWork::capture(const std::function<void()>& work) {
   DUET_CHECK(!graph_->pool, "CapturedWork on ", device_, ": already captured (a CapturedWork records once)");
   DeviceGuard guard(device_);
   cudaStream_t s = stream(device_);
+  Gate& gate = gates()[static_cast<size_t>(device_.index)];
+  std::unique_lock closed(gate.mutex);  // other threads' host-device copies wait until the end
+  gate.recorder = std::this_thread::get_id();
+  struct Reopen {
+    Gate& gate;
+    ~Reopen() { gate.recorder = std::thread::id(); }
+  } reopen{gate};
   graph_->pool = begin_private_pool(device_);
   // Relaxed: the caching allocator may cudaMalloc while recording, and other threads (the
   // loader's cudaHostAlloc) must not be refused meanwhile. Any thread's launches into `s` are

@@ -37,8 +37,9 @@ class CapturedWork {
 
   // Runs `work` on this thread while recording what it queues on the device's stream (work
   // that other threads queue there meanwhile, like the backward engine's device worker, is
-  // recorded too). Throws, naming the CUDA error, if the work cannot be recorded; the device
-  // is then usable as before. Only once per CapturedWork.
+  // recorded too; copies between host and device from other threads wait instead, see
+  // outside_recording). Throws, naming the CUDA error, if the work cannot be recorded; the
+  // device is then usable as before. Only once per CapturedWork.
   void capture(const std::function<void()>& work);
   // Queues one replay on the device's stream and returns without waiting for it.
   void replay();
@@ -53,6 +54,15 @@ class CapturedWork {
 // True while some CapturedWork records `device`'s stream. Operations that must wait for the
 // device (checking values on the host) or that cannot be replayed (random numbers) look at it.
 bool capturing(Device device) noexcept;
+
+// Runs `enqueue`, a copy between the host and `device` queued on the device's stream, outside
+// any recording of `device`: called from a thread other than the recording one, it waits until
+// the recording ends, and keeps a new one from starting until `enqueue` returns. Without this a
+// DataLoader's thread (pin_memory, device = cuda:0) feeding GraphedSingleDevice would have its
+// copy recorded into the step's graph: not run when issued, and run again at every replay from a
+// pinned block reused since, with an event the next pinned allocation cannot query. On the
+// recording thread itself, `enqueue` runs (and is recorded) at once.
+void outside_recording(Device device, const std::function<void()>& enqueue);
 
 // For a call into a library that queues work on `device`'s stream (cuDNN): while the device is
 // being recorded, throws when the call failed (`failure`, the library's message, non-empty) or

@@ -58,8 +58,12 @@ void launch_batch_norm_backward(const Tensor& grad_out, const Tensor& x, const T
 void launch_batch_norm_inference_stats(const Tensor& running_mean, const Tensor& running_var, double eps,
                                        const Tensor& save_mean, const Tensor& save_invstd, cudaStream_t stream);
 
-// batch_norm_cudnn.cpp: cuDNN. Each returns false,
-// having written nothing, when cuDNN does not take the case: eps below CUDNN_BN_MIN_EPSILON, an
+// Passes on whether a cuDNN path ran, counting the calls it declined (runtime.h's
+// cudnn_declined()); in a build without cuDNN nothing is counted, since nothing was declined.
+bool ran_in_cudnn(bool ran);
+
+// batch_norm_cudnn.cpp: cuDNN (in a build without it, cudnn_unavailable.cpp: always false). Each
+// returns false, having written nothing, when cuDNN does not take the case: eps below CUDNN_BN_MIN_EPSILON, an
 // empty x or one of 2^31 - 1 elements or more, a strided operand, backward with training = false
 // (cuDNN's backward always differentiates through the batch statistics), or a NOT_SUPPORTED
 // status, which cuDNN gives before it launches anything; every other failure throws. They run on

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -21,6 +22,8 @@
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
 #include "duet/kernels/cuda/pinned_allocator.h"
+#include "duet/kernels/cuda/private_pool.h"
+#include "duet/kernels/cuda/runtime.h"
 
 namespace duet::cuda {
 namespace {
@@ -54,6 +57,17 @@ void wait_and_destroy(std::vector<cudaEvent_t>& reads) {
     DUET_CUDA_CHECK(cudaEventDestroy(e));
   }
   reads.clear();
+}
+
+// The current GPU when this process has a context on it, else the first device on a GPU that has
+// one; nothing when no GPU has a context yet (cudaHostAlloc then creates the current one's).
+std::optional<Device> device_with_context() {
+  int current = 0;
+  DUET_CUDA_CHECK(cudaGetDevice(&current));
+  if (has_context(current)) return std::nullopt;
+  for (int i = 0; i < device_count(); ++i)
+    if (has_context(physical_device(i))) return cuda_device(i);
+  return std::nullopt;
 }
 
 struct Block {
@@ -118,6 +132,8 @@ class PinnedAllocator final : public Allocator {
     DUET_CUDA_CHECK(cudaEventRecord(event, stream(gpu)));
   }
 
+  // Frees the cached blocks. Should one free throw, the blocks not yet freed go back to the
+  // cache, so none is lost.
   void release_cached() {
     std::map<Key, std::vector<std::pair<void*, Block>>> cached;
     {
@@ -125,10 +141,17 @@ class PinnedAllocator final : public Allocator {
       cached.swap(cached_);
     }
     for (auto& [k, blocks] : cached) {
-      for (auto& [ptr, block] : blocks) {
-        wait_and_destroy(block.reads);
-        DUET_CUDA_CHECK(cudaFreeHost(ptr));
+      while (!blocks.empty()) {
+        auto& [ptr, block] = blocks.back();
+        try {
+          wait_and_destroy(block.reads);
+          DUET_CUDA_CHECK(cudaFreeHost(ptr));
+        } catch (...) {
+          give_back_to_cache(cached);
+          throw;
+        }
         record_memory(cpu(k.first), 0, -static_cast<int64_t>(block.size));
+        blocks.pop_back();
       }
     }
   }
@@ -153,12 +176,23 @@ class PinnedAllocator final : public Allocator {
     return nullptr;
   }
 
-  // cudaHostAlloc, retried once after returning the cache to the driver. Portable: every
-  // GPU's context sees the block as pinned, not only the current one's.
+  void give_back_to_cache(std::map<Key, std::vector<std::pair<void*, Block>>>& blocks) {
+    std::lock_guard lock(mutex_);
+    for (auto& [k, list] : blocks)
+      for (auto& entry : list) cached_[k].push_back(std::move(entry));
+  }
+
+  // cudaHostAlloc, retried once after returning the cache to the driver (not while a graph
+  // records: freeing would invalidate the recording). Portable: every GPU's context sees the
+  // block as pinned, not only the current one's. Made in the context of a GPU this process
+  // already uses: cudaHostAlloc on a thread that never chose one (a loader's worker) would create
+  // a context on GPU 0.
   void* page_locked(size_t size) {
     void* ptr = nullptr;
+    std::optional<DeviceGuard> guard;
+    if (std::optional<Device> used = device_with_context()) guard.emplace(*used);
     cudaError_t status = cudaHostAlloc(&ptr, size, cudaHostAllocPortable);
-    if (status == cudaErrorMemoryAllocation) {
+    if (status == cudaErrorMemoryAllocation && !recording_any_device()) {
       cudaGetLastError();
       release_cached();
       status = cudaHostAlloc(&ptr, size, cudaHostAllocPortable);

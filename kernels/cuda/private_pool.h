@@ -18,4 +18,8 @@ void end_private_pool(Device device);
 // after any replay already queued there), and its live blocks will when they are freed.
 void release_private_pool(Device device, int pool) noexcept;
 
+// True while a private pool is active on some device, i.e. a graph records it: no memory may be
+// freed then (cudaFree and cudaFreeHost wait for the device, which invalidates the recording).
+bool recording_any_device() noexcept;
+
 }  // namespace duet::cuda

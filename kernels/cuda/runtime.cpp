@@ -134,18 +134,50 @@ void synchronize(Device device) {
   raise_bad_label(device);  // the wait is over: a cross-entropy's label check has answered
 }
 
+namespace {
+
+// cuDevicePrimaryCtxGetState, a driver call, reached through the runtime so that libduet does not
+// link libcuda (which a machine without a driver lacks, where the CPU half must still load).
+using PrimaryContextState = int (*)(int device, unsigned int* flags, int* active);
+
+PrimaryContextState primary_context_state() {
+  static const PrimaryContextState fn = [] {
+    void* found = nullptr;
+    cudaDriverEntryPointQueryResult status{};
+    if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &found, 7000, cudaEnableDefault, &status) !=
+            cudaSuccess ||
+        status != cudaDriverEntryPointSuccess)
+      found = nullptr;
+    cudaGetLastError();  // a missing entry point is an answer, not an error for the next check
+    return reinterpret_cast<PrimaryContextState>(found);
+  }();
+  return fn;
+}
+
+}  // namespace
+
+bool has_context(int gpu) noexcept {
+  PrimaryContextState state = primary_context_state();
+  unsigned int flags = 0;
+  int active = 0;
+  // Without the entry point, say yes: restoring a device is the safe default.
+  if (!state) return true;
+  return state(gpu, &flags, &active) == 0 && active != 0;
+}
+
 DeviceGuard::DeviceGuard(Device device) {
   check_device(device);
   int target = physical_device(device.index);
-  DUET_CUDA_CHECK(cudaGetDevice(&previous_));
+  DUET_CUDA_CHECK(cudaGetDevice(&previous_));  // never creates a context
   if (previous_ != target) {
+    restore_ = has_context(previous_);
     DUET_CUDA_CHECK(cudaSetDevice(target));
-    changed_ = true;
   }
 }
 
 DeviceGuard::~DeviceGuard() {
-  if (changed_) cudaSetDevice(previous_);  // a destructor cannot throw; the switch back cannot fail for a valid id
+  // A destructor cannot throw; a failed switch back leaves the thread on the guard's device.
+  if (restore_ && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
 }
 
 }  // namespace duet::cuda

@@ -21,6 +21,9 @@ int device_count() noexcept;
 bool is_built() noexcept;
 // True when DUET_CUDA_VIRTUAL_DEVICES maps the logical devices onto one GPU (false without CUDA).
 bool virtual_devices() noexcept;
+// True when this process has a context on physical GPU `gpu` (its primary context is active).
+// A context holds hundreds of MB of the GPU's memory, so duet creates one only on a GPU it uses.
+bool has_context(int gpu) noexcept;
 
 // Waits until everything queued on a CUDA device's stream has run; a no-op for a CPU device.
 // Then throws the CPU's error for an out-of-range label that a cross-entropy on the device
@@ -44,5 +47,9 @@ bool allow_tf32() noexcept;
 // instead (conv2d's im2col path, batch norm's kernels): slower, never wrong. Fallbacks asked
 // for with DUET_CONV_IM2COL or DUET_BATCH_NORM_KERNELS are not counted. 0 without CUDA.
 int64_t cudnn_declined() noexcept;
+
+// Whether this build uses cuDNN (DUET_CUDNN, cmake/DuetCuda.cmake). Without it convolution runs
+// through im2col + cuBLAS and batch norm on duet's own kernels. false without CUDA.
+bool cudnn_is_built() noexcept;
 
 }  // namespace duet::cuda

@@ -26,6 +26,7 @@
 #include "duet/kernels/cuda/device.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/parallel/comm/mpi_communicator.h"
+#include "duet/parallel/comm/nccl_devices.h"
 #include "duet/parallel/comm/ring.h"
 
 namespace duet::parallel {
@@ -354,6 +355,7 @@ void check_nccl_device(const char* function, Device device) {
 
 void check_options(const char* function, const NcclOptions& options) {
   DUET_CHECK(options.timeout.count() > 0, function, ": timeout must be positive");
+  DUET_CHECK(options.init_timeout.count() > 0, function, ": init_timeout must be positive");
 }
 
 // A blocking NCCL initialisation, run on a thread of its own so that the caller can stop
@@ -388,6 +390,38 @@ std::vector<ncclComm_t> init_with_timeout(size_t count, std::function<ncclResult
   return state->comms;
 }
 
+// The warm-up: one all-reduce of one element over every rank, issued from this thread as one NCCL
+// group and waited for under `timeout`, on a thread of its own as the initialisation (which the
+// thread outlives, blocked in NCCL, if it times out). Not counted in any rank's stats.
+void connect_group(const std::vector<std::shared_ptr<RankState>>& states, std::chrono::milliseconds timeout) {
+  std::vector<Tensor> scratch;
+  for (const auto& state : states) scratch.push_back(zeros({1}, {.device = state->device}));
+  for (const auto& state : states) cuda::synchronize(state->device);  // the zeros are written
+  try {
+    init_with_timeout(
+        0,
+        [states, scratch](ncclComm_t*) {
+          ncclResult_t result = ncclGroupStart();
+          for (size_t r = 0; r < states.size() && result == ncclSuccess; ++r)
+            result = ncclAllReduce(scratch[r].data_ptr(), scratch[r].data_ptr(), 1, ncclFloat32, ncclSum,
+                                   states[r]->comm, states[r]->comm_stream);
+          const ncclResult_t ended = ncclGroupEnd();
+          if (result == ncclSuccess) result = ended;
+          for (size_t r = 0; r < states.size() && result == ncclSuccess; ++r)
+            if (cudaStreamSynchronize(states[r]->comm_stream) != cudaSuccess) result = ncclUnhandledCudaError;
+          return result;
+        },
+        timeout, "make_nccl_group: connecting the " + std::to_string(states.size()) + " ranks (a warm-up all-reduce)");
+  } catch (const Error& e) {
+    // Aborting ends the warm-up still blocked in NCCL, so that no destructor waits for it.
+    for (const auto& state : states) {
+      std::lock_guard lock(state->mutex);
+      state->fail(e.what());
+    }
+    throw;
+  }
+}
+
 }  // namespace
 
 bool nccl_is_built() noexcept { return true; }
@@ -400,18 +434,13 @@ std::vector<std::shared_ptr<Communicator>> make_nccl_group(const std::vector<Dev
   for (const Device& d : devices) {
     check_nccl_device("make_nccl_group", d);
     DUET_CHECK(seen.insert(d).second, "make_nccl_group: ", d, " appears twice; the devices must be distinct");
-    int gpu = cuda::physical_device(d.index);
-    for (size_t j = 0; j < physical.size(); ++j) {
-      DUET_CHECK(physical[j] != gpu, "make_nccl_group: ", devices[j], " and ", d, " both run on physical GPU ", gpu,
-                 " (virtual devices, DUET_CUDA_VIRTUAL_DEVICES), and NCCL refuses two ranks on one GPU; use "
-                 "make_local_group for virtual devices");
-    }
-    physical.push_back(gpu);
+    physical.push_back(cuda::physical_device(d.index));
   }
+  check_distinct_gpus("make_nccl_group", devices, physical);
   const int n = static_cast<int>(devices.size());
   std::vector<ncclComm_t> comms = init_with_timeout(
       devices.size(), [n, physical](ncclComm_t* out) { return ncclCommInitAll(out, n, physical.data()); },
-      options.timeout, "make_nccl_group: creating the NCCL group of " + std::to_string(n) + " GPUs");
+      options.init_timeout, "make_nccl_group: creating the NCCL group of " + std::to_string(n) + " GPUs");
 
   auto group = std::make_shared<GroupFailure>();
   std::vector<std::shared_ptr<RankState>> states;
@@ -426,6 +455,7 @@ std::vector<std::shared_ptr<Communicator>> make_nccl_group(const std::vector<Dev
       if (comm) ncclCommDestroy(comm);
     throw;
   }
+  connect_group(states, options.init_timeout);
   std::vector<std::shared_ptr<Communicator>> out;
   for (auto& state : states) out.push_back(std::make_shared<NcclCommunicator>(std::move(state)));
   return out;
@@ -451,6 +481,7 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
              "tensors (the MPI one), got ",
              bootstrap->name(), " on ", bootstrap->device());
   check_nccl_device("make_nccl_communicator", device);
+  refuse_virtual_device("make_nccl_communicator", device, cuda::physical_device(device.index), cuda::virtual_devices());
   check_options("make_nccl_communicator", options);
 
   // Rank 0's unique id, as raw bytes in a u8 tensor, is what ties the processes' ranks together.
@@ -472,7 +503,7 @@ std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicato
           cuda::DeviceGuard guard(device);
           return ncclCommInitRank(out, size, id, rank);
         },
-        options.timeout,
+        options.init_timeout,
         "make_nccl_communicator: rank " + std::to_string(rank) + " of " + std::to_string(size) +
             " creating the NCCL "
             "group on " +

@@ -25,9 +25,13 @@
 // error, or abort() on any rank aborts this rank's NCCL communicator (ncclCommAbort) and fails
 // the group: in one process every rank's pending and later collectives throw a duet::Error
 // naming the rank and the reason; across processes the bootstrap communicator's abort() runs
-// (MPI ends the job). Creating the group waits for NCCL up to the same timeout, then throws
+// (MPI ends the job). Creating the group waits for NCCL up to init_timeout, a limit of its own
+// (setting up NCCL's transports takes seconds where a collective takes microseconds), then throws
 // "... timed out after N ms: a rank never joined"; across processes it first aborts through the
-// bootstrap, since the other ranks are blocked in NCCL too.
+// bootstrap, since the other ranks are blocked in NCCL too. make_nccl_group then connects every
+// rank with one warm-up all-reduce, under init_timeout too: NCCL connects ranks lazily, inside
+// the host call of their first collective, where a rank whose peer had already failed would block
+// past every timeout.
 #pragma once
 
 #include <chrono>
@@ -39,20 +43,23 @@
 namespace duet::parallel {
 
 struct NcclOptions {
-  std::chrono::milliseconds timeout = kDefaultCommTimeout;
+  std::chrono::milliseconds timeout = kDefaultCommTimeout;       // each collective's wait
+  std::chrono::milliseconds init_timeout = kDefaultCommTimeout;  // creating and connecting the group
 };
 
 // False in a build without CUDA or without NCCL, where the factories below throw.
 bool nccl_is_built() noexcept;
 
 // One connected communicator per device, rank i on devices[i] (distinct CUDA devices on
-// distinct physical GPUs). Each rank must then be driven from its own thread.
+// distinct physical GPUs; one device is a one-rank group). Each rank must then be driven from
+// its own thread.
 std::vector<std::shared_ptr<Communicator>> make_nccl_group(const std::vector<Device>& devices,
                                                            NcclOptions options = {});
 
 // This process's rank of a group with one process per GPU: collective over `bootstrap` (a CPU
 // communicator, typically make_mpi_communicator()), whose rank and world size it takes. The
-// bootstrap is kept, so that a failure here can fail the whole job through its abort().
+// bootstrap is kept, so that a failure here can fail the whole job through its abort(). Refuses
+// virtual devices with make_nccl_group's message.
 std::shared_ptr<Communicator> make_nccl_communicator(std::shared_ptr<Communicator> bootstrap, Device device,
                                                      NcclOptions options = {});
 // The same on the GPU of this process's local rank: its rank among the processes on its machine,

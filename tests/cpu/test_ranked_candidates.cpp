@@ -71,3 +71,35 @@ TEST_CASE("RankedCandidates lets an exception through and retries that candidate
   CHECK(*ranked.run(next) == 2);
   CHECK(next.tried == std::vector<int>{2});
 }
+
+TEST_CASE("RankedCandidates does not remember a skipped candidate (no memory for its workspace now)",
+          "[cudnn_choice]") {
+  RankedCandidates<int> ranked({1, 2, 3});
+  std::vector<int> tried;
+  auto short_of_memory_for_1 = [&](const int& c, size_t) {
+    tried.push_back(c);
+    return c == 1 ? Attempt::skipped : Attempt::ran;
+  };
+  CHECK(*ranked.run(short_of_memory_for_1) == 2);
+  CHECK(ranked.kept() == 0);  // 1 is still the best once memory is back
+  Trial memory_back{{}};
+  CHECK(*ranked.run(memory_back) == 1);
+  CHECK(memory_back.tried == std::vector<int>{1});
+
+  // Skipped and failed mixed: the failed one is dropped, the skipped one stays first.
+  RankedCandidates<int> mixed({1, 2, 3});
+  tried.clear();
+  auto skip_1_fail_2_3 = [&](const int& c, size_t) {
+    tried.push_back(c);
+    return c == 1 ? Attempt::skipped : Attempt::failed;
+  };
+  CHECK(mixed.run(skip_1_fail_2_3) == nullptr);
+  CHECK(tried == std::vector<int>{1, 2, 3});
+  CHECK(mixed.kept() == 0);
+  Trial later{{}};
+  CHECK(*mixed.run(later) == 1);
+  Trial one_broken{{1}};
+  CHECK(mixed.run(one_broken) == nullptr);
+  CHECK(one_broken.tried == std::vector<int>{1});  // 2 and 3 stay failed
+  CHECK(mixed.kept() == mixed.size());
+}

@@ -49,7 +49,14 @@ void require_close(const Tensor& actual, const Tensor& expected, double rtol, do
 // Bitwise equal values.
 void require_identical(const Tensor& actual, const Tensor& expected, const std::string& what);
 
-// Tolerances for comparing CUDA math (device libm, fma contraction) with the CPU's.
+// Tolerances for comparing CUDA math with the CPU's, where neither promises the other's bits:
+// nvcc contracts a * b + c into one fma by default, and the device's log, exp, sin, cos and tanh
+// are 1 to 2 ulp from the true value (glibc's within 1), which a functor chaining a few of them
+// (a sigmoid's backward, softplus) compounds. 2e-6 relative for f32 is about 17 ulp, 1e-12 for
+// f64 about 4,500: room for those differences, far below any wrong formula. The comparisons that
+// are bit for bit are those whose arithmetic is exact or pinned: copies and casts, fill, arange
+// and uniform (explicit round-to-nearest intrinsics), the optimizer step (built with
+// --fmad=false), max pooling's values and indices.
 double rtol_for(DType dtype);
 
 }  // namespace duet::test

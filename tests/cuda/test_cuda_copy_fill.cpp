@@ -2,6 +2,7 @@
 // draws against the CPU kernels; outputs sit between sentinel guard bands.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -137,4 +138,20 @@ TEST_CASE("CUDA uniform equals the CPU bit for bit and normal within 1e-6", "[cu
 TEST_CASE("CUDA draws reject a strided output", "[cuda]") {
   test::GuardedOutput out({10}, {2}, DType::f32, kGpu);
   CHECK_THROWS_AS(kernels::uniform(out.view(), 1, 0, 0, 1), Error);
+}
+
+// x[1:] = x[:-1] and x[:-1] = x[1:] over one dense buffer: the CPU copies with memmove, so each
+// source value is read before it is overwritten. cudaMemcpyAsync promises that only for disjoint
+// ranges, and with millions of elements its copy kernel's blocks would read values other blocks
+// had already shifted; duet's copy goes through scratch there (copy_plan.h).
+TEST_CASE("CUDA copies between overlapping views of one buffer give the CPU's memmove result", "[cuda]") {
+  const int64_t n = int64_t(1) << 22;
+  for (const int64_t shift : {int64_t(1), int64_t(-1), int64_t(1000)}) {
+    CAPTURE(shift);
+    test::TensorPair p = test::random_pair({n}, DType::f32, -100, 100, 7);
+    const int64_t length = n - std::abs(shift), to = shift > 0 ? shift : 0, from = shift > 0 ? 0 : -shift;
+    kernels::copy(p.cpu.as_strided({length}, {1}, from), p.cpu.as_strided({length}, {1}, to));
+    kernels::copy(p.cuda.as_strided({length}, {1}, from), p.cuda.as_strided({length}, {1}, to));
+    test::require_identical(test::copy_to(p.cuda, cpu()), p.cpu, "overlapping copy, shift " + std::to_string(shift));
+  }
 }

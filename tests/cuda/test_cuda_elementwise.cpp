@@ -249,3 +249,24 @@ TEST_CASE("CUDA where matches the CPU on every dtype, broadcast", "[cuda]") {
     compare(out, expected, std::string("where ") + dtype_name(dtype));
   }
 }
+
+// Ten dims of size 2 whose strides (powers of 3) let no two merge: more than one launch's
+// kMaxElementwiseDims, so the launcher loops over the outer dims (offset_calculator.h). The CPU
+// handles any number of dims; CUDA must give the same values.
+TEST_CASE("CUDA elementwise kernels handle layouts of more than 8 merged dims", "[cuda]") {
+  Shape sizes(10, 2), strides(10);
+  for (int d = 9, stride = 1; d >= 0; --d, stride *= 3) strides[static_cast<size_t>(d)] = stride;
+  test::TensorPair a = test::random_pair(sizes, strides, 5, DType::f32, -3, 3, 21);
+  test::TensorPair b = test::random_pair(sizes, DType::f32, -3, 3, 22);
+  test::GuardedOutput out(sizes, strides, DType::f32, kGpu);
+  kernels::binary(BinaryOp::add, a.cuda, b.cuda, out.view());
+  Tensor expected = test::empty_tensor(sizes, DType::f32, cpu());
+  cpu_kernels().binary(BinaryOp::add, a.cpu, b.cpu, expected);
+  test::require_identical(out.check_and_fetch(), expected, "add over 10 unmergeable dims");
+
+  test::GuardedOutput copied(sizes, DType::f64, kGpu);  // dense: only the source's layout is strided
+  kernels::copy(a.cuda, copied.view());
+  Tensor expected_copy = test::empty_tensor(sizes, DType::f64, cpu());
+  kernels::copy(a.cpu, expected_copy);
+  test::require_identical(copied.check_and_fetch(), expected_copy, "copy with a cast from 10 unmergeable dims");
+}

@@ -575,3 +575,22 @@ TEST_CASE("CUDA's fused convolution and average pooling matches the CPU's fused 
     }
   }
 }
+
+// The target check runs on many blocks for a large batch, then combines their partials: the first
+// bad target is the lowest index over every block (here not in the first block), and the weights'
+// sum counts every good row.
+TEST_CASE("CUDA cross-entropy's target check over many blocks names the first bad target", "[cuda]") {
+  const int64_t rows = 300'000;
+  std::vector<int64_t> labels(static_cast<size_t>(rows));
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>(i % 3);
+  labels[299'999] = 7;
+  labels[123'456] = 5;
+  labels[200'000] = -100;  // ignored: neither bad nor counted
+  const test::TensorPair logits = test::random_pair({rows, 3}, DType::f32, -2, 2, 4201);
+  const Tensor target = test::copy_to(from_vector<int64_t>(labels), kGpu);
+  Tensor losses = test::empty_tensor({rows}, DType::f32, kGpu),
+         log_probs = test::empty_tensor({rows, 3}, DType::f32, kGpu), total = test::empty_tensor({}, DType::f32, kGpu);
+  kernels::cross_entropy_forward(logits.cuda, target, Tensor(), {}, losses, log_probs, total);
+  CHECK_THROWS_WITH(cuda::synchronize(kGpu), Catch::Contains("target[123456] = 5 is out of range for 3 classes"));
+  CHECK(test::copy_to(total, cpu()).item<float>() == static_cast<float>(rows - 3));
+}

@@ -4,9 +4,11 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_test_util.h"
+#include "duet/autograd/factory.h"
 #include "duet/core/allocator.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/kernels.h"
@@ -93,8 +95,9 @@ TEST_CASE("an index beyond the CUDA devices is a clear error", "[cuda]") {
   REQUIRE_THROWS_WITH(Storage(16, cuda_device(cuda::device_count())), Contains("cannot use"));
 }
 
-// Runs with two GPUs, or on one with DUET_CUDA_VIRTUAL_DEVICES=2 (or more).
-TEST_CASE("each CUDA device keeps its own memory accounting and copies reach the other", "[cuda][multigpu]") {
+// Devices, not GPUs: it runs on two GPUs (multigpu: ) and, on one, as four logical devices of it
+// (cuda-virtual: , DUET_CUDA_VIRTUAL_DEVICES=4), where each keeps its own pool and stream.
+TEST_CASE("each CUDA device keeps its own memory accounting and copies reach the other", "[cuda][multigpu][virtual]") {
   REQUIRE(cuda::device_count() >= 2);
   const Device d0 = cuda_device(0), d1 = cuda_device(1);
   const MemoryStats before0 = memory_stats(d0), before1 = memory_stats(d1);
@@ -113,4 +116,26 @@ TEST_CASE("each CUDA device keeps its own memory accounting and copies reach the
   Tensor expected = test::empty_tensor({3, 257}, DType::f32, cpu());
   kernels::copy(p.cpu, expected);
   test::require_identical(out.check_and_fetch(), expected, "cuda:0 -> cuda:1 -> cuda:0 (f64 -> f32)");
+}
+
+// ~DeviceGuard used to switch back to the thread's previous device, GPU 0 by default, which
+// creates a context there (hundreds of MB) in a process that only uses cuda:1: every MPI rank
+// but the first, every --device cuda:1 run, and the pinned allocator on a loader's thread.
+// Needs two physical GPUs (ctest runs it alone, in a process that has not touched GPU 0).
+TEST_CASE("a process that uses only cuda:1 creates no context on GPU 0", "[cuda][multigpu]") {
+  REQUIRE(cuda::device_count() >= 2);
+  REQUIRE_FALSE(cuda::virtual_devices());
+  REQUIRE_FALSE(cuda::has_context(0));
+  const Device d1 = cuda_device(1);
+  std::thread loader([&] {  // a thread that never chose a GPU, as a DataLoader's worker
+    Tensor pinned = empty({4096}, {.pin_memory = true});
+    Tensor on1 = test::copy_to(pinned, d1);
+    cuda::synchronize(d1);
+  });
+  loader.join();
+  Tensor on1 = test::empty_tensor({1000}, DType::f32, d1);
+  kernels::fill(on1, 1.0);
+  cuda::synchronize(d1);
+  CHECK(cuda::has_context(1));
+  CHECK_FALSE(cuda::has_context(0));
 }

@@ -1,6 +1,8 @@
 // The NCCL communicator over real GPUs, one thread per rank, with rank-dependent inputs whose
-// results are known analytically (docs/design.md section 7), for every group size from 2 to the
-// number of GPUs.
+// results are known analytically (docs/design.md section 7): a one-rank group on one GPU (NCCL
+// accepts it, so a one-GPU run tests the collectives, the streams, waits and abort), and every
+// group size from 2 to the number of GPUs ([multigpu]: those need two physical GPUs, since NCCL
+// refuses two ranks on one GPU). Every test here is tagged [nccl].
 //
 // Catch2 assertions are not thread-safe, so the rank threads only compute; the checks run on
 // the test's thread after the ranks have joined. Where no NCCL group can exist (a build without
@@ -17,7 +19,9 @@
 
 #include "comm_fixtures.h"
 #include "duet/autograd/factory.h"
+#include "duet/autograd/ops.h"
 #include "duet/kernels/cuda/runtime.h"
+#include "duet/parallel/comm/local_communicator.h"
 #include "duet/parallel/comm/nccl_communicator.h"
 #include "duet/parallel/comm/ring.h"
 #include "strategy_fixtures.h"
@@ -90,59 +94,64 @@ template <class T> void check_all_reduce(int n) {
   }
 }
 
+void check_broadcast_and_reduce(int n) {
+  std::optional<Group> group = nccl_group(n);
+  if (!group) return;
+  for (int root = 0; root < n; ++root)
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
+      auto results = test::broadcast_and_reduce_each_shape(*group, root, op, kShapes);
+      double reduced = test::reduced_factor(op, n);
+      for (int r = 0; r < n; ++r)
+        for (size_t s = 0; s < kShapes.size(); ++s) {
+          CAPTURE(n, root, r, name(op), shape_str(kShapes[s]));
+          int64_t count = numel(kShapes[s]);
+          CHECK(results[r][2 * s].to_vector<double>() == expected<double>(count, root + 1));
+          // The root gets the reduction; the other ranks keep their input.
+          const double factor = r == root ? reduced : r + 1;
+          CHECK(close_to(results[r][2 * s + 1].to_vector<float>(), expected<float>(count, factor)));
+        }
+    }
+}
+
+void check_all_gather(int n) {
+  std::optional<Group> group = nccl_group(n);
+  if (!group) return;
+  auto results = test::all_gather_each_shape<float>(*group, kShapes);
+  auto integers = test::all_gather_each_shape<int64_t>(*group, {{5}});
+  for (int r = 0; r < n; ++r) {
+    for (size_t s = 0; s < kShapes.size(); ++s) {
+      REQUIRE(results[r][s].size() == static_cast<size_t>(n));
+      for (int q = 0; q < n; ++q) {
+        CAPTURE(n, r, q, shape_str(kShapes[s]));
+        const Tensor& part = results[r][s][q];
+        CHECK(part.sizes() == kShapes[s]);
+        CHECK(part.device() == cuda_device(r));
+        CHECK(part.to_vector<float>() == expected<float>(numel(kShapes[s]), q + 1));
+      }
+    }
+    for (int q = 0; q < n; ++q) CHECK(integers[r][0][q].to_vector<int64_t>() == expected<int64_t>(5, q + 1));
+  }
+}
+
 }  // namespace
 
-TEST_CASE("NCCL all_reduce sums and averages rank-dependent tensors", "[cuda][multigpu]") {
+TEST_CASE("NCCL all_reduce sums and averages rank-dependent tensors", "[cuda][multigpu][nccl]") {
   for (int n = 2; n <= max_ranks(); ++n) {
     check_all_reduce<float>(n);
     check_all_reduce<double>(n);
   }
 }
 
-TEST_CASE("NCCL broadcast and reduce from every root", "[cuda][multigpu]") {
-  for (int n = 2; n <= max_ranks(); ++n) {
-    std::optional<Group> group = nccl_group(n);
-    if (!group) return;
-    for (int root = 0; root < n; ++root)
-      for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
-        auto results = test::broadcast_and_reduce_each_shape(*group, root, op, kShapes);
-        double reduced = test::reduced_factor(op, n);
-        for (int r = 0; r < n; ++r)
-          for (size_t s = 0; s < kShapes.size(); ++s) {
-            CAPTURE(n, root, r, name(op), shape_str(kShapes[s]));
-            int64_t count = numel(kShapes[s]);
-            CHECK(results[r][2 * s].to_vector<double>() == expected<double>(count, root + 1));
-            // The root gets the reduction; the other ranks keep their input.
-            const double factor = r == root ? reduced : r + 1;
-            CHECK(close_to(results[r][2 * s + 1].to_vector<float>(), expected<float>(count, factor)));
-          }
-      }
-  }
+TEST_CASE("NCCL broadcast and reduce from every root", "[cuda][multigpu][nccl]") {
+  for (int n = 2; n <= max_ranks(); ++n) check_broadcast_and_reduce(n);
 }
 
-TEST_CASE("NCCL all_gather returns every rank's tensor in rank order", "[cuda][multigpu]") {
-  for (int n = 2; n <= max_ranks(); ++n) {
-    std::optional<Group> group = nccl_group(n);
-    if (!group) return;
-    auto results = test::all_gather_each_shape<float>(*group, kShapes);
-    auto integers = test::all_gather_each_shape<int64_t>(*group, {{5}});
-    for (int r = 0; r < n; ++r) {
-      for (size_t s = 0; s < kShapes.size(); ++s) {
-        REQUIRE(results[r][s].size() == static_cast<size_t>(n));
-        for (int q = 0; q < n; ++q) {
-          CAPTURE(n, r, q, shape_str(kShapes[s]));
-          const Tensor& part = results[r][s][q];
-          CHECK(part.sizes() == kShapes[s]);
-          CHECK(part.device() == cuda_device(r));
-          CHECK(part.to_vector<float>() == expected<float>(numel(kShapes[s]), q + 1));
-        }
-      }
-      for (int q = 0; q < n; ++q) CHECK(integers[r][0][q].to_vector<int64_t>() == expected<int64_t>(5, q + 1));
-    }
-  }
+TEST_CASE("NCCL all_gather returns every rank's tensor in rank order", "[cuda][multigpu][nccl]") {
+  for (int n = 2; n <= max_ranks(); ++n) check_all_gather(n);
 }
 
-TEST_CASE("NCCL async all-reduces complete in order and their results reach the compute stream", "[cuda][multigpu]") {
+TEST_CASE("NCCL async all-reduces complete in order and their results reach the compute stream",
+          "[cuda][multigpu][nccl]") {
   const int n = 2;
   std::optional<Group> group = nccl_group(n);
   if (!group) return;
@@ -163,7 +172,7 @@ TEST_CASE("NCCL async all-reduces complete in order and their results reach the 
   }
 }
 
-TEST_CASE("NCCL communicators count bytes with the ring model", "[cuda][multigpu]") {
+TEST_CASE("NCCL communicators count bytes with the ring model", "[cuda][multigpu][nccl]") {
   const int n = max_ranks();
   std::optional<Group> group = nccl_group(n);
   if (!group) return;
@@ -179,7 +188,7 @@ TEST_CASE("NCCL communicators count bytes with the ring model", "[cuda][multigpu
   }
 }
 
-TEST_CASE("an NCCL rank's abort fails the other ranks' collectives", "[cuda][multigpu]") {
+TEST_CASE("an NCCL rank's abort fails the other ranks' collectives", "[cuda][multigpu][nccl]") {
   std::optional<Group> group = nccl_group(2, {.timeout = std::chrono::milliseconds(60'000)});
   if (!group) return;
   std::string error;
@@ -201,7 +210,7 @@ TEST_CASE("an NCCL rank's abort fails the other ranks' collectives", "[cuda][mul
   CHECK_THAT(error, Contains("rank 1: its forward threw"));
 }
 
-TEST_CASE("an NCCL collective that a rank never joins times out", "[cuda][multigpu]") {
+TEST_CASE("an NCCL collective that a rank never joins times out", "[cuda][multigpu][nccl]") {
   std::optional<Group> group = nccl_group(2, {.timeout = std::chrono::milliseconds(300)});
   if (!group) return;
   std::string error;
@@ -214,19 +223,116 @@ TEST_CASE("an NCCL collective that a rank never joins times out", "[cuda][multig
 }
 
 // Registered with DUET_CUDA_VIRTUAL_DEVICES=4 by tests/CMakeLists.txt: four logical devices on GPU 0.
-TEST_CASE("make_nccl_group refuses two virtual devices on one GPU", "[cuda][virtual]") {
+TEST_CASE("make_nccl_group refuses two virtual devices on one GPU", "[cuda][virtual][nccl]") {
   REQUIRE(virtual_devices());  // run through ctest, which sets DUET_CUDA_VIRTUAL_DEVICES=4
   REQUIRE(cuda::device_count() >= 2);
   const char* expected_error = nccl_is_built() ? "both run on physical GPU 0" : "built without NCCL";
   CHECK_THROWS_WITH(make_nccl_group(test::gpus(2)), Contains(expected_error));
   if (nccl_is_built()) CHECK_THROWS_WITH(make_nccl_group(test::gpus(2)), Contains("use make_local_group"));
+  // One process per rank would put two ranks on GPU 0 as well: refused with the same advice.
+  std::shared_ptr<Communicator> bootstrap = make_local_group({cpu(0)}).front();
+  const char* one_process_error = nccl_is_built() ? "use make_local_group for virtual devices" : "built without NCCL";
+  CHECK_THROWS_WITH(make_nccl_communicator(bootstrap, cuda_device(1)), Contains(one_process_error));
 }
 
-TEST_CASE("make_nccl_group rejects CPU devices and repeated devices", "[cuda]") {
+TEST_CASE("make_nccl_group rejects CPU devices and repeated devices", "[cuda][nccl]") {
   if (!nccl_is_built()) {
     CHECK_THROWS_WITH(make_nccl_group({cuda_device(0)}), Contains("built without NCCL"));
     return;
   }
   CHECK_THROWS_WITH(make_nccl_group({cpu(0)}), Contains("NCCL moves CUDA tensors"));
   CHECK_THROWS_WITH(make_nccl_group({cuda_device(0), cuda_device(0)}), Contains("appears twice"));
+}
+
+// One rank on cuda:0: NCCL accepts a one-rank communicator, so a one-GPU run reaches the
+// collectives' launch path (streams, events, the warm-up, waits, abort), not just ncclGetVersion.
+
+TEST_CASE("NCCL's five collectives on a one-rank group", "[cuda][nccl]") {
+  check_all_reduce<float>(1);
+  check_all_reduce<double>(1);
+  check_broadcast_and_reduce(1);
+  check_all_gather(1);  // ends with a barrier, the fifth
+  std::optional<Group> group = nccl_group(1);
+  if (!group) return;
+  Communicator& comm = *group->front();
+  CHECK(comm.world_size() == 1);
+  CHECK_NOTHROW(comm.barrier());
+}
+
+// The collective's stream waits (through an event) for the work queued on the compute stream
+// before it: here a matmul of several milliseconds writes the input. On one rank NCCL's in-place
+// sum moves nothing, so the all_gather after the second matmul, which copies its input, is what
+// would read unfinished values without that event.
+TEST_CASE("a one-rank NCCL collective waits for the matmul that writes its input", "[cuda][nccl]") {
+  std::optional<Group> group = nccl_group(1);
+  if (!group) return;
+  Communicator& comm = *group->front();
+  const int64_t n = 4096;
+  const Tensor x = ones({n, n}, {.device = comm.device()});
+  Tensor reduced = matmul(x, x);
+  std::shared_ptr<Work> work = comm.all_reduce_async(reduced, ReduceOp::avg);
+  work->wait();
+  Tensor gathered_input = matmul(x, x);
+  std::vector<Tensor> gathered = comm.all_gather(gathered_input);
+  REQUIRE(gathered.size() == 1);
+  const std::vector<float> want(static_cast<size_t>(n * n), static_cast<float>(n));
+  CHECK(reduced.to_vector<float>() == want);
+  CHECK(gathered[0].to_vector<float>() == want);
+}
+
+TEST_CASE("waiting twice on an NCCL Work, and dropping one unwaited, are fine", "[cuda][nccl]") {
+  std::optional<Group> group = nccl_group(1);
+  if (!group) return;
+  Communicator& comm = *group->front();
+  Tensor t = test::rank_tensor<float>(comm, {1001}, 0);
+  std::shared_ptr<Work> work = comm.all_reduce_async(t);
+  CHECK_NOTHROW(work->wait());
+  CHECK_NOTHROW(work->wait());
+  CHECK(work->finished_at().has_value());
+  CHECK(t.to_vector<float>() == expected<float>(1001, 1));
+
+  // Dropped: its destructor orders the compute stream after the collective, so the tensor read
+  // next, and the next collective, see its result.
+  Tensor dropped = test::rank_tensor<float>(comm, {4099}, 0);
+  comm.all_reduce_async(dropped, ReduceOp::avg).reset();
+  CHECK(dropped.to_vector<float>() == expected<float>(4099, 1));
+  Tensor next = test::rank_tensor<float>(comm, {7}, 0);
+  comm.all_reduce(next);
+  CHECK(next.to_vector<float>() == expected<float>(7, 1));
+}
+
+TEST_CASE("abort on a one-rank NCCL group fails its later collectives, naming the reason", "[cuda][nccl]") {
+  std::optional<Group> group = nccl_group(1);
+  if (!group) return;
+  Communicator& comm = *group->front();
+  comm.all_reduce(ones({16}, {.device = comm.device()}));
+  comm.abort("its forward threw");
+  CHECK_THAT(error_of([&] { comm.all_reduce(ones({16}, {.device = comm.device()})); }),
+             Contains("rank 0: its forward threw"));
+}
+
+// Creating the group (ncclCommInitAll, then the warm-up all-reduce) is bounded by init_timeout,
+// not by the collectives' timeout: a 1 ms collective timeout must not fail the creation.
+TEST_CASE("NCCL's init timeout is separate from the collective timeout", "[cuda][nccl]") {
+  std::optional<Group> group =
+      nccl_group(1, {.timeout = std::chrono::milliseconds(1), .init_timeout = std::chrono::milliseconds(120'000)});
+  if (!group) return;
+  CHECK(group->size() == 1);
+  CHECK_THROWS_WITH(make_nccl_group({cuda_device(0)}, {.init_timeout = std::chrono::milliseconds(0)}),
+                    Contains("init_timeout must be positive"));
+}
+
+// NCCL connects ranks lazily, in the host call of their first collective; make_nccl_group's
+// warm-up makes that happen at creation, so a rank whose peer fails before its first collective
+// gets an error within the timeout instead of blocking in that host call forever.
+TEST_CASE("an NCCL rank whose peer failed before its first collective is not blocked", "[cuda][multigpu][nccl]") {
+  std::optional<Group> group = nccl_group(2, {.timeout = std::chrono::milliseconds(2'000)});
+  if (!group) return;
+  std::string error;
+  on_each_rank(*group, [&](Communicator& comm) {
+    if (comm.rank() == 1) comm.abort("it failed before its first collective");
+    else error = error_of([&] { comm.all_reduce(ones({16}, {.device = comm.device()})); });
+    return 0;
+  });
+  CHECK_THAT(error, Contains("failed"));
 }

@@ -5,16 +5,24 @@
 //     nothing else could run either);
 //   - a kernel built for this build's architectures (CMAKE_CUDA_ARCHITECTURES, sm_90) runs on it
 //     and writes the right values ("no kernel image is available" shows here);
-//   - cuBLAS and cuDNN (and NCCL, when built) load and create their handles: the libraries
-//     found at configure time are the ones found at run time (LD_LIBRARY_PATH).
+//   - cuBLAS loads and creates its handle: the libraries found at configure time are the ones
+//     found at run time (LD_LIBRARY_PATH);
+//   - cuDNN (when built) was built for this CUDA runtime's major version (else it names the
+//     package to use) and runs one small convolution with the right result;
+//   - NCCL (when built) creates a one-rank communicator and all-reduces one element.
+// Loading a library is not enough: a cuDNN for another CUDA major, or an NCCL that cannot set up
+// its transport, loads and fails at its first real call.
 // It links the CUDA libraries but not libduet, so it builds in seconds.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#ifdef DUET_HAS_CUDNN
 #include <cudnn.h>
+#endif
 #ifdef DUET_HAS_NCCL
 #include <nccl.h>
 #endif
 
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -53,6 +61,122 @@ bool kernel_runs() {
   return ok;
 }
 
+#ifdef DUET_HAS_CUDNN
+bool cudnn_ok(cudnnStatus_t status, const char* step) {
+  if (status == CUDNN_STATUS_SUCCESS) return true;
+  std::printf("FAILED: cuDNN: %s: %s\n", step, cudnnGetErrorString(status));
+  return false;
+}
+
+// cuDNN is built for one CUDA major version; with another runtime its kernels fail to load.
+bool cudnn_matches_runtime() {
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  const size_t built_for = cudnnGetCudartVersion();
+  std::printf("cuDNN %zu at run time, %d at build time, built for CUDA %zu.%zu\n", cudnnGetVersion(), CUDNN_VERSION,
+              built_for / 1000, built_for % 1000 / 10);
+  if (static_cast<int>(built_for / 1000) == runtime / 1000) return true;
+  std::printf(
+      "FAILED: cuDNN was built for CUDA %zu but the runtime is CUDA %d: use the cuDNN package for CUDA %d "
+      "(pip: nvidia-cudnn-cu%d; CUDNN_ROOT or bench/gpu_env.sh picks where it is)\n",
+      built_for / 1000, runtime / 1000, runtime / 1000, runtime / 1000);
+  return false;
+}
+
+// One 1 x 1 x 4 x 4 image of ones through a 1 x 1 x 3 x 3 filter of ones, no padding: every
+// output is 9. Uses cuDNN's first heuristic algorithm, as duet does.
+bool cudnn_convolution_runs() {
+  cudnnHandle_t h = nullptr;
+  if (!cudnn_ok(cudnnCreate(&h), "cudnnCreate")) return false;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  float *dx = nullptr, *dw = nullptr, *dy = nullptr;
+  void* workspace = nullptr;
+  std::vector<float> out(4, 0.0f);
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int found = 0;
+  size_t bytes = 0;
+  const float one = 1, zero = 0;
+  const std::vector<float> ones(16, 1.0f);
+  bool ok =
+      cudnn_ok(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor") &&
+      cudnn_ok(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor") &&
+      cudnn_ok(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor") &&
+      cudnn_ok(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor") &&
+      cudnn_ok(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 4, 4), "x descriptor") &&
+      cudnn_ok(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 1, 2, 2), "y descriptor") &&
+      cudnn_ok(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, 3, 3), "w descriptor") &&
+      cudnn_ok(cudnnSetConvolution2dDescriptor(conv, 0, 0, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+               "convolution descriptor") &&
+      cudnn_ok(cudnnGetConvolutionForwardAlgorithm_v7(h, x, w, conv, y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found, perf),
+               "cudnnGetConvolutionForwardAlgorithm_v7");
+  ok = ok && found > 0 &&
+       cudnn_ok(cudnnGetConvolutionForwardWorkspaceSize(h, x, w, conv, y, perf[0].algo, &bytes), "workspace size") &&
+       cuda_ok(cudaMalloc(&dx, 16 * sizeof(float)), "cudaMalloc") &&
+       cuda_ok(cudaMalloc(&dw, 9 * sizeof(float)), "cudaMalloc") &&
+       cuda_ok(cudaMalloc(&dy, 4 * sizeof(float)), "cudaMalloc") &&
+       (bytes == 0 || cuda_ok(cudaMalloc(&workspace, bytes), "cudaMalloc (workspace)")) &&
+       cuda_ok(cudaMemcpy(dx, ones.data(), 16 * sizeof(float), cudaMemcpyHostToDevice), "copy x") &&
+       cuda_ok(cudaMemcpy(dw, ones.data(), 9 * sizeof(float), cudaMemcpyHostToDevice), "copy w") &&
+       cudnn_ok(cudnnConvolutionForward(h, &one, x, dx, w, dw, conv, perf[0].algo, workspace, bytes, &zero, y, dy),
+                "cudnnConvolutionForward") &&
+       cuda_ok(cudaMemcpy(out.data(), dy, 4 * sizeof(float), cudaMemcpyDeviceToHost), "reading the convolution");
+  for (size_t i = 0; ok && i < out.size(); ++i) {
+    if (std::fabs(out[i] - 9.0f) > 1e-5f) {
+      std::printf("FAILED: cuDNN's convolution wrote %g at %zu, expected 9\n", out[i], i);
+      ok = false;
+    }
+  }
+  if (ok) std::printf("cuDNN: a 3x3 convolution ran (algorithm %d)\n", static_cast<int>(perf[0].algo));
+  cudaFree(workspace);
+  cudaFree(dy);
+  cudaFree(dw);
+  cudaFree(dx);
+  if (conv) cudnnDestroyConvolutionDescriptor(conv);
+  if (w) cudnnDestroyFilterDescriptor(w);
+  if (y) cudnnDestroyTensorDescriptor(y);
+  if (x) cudnnDestroyTensorDescriptor(x);
+  cudnnDestroy(h);
+  return ok;
+}
+#endif
+
+#ifdef DUET_HAS_NCCL
+bool nccl_ok(ncclResult_t status, const char* step) {
+  if (status == ncclSuccess) return true;
+  std::printf("FAILED: NCCL: %s: %s\n", step, ncclGetErrorString(status));
+  return false;
+}
+
+// A one-rank communicator on GPU 0 and an all-reduce of one element: NCCL's setup (shared
+// memory, its proxy thread) runs even with one rank, and is where a container's limits show.
+bool nccl_all_reduce_runs() {
+  int version = 0;
+  if (!nccl_ok(ncclGetVersion(&version), "ncclGetVersion")) return false;
+  std::printf("NCCL %d\n", version);
+  ncclComm_t comm = nullptr;
+  int device = 0;
+  if (!nccl_ok(ncclCommInitAll(&comm, 1, &device), "ncclCommInitAll (one rank)")) return false;
+  float* value = nullptr;
+  float result = 0;
+  const float three = 3;
+  bool ok = cuda_ok(cudaMalloc(&value, sizeof(float)), "cudaMalloc") &&
+            cuda_ok(cudaMemcpy(value, &three, sizeof(float), cudaMemcpyHostToDevice), "copy") &&
+            nccl_ok(ncclAllReduce(value, value, 1, ncclFloat, ncclSum, comm, nullptr), "ncclAllReduce") &&
+            cuda_ok(cudaDeviceSynchronize(), "waiting for the all-reduce") &&
+            cuda_ok(cudaMemcpy(&result, value, sizeof(float), cudaMemcpyDeviceToHost), "reading the all-reduce");
+  if (ok && result != 3) {
+    std::printf("FAILED: NCCL's one-rank all-reduce gave %g, expected 3\n", result);
+    ok = false;
+  }
+  if (ok) std::printf("NCCL: a one-rank all-reduce ran\n");
+  cudaFree(value);
+  ncclCommDestroy(comm);
+  return ok;
+}
+#endif
+
 bool libraries_load() {
   bool ok = true;
   cublasHandle_t blas = nullptr;
@@ -65,22 +189,14 @@ bool libraries_load() {
     std::printf("cuBLAS %d\n", version);
     cublasDestroy(blas);
   }
-  cudnnHandle_t dnn = nullptr;
-  if (const cudnnStatus_t s = cudnnCreate(&dnn); s != CUDNN_STATUS_SUCCESS) {
-    std::printf("FAILED: cudnnCreate: %s\n", cudnnGetErrorString(s));
-    ok = false;
-  } else {
-    std::printf("cuDNN %zu at run time, %d at build time\n", cudnnGetVersion(), CUDNN_VERSION);
-    cudnnDestroy(dnn);
-  }
+#ifdef DUET_HAS_CUDNN
+  // A cuDNN for another CUDA major would fail in the convolution with a less useful message.
+  ok = cudnn_matches_runtime() && cudnn_convolution_runs() && ok;
+#else
+  std::printf("cuDNN: not built (DUET_CUDNN): convolution through im2col, batch norm on duet's kernels\n");
+#endif
 #ifdef DUET_HAS_NCCL
-  int nccl = 0;
-  if (const ncclResult_t s = ncclGetVersion(&nccl); s != ncclSuccess) {
-    std::printf("FAILED: ncclGetVersion: %s\n", ncclGetErrorString(s));
-    ok = false;
-  } else {
-    std::printf("NCCL %d\n", nccl);
-  }
+  ok = nccl_all_reduce_runs() && ok;
 #else
   std::printf("NCCL: not built\n");
 #endif
