@@ -30,8 +30,11 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
     if (!in_flight && next < buckets && work >= std::min(in.buckets[next].ready_ms, c.backward_ms)) {
       const double bytes = static_cast<double>(in.buckets[next].bytes);
       out.launch_ms[next] = t;
-      latency_end = t + in.all_reduce.alpha_ms;
-      finish = latency_end + in.all_reduce.transfer_ms(bytes);
+      const double lasts = in.all_reduce.ms(bytes);
+      const double on_cores = std::min(lasts, in.all_reduce_on_cores ? in.all_reduce_on_cores->transfer_ms(bytes)
+                                                                     : in.all_reduce.transfer_ms(bytes));
+      latency_end = t + lasts - on_cores;  // the wait first, then the work on the cores
+      finish = t + lasts;
       in_flight = true;
     }
     if (!in_flight && next == buckets && work >= c.backward_ms) break;
@@ -65,6 +68,9 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
     const double busy_from = k == 0 ? out.launch_ms[k] : std::max(out.launch_ms[k], out.finish_ms[k - 1]);
     out.comm_busy_ms += out.finish_ms[k] - busy_from;
     out.comm_exposed_ms += std::max(0.0, out.finish_ms[k] - std::max(busy_from, backward_end));
+    const double bytes = static_cast<double>(in.buckets[k].bytes);
+    out.comm_bytes += bytes;
+    if (out.finish_ms[k] <= backward_end) out.hidden_bytes += bytes;
     comm_end = std::max(comm_end, out.finish_ms[k]);
   }
   out.step_ms = comm_end + in.after_ms + c.step_ms + in.after_step_ms;
@@ -86,7 +92,9 @@ SimulatedStep simulate_dp_step(const DpStepInput& in) {
   // and after the slowest replica's backward reduces every gradient onto the master.
   if (in.devices > 1) {
     comm += each(static_cast<double>(in.input_bytes));
-    comm += in.broadcast.ms(static_cast<double>(in.parameter_bytes + in.buffer_bytes));
+    // Every message after the first pays the latency again.
+    comm += in.broadcast.ms(static_cast<double>(in.parameter_bytes + in.buffer_bytes)) +
+            static_cast<double>(in.broadcast_messages - 1) * in.broadcast.alpha_ms;
   }
   double t = comm + in.replica.forward_ms;
   const double gather = in.devices > 1 ? each(static_cast<double>(in.output_bytes)) : 0;
@@ -94,7 +102,9 @@ SimulatedStep simulate_dp_step(const DpStepInput& in) {
   comm += 2 * gather;
   t += in.replica.backward_ms;
   out.backward_end_ms = t;
-  const double reduce = in.devices > 1 ? in.reduce.ms(static_cast<double>(in.parameter_bytes)) : 0;
+  const double reduce = in.devices > 1 ? in.reduce.ms(static_cast<double>(in.parameter_bytes)) +
+                                             static_cast<double>(in.reduce_messages - 1) * in.reduce.alpha_ms
+                                       : 0;
   comm += reduce;
   out.step_ms = t + reduce + in.step_ms;
   out.comm_ms = comm;
