@@ -52,7 +52,11 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
   links.reduce_add = keep(named(parallel::calibrate_reduce_add(second, first, sizes, 15, link)));
   links.link =
       keep(named(parallel::calibrate_ping_pong(parallel::make_ddp_group(devices_from(first, 2), ring), sizes)));
-  links.memory_copy = link.emulated() ? keep(parallel::calibrate_copy(second, first, sizes)) : links.copy;
+  auto without_link = [](parallel::LinkFit fit) {
+    fit.what += " without the link";
+    return fit;
+  };
+  links.memory_copy = link.emulated() ? keep(without_link(parallel::calibrate_copy(second, first, sizes))) : links.copy;
   for (int n : counts) {
     links.replica_threads_ms[n] = parallel::time_replica_threads(devices_from(first, n));
     if (n < 2) continue;
@@ -66,8 +70,8 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
       parallel::DDPOptions plain = *options;
       plain.link = {};
       auto& on_cores = is_naive ? links.naive_all_reduce_on_cores : links.all_reduce_on_cores;
-      on_cores[n] =
-          keep(parallel::calibrate_all_reduce(parallel::make_ddp_group(devices_from(first, n), plain), sizes));
+      on_cores[n] = keep(
+          without_link(parallel::calibrate_all_reduce(parallel::make_ddp_group(devices_from(first, n), plain), sizes)));
     }
   }
   return out;

@@ -181,10 +181,10 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
   if (report.simulated.empty()) return;
   std::fprintf(out, "\nlinks calibrated before the sweep (alpha + bytes / beta, fitted to a sweep of 4 B to 4 MiB):\n");
   for (const parallel::LinkFit& fit : report.calibration) {
-    std::fprintf(out, "  %-40s alpha %8.1f us  beta %7.2f GB/s\n", fit.what.c_str(), fit.alpha_us, fit.beta_gbps);
+    std::fprintf(out, "  %-52s alpha %8.1f us  beta %7.2f GB/s\n", fit.what.c_str(), fit.alpha_us, fit.beta_gbps);
   }
   for (const auto& [devices, ms] : report.replica_threads_ms) {
-    std::fprintf(out, "  %-40s %8.1f us per step\n",
+    std::fprintf(out, "  %-52s %8.1f us per step\n",
                  ("replica threads, " + std::to_string(devices) + " devices").c_str(), ms * 1e3);
   }
   const parallel::RunMeasurement* single = nullptr;

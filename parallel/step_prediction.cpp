@@ -117,14 +117,17 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
       in.buckets.push_back({device.backward_ms, p.parameter_sizes[i]});
   } else {
     DUET_CHECK(!p.arrival_buckets.empty(), "predict_step: the profile has no bucket plan for ", strategy);
+    double last_gradient = 0;
     for (const std::vector<size_t>& bucket : p.arrival_buckets) {
       DdpStepInput::Bucket b;
       for (size_t i : bucket) {
         b.ready_ms = std::max(b.ready_ms, p.grad_ready_ms[i] * share);
         b.bytes += p.parameter_sizes[i];
       }
+      last_gradient = std::max(last_gradient, b.ready_ms);
       in.buckets.push_back(b);
     }
+    in.last_gradient_ms = last_gradient;
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});  // after the buckets
   }
   // On CPU devices the reduced buckets are copied back into .grad at memory speed.

@@ -22,6 +22,8 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
   const double backward_start = in.before_forward_ms + c.forward_ms + c.loss_ms;
   double t = backward_start, work = 0;  // work: backward's progress, in ms of its own compute
   double backward_end = c.backward_ms == 0 ? t : -1;
+  const double last_gradient = std::min(in.last_gradient_ms.value_or(c.backward_ms), c.backward_ms);
+  double last_gradient_at = last_gradient <= 0 ? t : -1;
   size_t next = 0;  // the bucket to launch next (or in flight)
   bool in_flight = false;
   double latency_end = 0, finish = 0;
@@ -43,6 +45,7 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
     if (work < c.backward_ms && !comm_holds_cores) {
       double target = c.backward_ms;
       if (!in_flight && next < buckets) target = std::min(target, in.buckets[next].ready_ms);
+      if (work < last_gradient) target = std::min(target, last_gradient);
       if (t + (target - work) <= comm_event) {
         // Backward reaches its mark first: land on it exactly, so that rounding never leaves
         // it a hair short (and the loop stepping by nothing).
@@ -56,6 +59,7 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
       t = comm_event;
     }
     if (work >= c.backward_ms && backward_end < 0) backward_end = t;
+    if (work >= last_gradient && last_gradient_at < 0) last_gradient_at = t;
     if (in_flight && t >= finish) {
       out.finish_ms[next] = t;
       in_flight = false;
@@ -70,7 +74,7 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
     out.comm_exposed_ms += std::max(0.0, out.finish_ms[k] - std::max(busy_from, backward_end));
     const double bytes = static_cast<double>(in.buckets[k].bytes);
     out.comm_bytes += bytes;
-    if (out.finish_ms[k] <= backward_end) out.hidden_bytes += bytes;
+    if (out.finish_ms[k] <= last_gradient_at) out.hidden_bytes += bytes;
     comm_end = std::max(comm_end, out.finish_ms[k]);
   }
   out.step_ms = comm_end + in.after_ms + c.step_ms + in.after_step_ms;

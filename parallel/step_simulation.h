@@ -41,7 +41,10 @@ struct DdpStepInput {
     int64_t bytes = 0;
   };
   std::vector<Bucket> buckets;  // launch order; the unused-parameter map is one more, ready at the end
-  AffineCost all_reduce;        // one all-reduce among all the devices, as long as it lasts
+  // When backward computes its last gradient, of its own work (its tail after it computes no
+  // gradient); unset: at its end. The overlap figure counts what finished before it.
+  std::optional<double> last_gradient_ms;
+  AffineCost all_reduce;  // one all-reduce among all the devices, as long as it lasts
   // The part of all_reduce's transfer that runs on the device's cores (its copies and additions),
   // when that is less than all of it: over an emulated link the rest is a wait that leaves the
   // cores free. Unset: all of all_reduce's transfer.
@@ -60,8 +63,8 @@ struct SimulatedStep {
   double comm_exposed_ms = 0;                // B: the part of it after backward ended
   double comm_ms = 0;                        // time on the critical path spent communicating, not computing
   std::vector<double> launch_ms, finish_ms;  // B: each bucket's
-  // B: the bytes all-reduced, and those whose collective finished before backward's last
-  // gradient (CommOverlap's figure; the simulated ranks are alike, so none waits for another).
+  // B: the bytes all-reduced, and those whose collective finished before backward computed its
+  // last gradient (CommOverlap's figure; the simulated ranks are alike, so none waits for another).
   double comm_bytes = 0, hidden_bytes = 0;
   double hidden_share() const { return comm_bytes > 0 ? hidden_bytes / comm_bytes : 0; }
 };

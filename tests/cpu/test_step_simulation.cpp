@@ -50,6 +50,11 @@ TEST_CASE("ddp's simulated step: buckets overlap backward on a link of their own
   CHECK(s.comm_busy_ms == 7);
   CHECK(s.comm_exposed_ms == 3);
   CHECK(s.hidden_share() == Approx(0.6));  // bucket 0's 3 MB of 5 finished before backward's end
+  // Had backward computed its last gradient 7 ms in (at 9), with a 3 ms tail, nothing was done by then.
+  DdpStepInput tail = two_buckets(false);
+  tail.last_gradient_ms = 7;
+  CHECK(simulate_ddp_step(tail).hidden_share() == 0);
+  CHECK(simulate_ddp_step(tail).step_ms == 16);
   CHECK(s.comm_ms == 3);                   // 16 - (2 + 10 + 1)
 }
 
