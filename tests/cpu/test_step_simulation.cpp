@@ -55,7 +55,7 @@ TEST_CASE("ddp's simulated step: buckets overlap backward on a link of their own
   tail.last_gradient_ms = 7;
   CHECK(simulate_ddp_step(tail).hidden_share() == 0);
   CHECK(simulate_ddp_step(tail).step_ms == 16);
-  CHECK(s.comm_ms == 3);                   // 16 - (2 + 10 + 1)
+  CHECK(s.comm_ms == 3);  // 16 - (2 + 10 + 1)
 }
 
 TEST_CASE("ddp's simulated step: transfers on the device's own cores hold backward up", "[cost-model]") {
