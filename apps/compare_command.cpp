@@ -55,6 +55,7 @@ struct CompareArgs {
   int cores_per_device = 0;      // 0: the cores divided among the largest device count
   int64_t batch_per_device = 0;  // weak scaling: the global batch is this times the devices
   std::string comm = "local";    // mpi: ddp across the processes mpirun started
+  std::string link = "none";     // an emulated interconnect between the logical devices
 };
 
 // What every rank of `duet compare --comm mpi` must share (rank_agreement.h).
@@ -251,6 +252,10 @@ std::string strategies_problem(const CompareArgs& args) {
   if (args.predict && !has_strategy(args, "single")) {
     return "--predict needs the measured single-device compute: add single to --strategies";
   }
+  if (args.comm == "mpi" && args.link != "none") {
+    return "--link emulates links between the devices of one process; under --comm mpi the ranks talk over MPI's "
+           "own links: drop --link";
+  }
   if (args.comm == "mpi") {
     for (const std::string& s : args.strategies) {
       if (s != "single" && !parallel::is_ddp(s)) {
@@ -275,6 +280,7 @@ parallel::ExperimentConfig experiment_config(const CompareArgs& args, Device dev
           [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
       .first_device = device,
       .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)},
+      .link = parallel::link_model(args.link),
       .check = args.check,
       .comm = std::move(comm)};
   if (args.bucket_mb > 0) {
@@ -298,7 +304,7 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
   CalibratedLinks links;
   const bool parallel_runs = comm || std::any_of(counts.begin(), counts.end(), [](int n) { return n >= 2; });
   if (has_single && parallel_runs) {
-    links = calibrate_links(device, counts, has_strategy(args, "ddp-naive"), comm);
+    links = calibrate_links(device, counts, has_strategy(args, "ddp-naive"), comm, report.config.link);
     report.calibration = links.fits;
     report.replica_threads_ms = links.links.replica_threads_ms;
   }
@@ -307,7 +313,16 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
   auto on_step = [&](int64_t done, int64_t total) {
     if (leader) progress.step(done, total);
   };
-  ComputeLoad load(device, comm);
+  ComputeLoad load(device, comm, args.model, report.example_shape);
+  // Each run's largest shard, where its devices' compute is timed before it.
+  auto shard_rows = [&](const parallel::StrategyRun& run, int devices) {
+    const int64_t batch = run.batch_size > 0 ? run.batch_size : report.config.batch_size;
+    return (batch + devices - 1) / devices;
+  };
+  std::vector<int64_t> shards;
+  for (const parallel::StrategyRun& run : runs) {
+    if (run.strategy != "single") shards.push_back(shard_rows(run, comm ? comm->world_size() : run.devices));
+  }
   for (size_t i = 0; i < runs.size(); ++i) {
     // Across processes single-device training runs on rank 0 alone; the others wait for it
     // in the compute load's barrier, or the next run's first collective.
@@ -317,8 +332,8 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
     if (leader) progress.start(i, runs.size(), runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
     std::optional<double> slowdown;
     if (!report.calibration.empty()) {
-      if (single) load.before_single();
-      slowdown = single ? 1.0 : load.before_run(devices);
+      if (single) load.before_single(shards);
+      slowdown = single ? 1.0 : load.before_run(devices, shard_rows(runs[i], devices));
     }
     report.compute_slowdown.push_back(slowdown);
     report.runs.push_back(experiment.run(runs[i], on_step));
@@ -383,7 +398,10 @@ int run_compare(CompareArgs args) {
       if (args.plots) check_gnuplot("the plots", ", or pass --no-plots");
       if (!args.trace.empty()) check_output_file("--trace", args.trace);
     }
+    parallel::link_model(args.link);  // a bad --link fails here, before anything runs
     train_set = data::FashionMNIST::train(args.data_dir);
+    const Shape images = train_set.images.sizes();
+    report.example_shape.assign(images.begin() + 1, images.end());
   } catch (const Error& e) {
     std::cerr << "duet compare: error: " << e.what() << "\n";
     if (comm) comm->abort(std::string("duet compare: ") + e.what());
@@ -466,6 +484,10 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "Weak scaling: a global batch of this many images per device (default: strong scaling, a fixed "
                   "--batch-size)")
       ->check(kPositive);
+  cmd->add_option("--link", args->link,
+                  "Emulated interconnect between the logical devices: none, nvlink, pcie, pcie-no-p2p, 10gbe, 1gbe, or "
+                  "ALPHA_US,BETA_GBPS; every message between two devices then takes at least alpha + bytes / beta")
+      ->capture_default_str();
   cmd->add_option("--comm", args->comm,
                   "local: devices in this process; mpi: ddp with one rank per process under "
                   "mpirun (single runs on rank 0)")

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "duet/core/device.h"
+#include "duet/core/shape.h"
 #include "duet/parallel/comm/communicator.h"
 #include "duet/parallel/link_calibration.h"
 #include "duet/parallel/step_prediction.h"
@@ -24,33 +26,39 @@ struct CalibratedLinks {
 // What the sweep will use: dp's copies (in one process), the communicator's ping-pong and its
 // all-reduce at every device count in `counts` of 2 or more (ring, and naive when asked), and
 // the start and join of a step's replica threads at every count (this rank's one thread, across
-// processes). In
-// one process the ranks are devices `first`, first+1, ...; across processes `comm` is this
-// rank's, and every rank must call this at once.
+// processes), all over `link`; over an emulated link also the all-reduces and a copy without it
+// (the work on the cores). In one process the ranks are devices `first`, first+1, ...; across
+// processes `comm` is this rank's, and every rank must call this at once.
 CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bool naive,
-                                const std::shared_ptr<parallel::Communicator>& comm);
+                                const std::shared_ptr<parallel::Communicator>& comm, const parallel::LinkModel& link);
 
 // The compute load each run starts under. The model scales the single-device run's per-phase
 // times, but a CPU's load moves between runs (other processes, the hypervisor's neighbours), and
-// runs on several devices also share memory bandwidth and caches. So a fixed workload (about 5
-// ms of GEMMs and an elementwise pass) is timed on `first` just before the single-device run, and
-// on all of a run's devices at once just before that run: their ratio is the run's compute
-// slowdown, contention and drift together, measured rather than fitted.
+// runs on several devices also share memory bandwidth and caches. So the model's own forward,
+// loss and backward at a run's shard size is timed on `first` alone just before the
+// single-device run, and on all of that run's devices at once just before it: their ratio is
+// the run's compute slowdown, contention and drift together, measured rather than fitted. (A
+// fixed workload with a memory-bound pass contended far more than the models' GEMMs and
+// convolutions do, and from minute to minute.)
 class ComputeLoad {
  public:
-  // `comm`: across processes, this rank's communicator; null in one process.
-  ComputeLoad(Device first, std::shared_ptr<parallel::Communicator> comm);
-  // Before the single-device run (under MPI, on rank 0 alone).
-  void before_single();
-  // Before a run on `devices` devices (under MPI, on every rank at once): its slowdown over
-  // before_single's time; 1 when that was not measured (the other ranks under MPI).
-  double before_run(int devices);
+  // `comm`: across processes, this rank's communicator; null in one process. `example`: one
+  // example's shape.
+  ComputeLoad(Device first, std::shared_ptr<parallel::Communicator> comm, std::string model, Shape example);
+  // Before the single-device run (under MPI, on rank 0 alone), at every shard size to come.
+  void before_single(const std::vector<int64_t>& shard_rows);
+  // Before a run on `devices` devices whose largest shard has `rows` rows (under MPI, on every
+  // rank at once): its slowdown over before_single's time at that size; 1 when that was not
+  // measured (the other ranks under MPI).
+  double before_run(int devices, int64_t rows);
 
  private:
-  static constexpr int kRepeats = 21;
+  static constexpr int kRepeats = 9;
   Device first_;
   std::shared_ptr<parallel::Communicator> comm_;
-  double alone_ms_ = 0;
+  std::string model_;
+  Shape example_;
+  std::map<int64_t, double> alone_ms_;  // by rows
 };
 
 }  // namespace duet::apps

@@ -55,6 +55,27 @@ bool has_batch_norm(const nn::Module& module) {
   return false;
 }
 
+// The check's second half: every ddp replica against rank 0's after every step.
+void print_replica_check(const CompareReport& report, std::FILE* out) {
+  std::string drifted;
+  bool checked = false;
+  for (const auto& run : report.runs) {
+    if (!run.replicas_checked) continue;
+    checked = true;
+    if (run.replica_divergence) {
+      drifted += (drifted.empty() ? "" : "; ") + run.strategy + " on " + std::to_string(run.devices) + ": " +
+                 *run.replica_divergence;
+    }
+  }
+  if (!checked) return;
+  if (drifted.empty()) {
+    std::fprintf(out, "per-step check: every ddp replica equal to rank 0's after every step (%s)\n",
+                 report.config.comm ? "a checksum per rank, compared on rank 0" : "bit for bit");
+  } else {
+    std::fprintf(out, "per-step check: a ddp replica drifted from rank 0's: %s\n", drifted.c_str());
+  }
+}
+
 void print_check(const CompareReport& report, std::FILE* out) {
   std::string failed;
   bool checked = false;
@@ -67,6 +88,7 @@ void print_check(const CompareReport& report, std::FILE* out) {
     }
   }
   if (!checked) return;
+  print_replica_check(report, out);
   // What separates ddp with SyncBatchNorm from single-device training, named under either verdict.
   const bool sync_batch_norm =
       report.config.ddp.sync_batchnorm && has_batch_norm(*nn::models::make(report.config.model));
@@ -100,15 +122,23 @@ void print_check(const CompareReport& report, std::FILE* out) {
   }
 }
 
+// ddp on 2 devices or more: something was all-reduced.
+bool has_overlap(const parallel::RunMeasurement& run) { return run.devices > 1 && run.overlap.bytes > 0; }
+
 void print_overlap(const CompareReport& report, std::FILE* out) {
-  for (const auto& run : report.runs) {
+  for (size_t i = 0; i < report.runs.size(); ++i) {
+    const auto& run = report.runs[i];
     const parallel::CommOverlap& o = run.overlap;
-    if (o.samples == 0 || o.busy_ms == 0) continue;
+    if (!has_overlap(run)) continue;
+    char predicted[48] = "";
+    if (i < report.simulated.size() && report.simulated[i]) {
+      std::snprintf(predicted, sizeof predicted, " (predicted %.0f%%)", 100 * report.simulated[i]->hidden_share());
+    }
     std::fprintf(out,
-                 "%s on %d: all-reduce %.2f ms per step and rank, %.2f ms of it exposed after backward: %.0f%% "
-                 "hidden behind backward\n",
-                 run.strategy.c_str(), run.devices, per_step(o.busy_ms, o), per_step(o.exposed_ms, o),
-                 100 * o.hidden_fraction());
+                 "%s on %d: %.0f%% of the all-reduced bytes done before backward's last gradient%s; all-reduce "
+                 "%.2f ms per step and rank, %.2f ms of it exposed after backward\n",
+                 run.strategy.c_str(), run.devices, 100 * o.hidden_share(), predicted, per_step(o.busy_ms, o),
+                 per_step(o.exposed_ms, o));
   }
 }
 
@@ -127,9 +157,11 @@ template <class Row> void write_checked(const std::string& path, const char* wha
 
 void print_results(const CompareReport& report, std::FILE* out) {
   const auto& c = report.config;
-  std::fprintf(out, "duet compare: %s, global batch %lld, %lld timed steps after %lld warm-up, seed %llu, on %s\n",
+  std::fprintf(out,
+               "duet compare: %s, global batch %lld, %lld timed steps after %lld warm-up, seed %llu, on %s, link %s\n",
                c.model.c_str(), static_cast<long long>(c.batch_size), static_cast<long long>(c.steps),
-               static_cast<long long>(c.warmup), static_cast<unsigned long long>(c.seed), report.device_kind.c_str());
+               static_cast<long long>(c.warmup), static_cast<unsigned long long>(c.seed), report.device_kind.c_str(),
+               c.link.describe().c_str());
   for (const std::string& note : report.notes) std::fprintf(out, "note: %s\n", note.c_str());
   std::fprintf(out, "%-15s %3s %8s %8s |", "strategy", "dev", "img/s", "ms/step");
   for (const char* head : kPhaseHeads) std::fprintf(out, " %7s", head);
@@ -156,10 +188,10 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
   if (report.simulated.empty()) return;
   std::fprintf(out, "\nlinks calibrated before the sweep (alpha + bytes / beta, fitted to a sweep of 4 B to 4 MiB):\n");
   for (const parallel::LinkFit& fit : report.calibration) {
-    std::fprintf(out, "  %-40s alpha %8.1f us  beta %7.2f GB/s\n", fit.what.c_str(), fit.alpha_us, fit.beta_gbps);
+    std::fprintf(out, "  %-52s alpha %8.1f us  beta %7.2f GB/s\n", fit.what.c_str(), fit.alpha_us, fit.beta_gbps);
   }
   for (const auto& [devices, ms] : report.replica_threads_ms) {
-    std::fprintf(out, "  %-40s %8.1f us per step\n",
+    std::fprintf(out, "  %-52s %8.1f us per step\n",
                  ("replica threads, " + std::to_string(devices) + " devices").c_str(), ms * 1e3);
   }
   const parallel::RunMeasurement* single = nullptr;
@@ -188,11 +220,10 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
       predicted_speedup = (static_cast<double>(run.batch_size) / sim.step_ms) /
                           (static_cast<double>(single->batch_size) / single_predicted->step_ms);
     }
-    const bool ddp = run.overlap.samples > 0 && run.overlap.busy_ms > 0;
     char hidden[16] = "-", predicted_hidden[16] = "-";
-    if (ddp) {
-      std::snprintf(hidden, sizeof hidden, "%.0f%%", 100 * run.overlap.hidden_fraction());
-      std::snprintf(predicted_hidden, sizeof predicted_hidden, "%.0f%%", 100 * sim.hidden_fraction());
+    if (has_overlap(run)) {
+      std::snprintf(hidden, sizeof hidden, "%.0f%%", 100 * run.overlap.hidden_share());
+      std::snprintf(predicted_hidden, sizeof predicted_hidden, "%.0f%%", 100 * sim.hidden_share());
     }
     std::fprintf(out, "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s | %6.2fx\n",
                  run.strategy.c_str(), run.devices, static_cast<long long>(run.batch_size), run.ms_per_step,
@@ -201,10 +232,12 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
                  report.compute_slowdown[i].value_or(1));
   }
   std::fprintf(out,
-               "compute: the run's devices timing a fixed workload at once just before it, over one device "
-               "alone just before single's run (the prediction scales single's compute by it); speedup: img/s "
+               "compute: the run's devices timing the model's forward and backward at its shard size at once just "
+               "before it, over one device alone just before single's run (the prediction scales single's compute by "
+               "it); speedup: img/s "
                "over single-device training's (predicted: over its predicted step); effic.: speedup / devices; "
-               "hidden: the share of ddp's all-reduce time that ran before backward ended\n");
+               "hidden: the share of ddp's all-reduced bytes whose collective finished before the rank's backward "
+               "computed its last gradient, the waits for the last rank to launch taken out\n");
 }
 
 void print_predictions(const CompareReport& report, std::FILE* out) {
@@ -267,26 +300,29 @@ void write_results_json(const CompareReport& report, const std::string& path) {
     nlohmann::json phases, memory = nlohmann::json::array();
     for (size_t i = 0; i < kNumPhases; ++i) phases[parallel::name(static_cast<Phase>(i))] = run.phase_ms[i];
     for (const auto& m : run.memory) memory.push_back({{"device", m.device}, {"peak_bytes", m.peak_bytes}});
-    results.push_back({{"strategy", run.strategy},
-                       {"devices", run.devices},
-                       {"images_per_second", run.images_per_second},
-                       {"ms_per_step", run.ms_per_step},
-                       {"phases_ms", phases},
-                       {"bytes_per_step", run.bytes_per_step},
-                       {"peak_memory", memory},
-                       {"final_loss", run.final_loss},
-                       {"max_check_ulps", optional_json(run.max_check_ulps)},
-                       {"first_step_param_diff", optional_json(run.first_step_param_diff)},
-                       {"max_param_diff", optional_json(run.max_param_diff)},
-                       {"allreduce_ms_per_step", per_step(run.overlap.busy_ms, run.overlap)},
-                       {"allreduce_exposed_ms_per_step", per_step(run.overlap.exposed_ms, run.overlap)},
-                       {"allreduce_hidden_fraction", run.overlap.hidden_fraction()},
-                       {"batch_size", run.batch_size},
-                       {"compute_slowdown", optional_json(compute_slowdown(report, i))},
-                       {"predicted_ms", optional_json(predicted_ms(report, i))},
-                       {"predicted_hidden_fraction", i < report.simulated.size() && report.simulated[i]
-                                                         ? nlohmann::json(report.simulated[i]->hidden_fraction())
-                                                         : nlohmann::json()}});
+    results.push_back(
+        {{"strategy", run.strategy},
+         {"devices", run.devices},
+         {"images_per_second", run.images_per_second},
+         {"ms_per_step", run.ms_per_step},
+         {"phases_ms", phases},
+         {"bytes_per_step", run.bytes_per_step},
+         {"peak_memory", memory},
+         {"final_loss", run.final_loss},
+         {"max_check_ulps", optional_json(run.max_check_ulps)},
+         {"first_step_param_diff", optional_json(run.first_step_param_diff)},
+         {"max_param_diff", optional_json(run.max_param_diff)},
+         {"allreduce_ms_per_step", per_step(run.overlap.busy_ms, run.overlap)},
+         {"allreduce_exposed_ms_per_step", per_step(run.overlap.exposed_ms, run.overlap)},
+         {"allreduce_hidden_share", has_overlap(run) ? nlohmann::json(run.overlap.hidden_share()) : nlohmann::json()},
+         {"replicas_equal", run.replicas_checked ? nlohmann::json(!run.replica_divergence) : nlohmann::json()},
+         {"replica_divergence", run.replica_divergence ? nlohmann::json(*run.replica_divergence) : nlohmann::json()},
+         {"batch_size", run.batch_size},
+         {"compute_slowdown", optional_json(compute_slowdown(report, i))},
+         {"predicted_ms", optional_json(predicted_ms(report, i))},
+         {"predicted_hidden_share", i < report.simulated.size() && report.simulated[i] && has_overlap(run)
+                                        ? nlohmann::json(report.simulated[i]->hidden_share())
+                                        : nlohmann::json()}});
   }
   nlohmann::json predictions = nlohmann::json::array();
   for (const auto& row : report.predictions) {
@@ -316,6 +352,12 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                         {"warmup", c.warmup},
                         {"seed", c.seed},
                         {"devices", report.device_kind},
+                        {"link",
+                         {{"name", c.link.name},
+                          {"emulated", c.link.emulated()},
+                          {"alpha_us", c.link.alpha_us},
+                          {"beta_gbps", c.link.emulated() ? nlohmann::json(c.link.beta_gbps) : nlohmann::json()},
+                          {"through_host", c.link.through_host}}},
                         {"results", results},
                         {"predictions", predictions},
                         {"scaling", report.weak_scaling ? "weak" : "strong"},
@@ -330,7 +372,7 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
     out << "strategy,devices,images_per_second,ms_per_step";
     for (size_t i = 0; i < kNumPhases; ++i) out << ',' << parallel::name(static_cast<Phase>(i)) << "_ms";
     out << ",bytes_per_step,peak_bytes_per_device,final_loss,max_check_ulps,first_step_param_diff,max_param_diff,"
-           "allreduce_ms_per_step,allreduce_exposed_ms_per_step,allreduce_hidden_fraction,batch_size,predicted_ms,"
+           "allreduce_ms_per_step,allreduce_exposed_ms_per_step,allreduce_hidden_share,batch_size,predicted_ms,"
            "compute_slowdown\n";
     for (size_t i = 0; i < report.runs.size(); ++i) {
       const auto& run = report.runs[i];
@@ -344,7 +386,9 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
         if (value) out << *value;
       }
       out << ',' << per_step(run.overlap.busy_ms, run.overlap) << ',' << per_step(run.overlap.exposed_ms, run.overlap)
-          << ',' << run.overlap.hidden_fraction() << ',' << run.batch_size << ',';
+          << ',';
+      if (has_overlap(run)) out << run.overlap.hidden_share();
+      out << ',' << run.batch_size << ',';
       if (auto predicted = predicted_ms(report, i)) out << *predicted;
       out << ',';
       if (auto slowdown = compute_slowdown(report, i)) out << *slowdown;

@@ -29,6 +29,7 @@ struct PredictionRow {
 struct CompareReport {
   parallel::ExperimentConfig config;
   std::string device_kind;         // "logical CPU devices on 2 hardware threads", "CUDA"
+  Shape example_shape;             // one training example's, e.g. {1, 28, 28}
   bool weak_scaling = false;       // --batch-per-device: the global batch grows with the devices
   std::vector<std::string> notes;  // where the devices ran, the device counts left out
   std::vector<parallel::RunMeasurement> runs;

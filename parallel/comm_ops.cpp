@@ -25,13 +25,13 @@ std::vector<int64_t> row_counts(const std::vector<Tensor>& parts) {
 // Gathers the chunks' gradients back into one gradient of x, on x's device.
 class ScatterBackward final : public Node {
  public:
-  ScatterBackward(const Tensor& x, std::vector<int64_t> rows)
-      : shape_(x.sizes()), dtype_(x.dtype()), device_(x.device()), rows_(std::move(rows)) {}
+  ScatterBackward(const Tensor& x, std::vector<int64_t> rows, LinkModel link)
+      : shape_(x.sizes()), dtype_(x.dtype()), device_(x.device()), rows_(std::move(rows)), link_(std::move(link)) {}
   TensorList apply(TensorList&& grads) override {
     bool any = false;
     for (const Tensor& g : grads) any = any || g.defined();
     if (!any) return {Tensor()};
-    return {transfers::concat_onto(grads, rows_, shape_, dtype_, device_)};
+    return {transfers::concat_onto(grads, rows_, shape_, dtype_, device_, link_)};
   }
   std::string name() const override { return "ScatterBackward"; }
 
@@ -40,12 +40,13 @@ class ScatterBackward final : public Node {
   DType dtype_;
   Device device_;
   std::vector<int64_t> rows_;
+  LinkModel link_;
 };
 
 // Sends each part its rows of the gradient, on the part's device.
 class GatherBackward final : public Node {
  public:
-  explicit GatherBackward(const std::vector<Tensor>& parts) : rows_(row_counts(parts)) {
+  GatherBackward(const std::vector<Tensor>& parts, LinkModel link) : rows_(row_counts(parts)), link_(std::move(link)) {
     for (const Tensor& part : parts) devices_.push_back(part.device());
   }
   TensorList apply(TensorList&& grads) override {
@@ -54,7 +55,7 @@ class GatherBackward final : public Node {
     if (!grad.defined()) return out;
     int64_t start = 0;
     for (size_t k = 0; k < rows_.size(); ++k) {
-      if (input_needs_grad(*this, k)) out[k] = moved(grad.narrow(0, start, rows_[k]), devices_[k]);
+      if (input_needs_grad(*this, k)) out[k] = moved(grad.narrow(0, start, rows_[k]), devices_[k], link_);
       start += rows_[k];
     }
     return out;
@@ -64,20 +65,21 @@ class GatherBackward final : public Node {
  private:
   std::vector<int64_t> rows_;
   std::vector<Device> devices_;
+  LinkModel link_;
 };
 
 // Reduce-adds the gradients of all copies of each tensor onto the source. Output slot j of
 // the node is a copy of input source_of_[j].
 class BroadcastBackward final : public Node {
  public:
-  BroadcastBackward(size_t inputs, std::vector<size_t> source_of, Device source)
-      : inputs_(inputs), source_of_(std::move(source_of)), source_(source) {}
+  BroadcastBackward(size_t inputs, std::vector<size_t> source_of, Device source, LinkModel link)
+      : inputs_(inputs), source_of_(std::move(source_of)), source_(source), link_(std::move(link)) {}
   TensorList apply(TensorList&& grads) override {
     std::vector<TensorList> per_input(inputs_);
     for (size_t j = 0; j < grads.size(); ++j) per_input[source_of_[j]].push_back(std::move(grads[j]));
     TensorList out(inputs_);
     for (size_t i = 0; i < inputs_; ++i) {
-      if (input_needs_grad(*this, i)) out[i] = transfers::sum_onto(per_input[i], source_);
+      if (input_needs_grad(*this, i)) out[i] = transfers::sum_onto(per_input[i], source_, link_);
     }
     return out;
   }
@@ -87,17 +89,19 @@ class BroadcastBackward final : public Node {
   size_t inputs_;
   std::vector<size_t> source_of_;
   Device source_;
+  LinkModel link_;
 };
 
 // Sends result[i]'s gradient to every term of it. Input d * count + i is per_device[d][i].
 class ReduceAddBackward final : public Node {
  public:
-  explicit ReduceAddBackward(std::vector<Device> input_devices) : input_devices_(std::move(input_devices)) {}
+  ReduceAddBackward(std::vector<Device> input_devices, LinkModel link)
+      : input_devices_(std::move(input_devices)), link_(std::move(link)) {}
   TensorList apply(TensorList&& grads) override {
     TensorList out(input_devices_.size());
     for (size_t j = 0; j < out.size(); ++j) {
       const Tensor& grad = grads.at(j % grads.size());
-      if (grad.defined() && input_needs_grad(*this, j)) out[j] = moved(grad, input_devices_[j]);
+      if (grad.defined() && input_needs_grad(*this, j)) out[j] = moved(grad, input_devices_[j], link_);
     }
     return out;
   }
@@ -105,6 +109,7 @@ class ReduceAddBackward final : public Node {
 
  private:
   std::vector<Device> input_devices_;
+  LinkModel link_;
 };
 
 void check_devices(const char* op, const std::vector<Device>& devices) {
@@ -113,7 +118,7 @@ void check_devices(const char* op, const std::vector<Device>& devices) {
 
 }  // namespace
 
-std::vector<Tensor> scatter(const Tensor& x, const std::vector<Device>& devices) {
+std::vector<Tensor> scatter(const Tensor& x, const std::vector<Device>& devices, const LinkModel& link) {
   autograd::check_defined("scatter", x);
   check_devices("scatter", devices);
   DUET_CHECK(x.dim() > 0, "scatter: cannot split a 0-d tensor (", x.describe(), ") along dim 0");
@@ -121,18 +126,18 @@ std::vector<Tensor> scatter(const Tensor& x, const std::vector<Device>& devices)
   std::vector<Tensor> chunks;
   int64_t start = 0;
   for (size_t k = 0; k < rows.size(); ++k) {
-    chunks.push_back(moved(x.detach().narrow(0, start, rows[k]), devices[k]));
+    chunks.push_back(moved(x.detach().narrow(0, start, rows[k]), devices[k], link));
     start += rows[k];
   }
   if (autograd::needs_grad({x})) {
-    auto node = std::make_shared<ScatterBackward>(x, std::move(rows));
+    auto node = std::make_shared<ScatterBackward>(x, std::move(rows), link);
     autograd::record(node, {x}, chunks);
     node->set_device(x.device());  // its backward collects onto x's device
   }
   return chunks;
 }
 
-Tensor gather(const std::vector<Tensor>& parts, Device target) {
+Tensor gather(const std::vector<Tensor>& parts, Device target, const LinkModel& link) {
   DUET_CHECK(!parts.empty(), "gather: no tensors given");
   for (const Tensor& part : parts) autograd::check_defined("gather", part);
   DUET_CHECK(parts[0].dim() > 0, "gather: cannot join 0-d tensors (", parts[0].describe(), ") along dim 0");
@@ -147,12 +152,13 @@ Tensor gather(const std::vector<Tensor>& parts, Device target) {
     }
     if (k > 0) shape[0] += part.size(0);
   }
-  Tensor out = transfers::concat_onto(parts, row_counts(parts), shape, parts[0].dtype(), target);
-  if (autograd::needs_grad(parts)) autograd::record(std::make_shared<GatherBackward>(parts), parts, {out});
+  Tensor out = transfers::concat_onto(parts, row_counts(parts), shape, parts[0].dtype(), target, link);
+  if (autograd::needs_grad(parts)) autograd::record(std::make_shared<GatherBackward>(parts, link), parts, {out});
   return out;
 }
 
-std::vector<std::vector<Tensor>> broadcast(const std::vector<Tensor>& tensors, const std::vector<Device>& devices) {
+std::vector<std::vector<Tensor>> broadcast(const std::vector<Tensor>& tensors, const std::vector<Device>& devices,
+                                           const LinkModel& link) {
   check_devices("broadcast", devices);
   for (size_t i = 0; i < tensors.size(); ++i) {
     autograd::check_defined("broadcast", tensors[i]);
@@ -169,7 +175,7 @@ std::vector<std::vector<Tensor>> broadcast(const std::vector<Tensor>& tensors, c
       continue;
     }
     for (size_t i = 0; i < tensors.size(); ++i) {
-      result[d].push_back(moved(tensors[i], devices[d]));
+      result[d].push_back(moved(tensors[i], devices[d], link));
       if (tensors[i].requires_grad()) {
         copies.push_back(result[d].back());
         source_of.push_back(i);
@@ -177,14 +183,15 @@ std::vector<std::vector<Tensor>> broadcast(const std::vector<Tensor>& tensors, c
     }
   }
   if (autograd::needs_grad(tensors) && !copies.empty()) {
-    auto node = std::make_shared<BroadcastBackward>(tensors.size(), std::move(source_of), source);
+    auto node = std::make_shared<BroadcastBackward>(tensors.size(), std::move(source_of), source, link);
     autograd::record(node, tensors, copies);
     node->set_device(source);  // its backward reduces onto the source
   }
   return result;
 }
 
-std::vector<Tensor> reduce_add(const std::vector<std::vector<Tensor>>& per_device, Device target) {
+std::vector<Tensor> reduce_add(const std::vector<std::vector<Tensor>>& per_device, Device target,
+                               const LinkModel& link) {
   DUET_CHECK(!per_device.empty(), "reduce_add: no tensors given");
   const std::vector<Tensor>& first = per_device[0];
   TensorList inputs;  // d-major: per_device[d][i] is input d * count + i
@@ -205,10 +212,10 @@ std::vector<Tensor> reduce_add(const std::vector<std::vector<Tensor>>& per_devic
   for (size_t i = 0; i < first.size(); ++i) {
     TensorList terms;
     for (const auto& list : per_device) terms.push_back(list[i]);
-    sums.push_back(transfers::sum_onto(terms, target));
+    sums.push_back(transfers::sum_onto(terms, target, link));
   }
   if (!sums.empty() && autograd::needs_grad(inputs)) {
-    autograd::record(std::make_shared<ReduceAddBackward>(std::move(input_devices)), inputs, sums);
+    autograd::record(std::make_shared<ReduceAddBackward>(std::move(input_devices), link), inputs, sums);
   }
   return sums;
 }

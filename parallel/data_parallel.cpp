@@ -10,8 +10,12 @@
 namespace duet::parallel {
 
 DataParallel::DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-                           std::vector<Device> devices, LossReduction loss)
-    : model_(std::move(model)), optimizer_(std::move(optimizer)), devices_(std::move(devices)), loss_(loss) {
+                           std::vector<Device> devices, LossReduction loss, LinkModel link)
+    : model_(std::move(model)),
+      optimizer_(std::move(optimizer)),
+      devices_(std::move(devices)),
+      loss_(loss),
+      link_(std::move(link)) {
   DUET_CHECK(model_ && optimizer_, "DataParallel: needs a model and an optimizer");
   check_loss_reduction(loss_, "DataParallel");
   DUET_CHECK(!devices_.empty(), "DataParallel: needs at least one device");
@@ -45,7 +49,7 @@ StepResult DataParallel::forward_backward(const data::Batch& batch, double loss_
   //    fewer devices. The labels are not scattered: the loss is computed on device 0 over the
   //    gathered outputs, so they only need to be there (as in PyTorch, where DataParallel
   //    scatters the forward's arguments and the loss runs outside it).
-  std::vector<Tensor> inputs = scatter(batch.x.to(master), devices_);
+  std::vector<Tensor> inputs = scatter(batch.x.to(master), devices_, link_);
   std::vector<Device> used(devices_.begin(), devices_.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
   Tensor labels = batch.y.to(master);
   timer.lap(Phase::scatter);
@@ -64,7 +68,7 @@ StepResult DataParallel::forward_backward(const data::Batch& batch, double loss_
     buffer_slots.push_back(b.defined() ? tensors.size() : SIZE_MAX);
     if (b.defined()) tensors.push_back(b);
   }
-  std::vector<std::vector<Tensor>> copies = broadcast(tensors, used);
+  std::vector<std::vector<Tensor>> copies = broadcast(tensors, used, link_);
   std::vector<std::shared_ptr<nn::Module>> replicas;
   for (const std::vector<Tensor>& on_device : copies) {
     std::vector<Tensor> replica_params(on_device.begin(),
@@ -89,7 +93,7 @@ StepResult DataParallel::forward_backward(const data::Batch& batch, double loss_
     phases_.events.insert(phases_.events.end(), t.events.begin(), t.events.end());
 
   // 4. Gather: the outputs concatenated on device 0, in batch order.
-  Tensor logits = gather(outputs, master);
+  Tensor logits = gather(outputs, master, link_);
   timer.lap(Phase::gather);
 
   // 5. The loss over the global batch, on device 0: a mean divides by the global batch size,

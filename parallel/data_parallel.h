@@ -16,6 +16,7 @@
 #include <memory>
 #include <vector>
 
+#include "duet/parallel/comm/link_model.h"
 #include "duet/parallel/phase_times.h"
 #include "duet/parallel/strategy.h"
 
@@ -23,9 +24,10 @@ namespace duet::parallel {
 
 class DataParallel final : public Strategy {
  public:
-  // `model` lives on devices[0] and `optimizer` updates its (the master) parameters.
+  // `model` lives on devices[0] and `optimizer` updates its (the master) parameters. Every copy
+  // between devices (scatter, broadcast, gather, the gradients' reduce) is a message over `link`.
   DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-               std::vector<Device> devices, LossReduction loss = LossReduction::mean);
+               std::vector<Device> devices, LossReduction loss = LossReduction::mean, LinkModel link = {});
 
   StepResult train_step(const data::Batch& batch) override { return train_accumulated({batch}); }
   // Steps 1-5 on each micro-batch, the master gradients adding up, then one step.
@@ -47,6 +49,7 @@ class DataParallel final : public Strategy {
   std::unique_ptr<optim::Optimizer> optimizer_;
   std::vector<Device> devices_;
   LossReduction loss_;
+  LinkModel link_;
   PhaseTimes phases_;
 };
 

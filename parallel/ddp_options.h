@@ -6,6 +6,7 @@
 
 #include "duet/nn/functional.h"
 #include "duet/parallel/comm/communicator.h"
+#include "duet/parallel/comm/link_model.h"
 #include "duet/parallel/comm/local_communicator.h"
 
 namespace duet::parallel {
@@ -40,6 +41,9 @@ struct DDPOptions {
   // all-reduce algorithm this chooses.
   LocalAlgorithm algorithm = LocalAlgorithm::ring;
   std::chrono::milliseconds comm_timeout = kDefaultCommTimeout;
+  // In one process: an emulated interconnect for the local group (link_model.h): every message
+  // between two ranks takes at least its time. Not for NCCL, whose links are real.
+  LinkModel link;
 };
 
 }  // namespace duet::parallel

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <string>
 
 #include "duet/autograd/factory.h"
@@ -26,6 +27,12 @@ int64_t hash_of(const Tensor& t) {
     h = (h ^ bytes[i]) * 1099511628211ull;
   }
   return static_cast<int64_t>(h);
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  Tensor x = a.detach().to(cpu(0)).contiguous(), y = b.detach().to(cpu(0)).contiguous();
+  const size_t bytes = static_cast<size_t>(x.numel()) * x.element_size();
+  return x.sizes() == y.sizes() && x.dtype() == y.dtype() && std::memcmp(x.data_ptr(), y.data_ptr(), bytes) == 0;
 }
 
 std::vector<int64_t> parameter_hashes(const nn::Module& model) {
@@ -60,9 +67,12 @@ std::vector<std::shared_ptr<Communicator>> make_ddp_group(const std::vector<Devi
                                                           const DDPOptions& options) {
   const bool gpus = std::all_of(devices.begin(), devices.end(), [](Device d) { return d.is_cuda(); });
   if (gpus && devices.size() > 1 && nccl_is_built() && !cuda::virtual_devices()) {
+    DUET_CHECK(!options.link.emulated(), "DistributedDataParallel: link ", options.link.name,
+               " is emulated between logical devices only; NCCL's GPUs use their real links");
     return make_nccl_group(devices, {.timeout = options.comm_timeout});
   }
-  return make_local_group(devices, {.algorithm = options.algorithm, .timeout = options.comm_timeout});
+  return make_local_group(devices,
+                          {.algorithm = options.algorithm, .timeout = options.comm_timeout, .link = options.link});
 }
 
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> model,
@@ -152,6 +162,7 @@ StepResult DistributedDataParallel::train_accumulated(const std::vector<data::Ba
   const size_t local = ranks_.size();
   phases_ = {};
   rank_phases_.assign(local, {});
+  backward_ends_.assign(local, {});
   PhaseTimer timer(phases_, 0, devices_);
   // Each local rank's shard of each micro-batch. In one process it is split here, and timed as
   // the scatter phase; across processes the batches already are this rank's shards.
@@ -170,6 +181,7 @@ StepResult DistributedDataParallel::train_accumulated(const std::vector<data::Ba
       devices_, [&](size_t r) { results[r] = run_rank(r, shards[r], global_count); },
       [&](size_t r, const std::string& what) { ranks_[r].comm->abort(what); });
   ++steps_;
+  overlap_of_ranks();
   for (const PhaseTimes& times : rank_phases_) {
     PhaseTimes ranks_only = times;
     ranks_only[Phase::scatter] = 0;  // the host's, measured above
@@ -178,6 +190,22 @@ StepResult DistributedDataParallel::train_accumulated(const std::vector<data::Ba
   if (!rebuilt_) rebuild_buckets();
   if (options_.check_every > 0 && steps_ % options_.check_every == 0) check_replicas();
   return global_result(results);
+}
+
+// What backward hid of each rank's collectives. In one process every rank's launch times are
+// here, so the waits for the last rank to launch each collective come out of the figure (across
+// processes they are not known, and stay in).
+void DistributedDataParallel::overlap_of_ranks() {
+  if (world_size() < 2) return;  // nothing was all-reduced
+  if (!is_multi_process()) {
+    std::vector<std::vector<CommEvent>*> per_rank;
+    for (PhaseTimes& times : rank_phases_) per_rank.push_back(&times.comm_events);
+    set_launch_waits(per_rank);
+  }
+  for (size_t r = 0; r < rank_phases_.size(); ++r) {
+    rank_phases_[r].overlap =
+        overlap_of(rank_phases_[r].comm_events, backward_ends_[r].first, backward_ends_[r].second);
+  }
 }
 
 // The global mean loss from the per-shard means, weighted by shard size. In one process the
@@ -273,7 +301,8 @@ StepResult DistributedDataParallel::run_rank(size_t r, const std::vector<Shard>&
   }
   timer.lap(Phase::all_reduce);
   for (CommEvent& e : events) e.track = static_cast<int>(r);
-  rank_phases_[r].overlap = overlap_of(events, backward_end);
+  const double last_gradient = rank.reducer ? rank.reducer->last_gradient_us() : 0;
+  backward_ends_[r] = {last_gradient > 0 ? last_gradient : backward_end, backward_end};
   rank_phases_[r].comm_events = std::move(events);
 
   // The same reduced gradients and the same optimizer on every rank: identical updates.
@@ -332,28 +361,40 @@ void DistributedDataParallel::rebuild_buckets() {
   for (Rank& rank : ranks_) rank.reducer->set_layout(layout_);
 }
 
-void DistributedDataParallel::check_replicas() {
-  // hashes[k]: rank k's, gathered over the group across processes, read directly in one.
-  std::vector<std::vector<int64_t>> hashes;
-  std::vector<std::string> where;  // how to name rank k
+std::string DistributedDataParallel::replica_divergence() {
+  nn::NamedTensors names = ranks_[0].model->named_parameters();
+  auto diverged = [&](const std::string& rank, size_t param) {
+    return detail::concat("after step ", steps_, ", the replica of ", rank, " diverged from rank 0's at parameter '",
+                          names[param].first, "'");
+  };
   if (is_multi_process()) {
+    // A checksum per parameter and rank, gathered on every rank.
     std::vector<int64_t> mine = parameter_hashes(*ranks_[0].model);
     Tensor local = from_vector<int64_t>(mine, {}, {.dtype = DType::i64, .device = devices_[0]});
+    std::vector<std::vector<int64_t>> hashes;
     for (const Tensor& t : ranks_[0].comm->all_gather(local)) hashes.push_back(t.to_vector<int64_t>());
-    for (int k = 0; k < world_size(); ++k) where.push_back("rank " + std::to_string(k));
-  } else {
-    for (size_t k = 0; k < ranks_.size(); ++k) {
-      hashes.push_back(parameter_hashes(*ranks_[k].model));
-      where.push_back("rank " + std::to_string(k) + " (" + devices_[k].str() + ")");
+    for (size_t k = 1; k < hashes.size(); ++k) {
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (hashes[k][i] != hashes[0][i]) return diverged("rank " + std::to_string(k), i);
+      }
+    }
+    return "";
+  }
+  // In one process: bit for bit.
+  const std::vector<Tensor> reference = ranks_[0].model->parameters();
+  for (size_t k = 1; k < ranks_.size(); ++k) {
+    const std::vector<Tensor> params = ranks_[k].model->parameters();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!same_bytes(params[i], reference[i]))
+        return diverged("rank " + std::to_string(k) + " (" + devices_[k].str() + ")", i);
     }
   }
-  nn::NamedTensors names = ranks_[0].model->named_parameters();
-  for (size_t k = 1; k < hashes.size(); ++k) {
-    for (size_t i = 0; i < names.size(); ++i) {
-      DUET_CHECK(hashes[k][i] == hashes[0][i], "DistributedDataParallel: after step ", steps_, ", the replica of ",
-                 where[k], " diverged from rank 0's at parameter '", names[i].first, "'");
-    }
-  }
+  return "";
+}
+
+void DistributedDataParallel::check_replicas() {
+  const std::string divergence = replica_divergence();
+  DUET_CHECK(divergence.empty(), "DistributedDataParallel: ", divergence);
 }
 
 std::vector<size_t> DistributedDataParallel::launch_order(size_t local_rank) const {

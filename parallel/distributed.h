@@ -78,8 +78,12 @@ class DistributedDataParallel final : public Strategy {
   // The replicas this process holds: every rank's in one process, its own across processes.
   size_t local_ranks() const { return ranks_.size(); }
   nn::Module& replica(size_t local_rank) { return *ranks_.at(local_rank).model; }
-  // Compares a hash of every parameter of every replica with rank 0's, and throws naming the
-  // first rank and parameter that differ. Across processes this is a collective.
+  // Whether every replica's parameters equal rank 0's after the last step: "" when they do, else
+  // which rank and parameter first differ, after which step. In one process the bytes are
+  // compared; across processes a checksum per rank is gathered and compared with rank 0's (a
+  // collective: every rank must call it).
+  std::string replica_divergence();
+  // Throws replica_divergence()'s message unless it is empty.
   void check_replicas();
 
   // Per phase, the slowest local rank's time (the ranks run concurrently); bytes sent by all
@@ -114,6 +118,7 @@ class DistributedDataParallel final : public Strategy {
   StepResult run_rank(size_t r, const std::vector<Shard>& shards, int64_t global_count);
   void all_reduce_unbucketed(Rank& rank, ReduceOp op, std::vector<CommEvent>& events);
   void rebuild_buckets();
+  void overlap_of_ranks();  // after the ranks' step: each rank's CommOverlap
   StepResult global_result(const std::vector<StepResult>& results);
 
   std::vector<Device> devices_;  // of the local ranks
@@ -125,6 +130,8 @@ class DistributedDataParallel final : public Strategy {
   int64_t steps_ = 0;
   PhaseTimes phases_;
   std::vector<PhaseTimes> rank_phases_;
+  // Per local rank, last step: when its backward computed its last gradient, and when it returned.
+  std::vector<std::pair<double, double>> backward_ends_;
 };
 
 }  // namespace duet::parallel

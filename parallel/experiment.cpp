@@ -123,6 +123,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
     sizes_.parameter_bytes = bytes_of(params);
     sizes_.buffer_bytes = bytes_of(buffers);
     sizes_.parameter_count = static_cast<int64_t>(params.size());
+    for (const Tensor& b : buffers) sizes_.buffer_count += b.defined() ? 1 : 0;
     for (const auto& bucket :
          plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb)).buckets) {
       sizes_.bucket_bytes.push_back(bucket.numel * static_cast<int64_t>(element_size(bucket.dtype)));
@@ -131,6 +132,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   StrategyOptions options;
   options.ddp = config_.ddp;
   if (across_processes) options.comm = config_.comm;
+  else options.link = config_.link;
   std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group, options);
   const bool is_reference = !reference_ && run.strategy == "single";
   // The parameter differences compare runs over the same batches only.
@@ -143,6 +145,9 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   const Device check_device = group[0].is_cpu() ? cpu(group.back().index + 1) : group[0];
   if (config_.check && (!across_processes || config_.comm->rank() == 0))
     check.emplace(config_.model, config_.make_optimizer, check_device);
+  // Every replica against rank 0's, on every rank (across processes it is a collective).
+  auto* ddp = dynamic_cast<DistributedDataParallel*>(strategy.get());
+  if (!config_.check || (ddp && ddp->world_size() < 2)) ddp = nullptr;
 
   RunMeasurement m;
   m.strategy = run.strategy;
@@ -178,9 +183,14 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
       if (check) check->before(*strategy, batch);
       checking += Clock::now() - check_start;
       StepResult r = strategy->train_step(across_processes ? rank_rows(batch, *config_.comm) : batch);
-      if (check) {
+      if (check || ddp) {
         const Clock::time_point after_start = Clock::now();
-        m.max_check_ulps = std::max(m.max_check_ulps.value_or(0), check->after(*strategy));
+        if (check) m.max_check_ulps = std::max(m.max_check_ulps.value_or(0), check->after(*strategy));
+        if (ddp) {
+          m.replicas_checked = true;
+          std::string divergence = ddp->replica_divergence();
+          if (!divergence.empty() && !m.replica_divergence) m.replica_divergence = std::move(divergence);
+        }
         checking += Clock::now() - after_start;
       }
       const PhaseTimes& phases = strategy->last_phases();

@@ -34,7 +34,10 @@ struct ExperimentConfig {
   OptimizerFactory make_optimizer;   // required
   Device first_device = cpu(0);      // a run on N devices uses this one and the N-1 after it
   DDPOptions ddp;                    // for the ddp variants: bucket caps, sync_batchnorm, comm_timeout
-  // The per-step check (step_check.h): one more single-device step per step, not timed.
+  // dp and ddp in one process: an emulated interconnect between the devices (link_model.h).
+  LinkModel link;
+  // The per-step check (step_check.h): one more single-device step per step, not timed; for
+  // ddp also that every replica equals rank 0's after every step.
   bool check = true;
   // Across processes (mpirun): this rank's communicator. The ddp variants then run one rank per
   // process, each on its rows of every global batch, and the per-step check runs on rank 0;
@@ -68,12 +71,17 @@ struct RunMeasurement {
   double final_loss = 0;  // the last step's
   // The per-step check's worst step, in float ulps (step_check.h); unset without the check.
   std::optional<double> max_check_ulps;
+  // ddp on 2 devices or more, with the check: whether every replica's parameters equalled rank
+  // 0's after every step (bitwise in one process, a checksum per rank across processes), and
+  // if not, the first that drifted, with the step ("after step 1, the replica of rank 1 ...").
+  bool replicas_checked = false;
+  std::optional<std::string> replica_divergence;
   // max |p - p_single| over every parameter element, after the first step and after the last,
   // against the reference single-device run (when it trained on the same batches). Information only: training amplifies
   // roundings, so these grow over a run even for a correct strategy (the per-step check is the test).
   std::optional<double> first_step_param_diff;
   std::optional<double> max_param_diff;
-  CommOverlap overlap;                 // DDP: its collectives' time and what backward hid, timed steps
+  CommOverlap overlap;                 // DDP on 2 devices or more: what backward hid, timed steps
   std::vector<PhaseEvent> events;      // every step, warm-up included
   std::vector<CommEvent> comm_events;  // every step, warm-up included
 };

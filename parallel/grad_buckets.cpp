@@ -109,6 +109,7 @@ void BucketReducer::prepare(ReduceOp op) {
   for (const BucketLayout::Bucket& b : layout_->buckets) pending_.push_back(static_cast<int64_t>(b.entries.size()));
   ready_.assign(layout_->buckets.size(), false);
   next_launch_ = 0;
+  last_gradient_us_ = 0;
   works_.assign(layout_->buckets.size(), nullptr);
   ready_log_.clear();
   launch_log_.clear();
@@ -124,6 +125,7 @@ void BucketReducer::on_grad_ready(size_t param) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!armed_ || arrived_[param]) return;
   grad_log_.push_back(param);
+  last_gradient_us_ = now_us();
   fill_slot(param, params_[param].grad());
 }
 

@@ -89,6 +89,8 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   std::vector<size_t> grad_ready_order() const { return locked_copy(grad_log_); }
   // Last step's collectives (the buckets, then the usage map), with `track` unset (0).
   std::vector<CommEvent> comm_events() const { return locked_copy(events_); }
+  // When the last gradient of the armed backward arrived (trace_us); 0 when none did.
+  double last_gradient_us() const { return locked_copy(last_gradient_us_); }
 
  private:
   BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
@@ -119,6 +121,7 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   std::vector<std::shared_ptr<Work>> works_;  // per bucket, then the usage map's
   std::vector<size_t> ready_log_, launch_log_, grad_log_;
   std::vector<CommEvent> events_;  // per bucket, then the usage map's
+  double last_gradient_us_ = 0;
 };
 
 }  // namespace duet::parallel

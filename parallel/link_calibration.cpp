@@ -11,6 +11,8 @@
 #include "duet/core/error.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/kernels.h"
+#include "duet/nn/functional.h"
+#include "duet/nn/models/models.h"
 #include "duet/parallel/replica_threads.h"
 #include "duet/parallel/transfers.h"
 
@@ -155,15 +157,18 @@ template <class Transfer> LinkFit calibrate_transfer(const std::string& what, De
 
 }  // namespace
 
-LinkFit calibrate_copy(Device from, Device to, const std::vector<int64_t>& sizes, int repeats) {
-  return calibrate_transfer("copy", from, to, sizes, repeats,
-                            [](const Tensor& there, const Tensor& here) { kernels::copy(there, here); });
+LinkFit calibrate_copy(Device from, Device to, const std::vector<int64_t>& sizes, int repeats, const LinkModel& link) {
+  return calibrate_transfer("copy", from, to, sizes, repeats, [&link](const Tensor& there, const Tensor& here) {
+    transfers::copy_between(there, here, link);
+  });
 }
 
-LinkFit calibrate_reduce_add(Device from, Device to, const std::vector<int64_t>& sizes, int repeats) {
-  return calibrate_transfer("copy and add", from, to, sizes, repeats, [to](const Tensor& there, const Tensor& here) {
-    Tensor sum = transfers::sum_onto({here, there}, to);
-  });
+LinkFit calibrate_reduce_add(Device from, Device to, const std::vector<int64_t>& sizes, int repeats,
+                             const LinkModel& link) {
+  return calibrate_transfer("copy and add", from, to, sizes, repeats,
+                            [to, &link](const Tensor& there, const Tensor& here) {
+                              Tensor sum = transfers::sum_onto({here, there}, to, link);
+                            });
 }
 
 double time_replica_threads(const std::vector<Device>& devices, int repeats) {
@@ -171,25 +176,25 @@ double time_replica_threads(const std::vector<Device>& devices, int repeats) {
   return median_ms(repeats, [&] { run_on_devices(devices, [](size_t) {}); });
 }
 
-double time_compute_workload(Device device, int repeats) {
-  // About 5 ms of a CPU core (5.2 to 5.5 ms on this project's 2-vCPU VM): GEMMs of a layer's size, and a pass over 8 MB
-  // of activations.
-  NoGradGuard no_grad;
-  DeviceThreadScope on_device(device);
-  Tensor a = full({384, 384}, 0.5, {.device = device}), b = full({384, 384}, 0.25, {.device = device});
-  Tensor x = full({2 << 20}, 1.0, {.device = device});
-  return median_ms(repeats, [&] {
-    Tensor c = matmul(a, b);
-    for (int i = 0; i < 3; ++i) c = matmul(c, b);
-    Tensor y = relu(x * 0.5 + 1.0);
-    wait_for(device);
-  });
-}
-
-double time_compute_workload_together(const std::vector<Device>& devices, int repeats) {
-  DUET_CHECK(!devices.empty(), "time_compute_workload_together: no devices given");
+double time_model_step(const std::string& model, const Shape& example, int64_t rows, const std::vector<Device>& devices,
+                       int repeats) {
+  DUET_CHECK(!devices.empty(), "time_model_step: no devices given");
+  DUET_CHECK(rows > 0, "time_model_step: rows must be positive, got ", rows);
+  Shape batch = example;
+  batch.insert(batch.begin(), rows);
   std::vector<double> times(devices.size());
-  run_on_devices(devices, [&](size_t k) { times[k] = time_compute_workload(devices[k], repeats); });
+  run_on_devices(devices, [&](size_t k) {
+    const Device device = devices[k];
+    std::shared_ptr<nn::Module> net = nn::models::make(model);
+    net->to(device);
+    const Tensor x = randn(batch, {.device = device});
+    const Tensor y = zeros({rows}, {.dtype = DType::i64, .device = device});
+    times[k] = median_ms(repeats, [&] {
+      net->zero_grad();
+      nn::functional::cross_entropy(net->forward(x), y).backward();
+      wait_for(device);
+    });
+  });
   return *std::max_element(times.begin(), times.end());
 }
 

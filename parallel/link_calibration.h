@@ -20,7 +20,9 @@
 #include <vector>
 
 #include "duet/core/device.h"
+#include "duet/core/shape.h"
 #include "duet/parallel/comm/communicator.h"
+#include "duet/parallel/comm/link_model.h"
 #include "duet/parallel/step_simulation.h"
 
 namespace duet::parallel {
@@ -60,20 +62,24 @@ LinkFit calibrate_ping_pong(const std::vector<std::shared_ptr<Communicator>>& gr
                             int repeats = 15);
 
 // dp's transfers from `to`'s thread: a copy from `from` onto `to`, and (reduce_add) a copy of
-// `from`'s tensor added to one on `to`, as DataParallel's scatter/gather and gradient reduce do.
-LinkFit calibrate_copy(Device from, Device to, const std::vector<int64_t>& sizes, int repeats = 15);
-LinkFit calibrate_reduce_add(Device from, Device to, const std::vector<int64_t>& sizes, int repeats = 15);
+// `from`'s tensor added to one on `to`, as DataParallel's scatter/gather and gradient reduce do,
+// each copy a message over `link` (link_model.h).
+LinkFit calibrate_copy(Device from, Device to, const std::vector<int64_t>& sizes, int repeats = 15,
+                       const LinkModel& link = {});
+LinkFit calibrate_reduce_add(Device from, Device to, const std::vector<int64_t>& sizes, int repeats = 15,
+                             const LinkModel& link = {});
 
 // The median time of starting and joining one thread per device with nothing to do
 // (run_on_devices, as dp and ddp do every step), from the calling thread (ms).
 double time_replica_threads(const std::vector<Device>& devices, int repeats = 15);
 
-// A fixed workload's median time on `device`, from the calling thread bound to it (ms): GEMMs
-// and an elementwise pass, as a training step mixes them.
-double time_compute_workload(Device device, int repeats = 5);
-// The same workload on every device's thread at once: the slowest device's median time (ms).
-// Against time_compute_workload alone, it says what the cores really give side by side: shared
-// memory bandwidth and caches, and whatever else the machine runs on those cores.
-double time_compute_workload_together(const std::vector<Device>& devices, int repeats = 5);
+// The model's own step without the optimizer (forward, cross-entropy loss and backward) on
+// `rows` random examples of `example` shape (one example's, e.g. {1, 28, 28}), on every
+// device's thread at once: the slowest device's median time (ms). One device: alone. Timed
+// alone and then together at a run's shard size, it says what the cores give side by side for
+// the work the run really does (GEMMs and convolutions contend little; a memory-bound pass
+// would contend much more), and what else the machine was running at the time.
+double time_model_step(const std::string& model, const Shape& example, int64_t rows, const std::vector<Device>& devices,
+                       int repeats = 9);
 
 }  // namespace duet::parallel

@@ -51,19 +51,40 @@ void PhaseTimes::merge_max(const PhaseTimes& other) {
 void CommOverlap::add(const CommOverlap& other) {
   busy_ms += other.busy_ms;
   exposed_ms += other.exposed_ms;
+  bytes += other.bytes;
+  hidden_bytes += other.hidden_bytes;
   samples += other.samples;
 }
 
-CommOverlap overlap_of(const std::vector<CommEvent>& events, double backward_end_us) {
+CommOverlap overlap_of(const std::vector<CommEvent>& events, double last_gradient_us, double backward_end_us) {
   CommOverlap out{.samples = 1};
-  double previous_finish = 0;
+  double previous_finish = 0, waited = 0;
   for (const CommEvent& e : events) {
     const double start = std::max(e.launch_us, previous_finish);
     out.busy_ms += std::max(0.0, e.finish_us - start) / 1000;
     out.exposed_ms += std::max(0.0, e.finish_us - std::max(start, backward_end_us)) / 1000;
+    waited += e.wait_for_last_launch_us;
+    out.bytes += static_cast<double>(e.bytes);
+    if (e.finish_us - waited <= last_gradient_us) out.hidden_bytes += static_cast<double>(e.bytes);
     previous_finish = e.finish_us;
   }
   return out;
+}
+
+void set_launch_waits(std::vector<std::vector<CommEvent>*> per_rank) {
+  if (per_rank.empty()) return;
+  const size_t count = per_rank[0]->size();
+  for (const auto* events : per_rank) {
+    if (events->size() != count) return;  // not the same collectives: leave the waits unknown
+  }
+  for (size_t k = 0; k < count; ++k) {
+    double last_launch = 0;
+    for (const auto* events : per_rank) last_launch = std::max(last_launch, (*events)[k].launch_us);
+    for (auto* events : per_rank) {
+      const double could_start = std::max((*events)[k].launch_us, k > 0 ? (*events)[k - 1].finish_us : 0.0);
+      (*events)[k].wait_for_last_launch_us = std::max(0.0, last_launch - could_start);
+    }
+  }
 }
 
 std::chrono::steady_clock::time_point trace_clock_origin() {

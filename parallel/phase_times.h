@@ -48,21 +48,34 @@ struct CommEvent {
   double launch_us = 0;  // handed to the communicator (later than ready when an earlier bucket was not)
   double finish_us = 0;  // the communicator finished it
   int64_t bytes = 0;
+  // How long this rank's collective waited for the last rank to launch the same collective
+  // (from when it could start: its launch, or the previous collective's finish). Known where
+  // every rank's launch is (ranks in one process); 0 otherwise.
+  double wait_for_last_launch_us = 0;
 };
 
-// How much of a rank's collective time backward hid. A communicator runs its collectives one
-// at a time, so collective k is busy from max(its launch, the previous finish) to its finish
-// (waiting for the slowest rank to join included); what of that lies after the end of backward
-// is exposed. Summed over ranks and steps.
+// How much of a rank's all-reduce backward hid. The honest figure is in bytes: the share of
+// the all-reduced bytes whose collective had finished before the rank's backward computed its
+// last gradient, once the waits for the last rank to launch each collective (imbalance between
+// ranks, not a lack of overlap) are taken out of the finish times; every wait delays the
+// collectives after it too, since a communicator runs them one at a time. Beside it, the time:
+// collective k is busy from max(its launch, the previous finish) to its finish, and what of
+// that lies after backward() returned is exposed. Summed over ranks and steps.
 struct CommOverlap {
   double busy_ms = 0;
   double exposed_ms = 0;
+  double bytes = 0;
+  double hidden_bytes = 0;
   int64_t samples = 0;  // rank-steps added up
-  double hidden_fraction() const { return busy_ms > 0 ? 1 - exposed_ms / busy_ms : 0; }
+  double hidden_share() const { return bytes > 0 ? hidden_bytes / bytes : 0; }
   void add(const CommOverlap& other);
 };
-// One rank's step: its collectives in launch order, and when its backward ended.
-CommOverlap overlap_of(const std::vector<CommEvent>& events, double backward_end_us);
+// One rank's step: its collectives in launch order, when its backward computed its last
+// gradient, and when backward() returned.
+CommOverlap overlap_of(const std::vector<CommEvent>& events, double last_gradient_us, double backward_end_us);
+// Fills every collective's wait_for_last_launch_us from all ranks' events of one step
+// (per_rank[r]: rank r's, in the same launch order on every rank).
+void set_launch_waits(std::vector<std::vector<CommEvent>*> per_rank);
 
 struct PhaseTimes {
   std::array<double, kNumPhases> ms{};  // wall-clock milliseconds, indexed by Phase

@@ -14,6 +14,7 @@ Links gpu_links(std::string name, double alpha_us, double bus_gbps) {
   links.name = std::move(name);
   links.link = {alpha_us / 1e3, 1.0 / (bus_gbps * 1e6)};
   links.copy = links.link;        // scatter and gather: device-to-device copies over the same link
+  links.memory_copy = {};         // the copy back into .grad: not on the CPU's critical path here
   links.reduce_add = links.link;  // unused: dp_collectives
   links.dp_collectives = true;
   links.host_time_recurs = false;
@@ -35,6 +36,12 @@ AffineCost Links::all_reduce_at(int devices, bool naive) const {
   // Reduce onto rank 0, broadcast back: 2(n-1) whole messages through rank 0.
   if (naive) return link.times(2.0 * (devices - 1));
   return ring(link, devices);
+}
+
+std::optional<AffineCost> Links::all_reduce_on_cores_at(int devices, bool naive) const {
+  const std::map<int, AffineCost>& measured = naive ? naive_all_reduce_on_cores : all_reduce_on_cores;
+  if (auto it = measured.find(devices); it != measured.end()) return it->second;
+  return std::nullopt;
 }
 
 Links nvlink_links() { return gpu_links("NVLink (NCCL)", 1.0, 360); }
@@ -87,6 +94,9 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
     } else {
       in.broadcast = links.copy.times(n - 1);
       in.reduce = links.reduce_add.times(n - 1);
+      // duet's broadcast and reduce send every tensor in a message of its own.
+      in.broadcast_messages = p.parameter_count + p.buffer_count;
+      in.reduce_messages = p.parameter_count;
     }
     return simulate_dp_step(in);
   }
@@ -97,6 +107,7 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
   DdpStepInput in;
   in.compute = device;
   in.all_reduce = links.all_reduce_at(n, strategy == "ddp-naive");
+  in.all_reduce_on_cores = links.all_reduce_on_cores_at(n, strategy == "ddp-naive");
   in.collectives_use_compute = links.collectives_use_compute;
   const double map_bytes = 4.0 * static_cast<double>(p.parameter_sizes.size());  // f32 per parameter
   if (strategy == "ddp-unbucketed") {
@@ -106,18 +117,22 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
       in.buckets.push_back({device.backward_ms, p.parameter_sizes[i]});
   } else {
     DUET_CHECK(!p.arrival_buckets.empty(), "predict_step: the profile has no bucket plan for ", strategy);
+    double last_gradient = 0;
     for (const std::vector<size_t>& bucket : p.arrival_buckets) {
       DdpStepInput::Bucket b;
       for (size_t i : bucket) {
         b.ready_ms = std::max(b.ready_ms, p.grad_ready_ms[i] * share);
         b.bytes += p.parameter_sizes[i];
       }
+      last_gradient = std::max(last_gradient, b.ready_ms);
       in.buckets.push_back(b);
     }
+    in.last_gradient_ms = last_gradient;
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});  // after the buckets
   }
   // On CPU devices the reduced buckets are copied back into .grad at memory speed.
-  if (links.collectives_use_compute) in.after_ms = links.copy.transfer_ms(static_cast<double>(p.parameter_bytes));
+  if (links.collectives_use_compute)
+    in.after_ms = links.memory_copy.transfer_ms(static_cast<double>(p.parameter_bytes));
   // Rank 0's buffers to every rank before forward (BatchNorm models).
   if (p.buffer_bytes > 0) in.before_forward_ms += (n - 1) * links.link.ms(static_cast<double>(p.buffer_bytes));
   if (links.multi_process) {

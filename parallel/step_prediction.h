@@ -6,6 +6,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "duet/parallel/cost_model.h"
@@ -27,6 +28,12 @@ struct Links {
   AffineCost link;
   std::map<int, AffineCost> all_reduce;        // measured: the whole all-reduce among N ranks
   std::map<int, AffineCost> naive_all_reduce;  // ddp-naive's, measured
+  // Over an emulated link (link_model.h), the same measured without it: the part of each
+  // all-reduce that works on the devices' cores (the rest is the link's wait, which leaves them
+  // free); and a plain memory copy (DDP's copy back into .grad is no message). Empty, and the
+  // copy equal to `copy`, where nothing is emulated.
+  std::map<int, AffineCost> all_reduce_on_cores, naive_all_reduce_on_cores;
+  AffineCost memory_copy;
   // CPU devices: a collective's copies and additions run on the device's own cores.
   bool collectives_use_compute = false;
   // Measured just before the run: how much slower its devices compute than the single-device run
@@ -43,6 +50,7 @@ struct Links {
   bool host_time_recurs = true;
 
   AffineCost all_reduce_at(int devices, bool naive) const;
+  std::optional<AffineCost> all_reduce_on_cores_at(int devices, bool naive) const;
 };
 
 // NCCL over NVLink 4 (H100/H200 SXM) and over PCIe 4.0 x16, for `duet compare --predict`:

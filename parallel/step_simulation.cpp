@@ -22,6 +22,8 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
   const double backward_start = in.before_forward_ms + c.forward_ms + c.loss_ms;
   double t = backward_start, work = 0;  // work: backward's progress, in ms of its own compute
   double backward_end = c.backward_ms == 0 ? t : -1;
+  const double last_gradient = std::min(in.last_gradient_ms.value_or(c.backward_ms), c.backward_ms);
+  double last_gradient_at = last_gradient <= 0 ? t : -1;
   size_t next = 0;  // the bucket to launch next (or in flight)
   bool in_flight = false;
   double latency_end = 0, finish = 0;
@@ -30,8 +32,11 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
     if (!in_flight && next < buckets && work >= std::min(in.buckets[next].ready_ms, c.backward_ms)) {
       const double bytes = static_cast<double>(in.buckets[next].bytes);
       out.launch_ms[next] = t;
-      latency_end = t + in.all_reduce.alpha_ms;
-      finish = latency_end + in.all_reduce.transfer_ms(bytes);
+      const double lasts = in.all_reduce.ms(bytes);
+      const double on_cores = std::min(lasts, in.all_reduce_on_cores ? in.all_reduce_on_cores->transfer_ms(bytes)
+                                                                     : in.all_reduce.transfer_ms(bytes));
+      latency_end = t + lasts - on_cores;  // the wait first, then the work on the cores
+      finish = t + lasts;
       in_flight = true;
     }
     if (!in_flight && next == buckets && work >= c.backward_ms) break;
@@ -40,6 +45,7 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
     if (work < c.backward_ms && !comm_holds_cores) {
       double target = c.backward_ms;
       if (!in_flight && next < buckets) target = std::min(target, in.buckets[next].ready_ms);
+      if (work < last_gradient) target = std::min(target, last_gradient);
       if (t + (target - work) <= comm_event) {
         // Backward reaches its mark first: land on it exactly, so that rounding never leaves
         // it a hair short (and the loop stepping by nothing).
@@ -53,6 +59,7 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
       t = comm_event;
     }
     if (work >= c.backward_ms && backward_end < 0) backward_end = t;
+    if (work >= last_gradient && last_gradient_at < 0) last_gradient_at = t;
     if (in_flight && t >= finish) {
       out.finish_ms[next] = t;
       in_flight = false;
@@ -65,6 +72,9 @@ SimulatedStep simulate_ddp_step(const DdpStepInput& in) {
     const double busy_from = k == 0 ? out.launch_ms[k] : std::max(out.launch_ms[k], out.finish_ms[k - 1]);
     out.comm_busy_ms += out.finish_ms[k] - busy_from;
     out.comm_exposed_ms += std::max(0.0, out.finish_ms[k] - std::max(busy_from, backward_end));
+    const double bytes = static_cast<double>(in.buckets[k].bytes);
+    out.comm_bytes += bytes;
+    if (out.finish_ms[k] <= last_gradient_at) out.hidden_bytes += bytes;
     comm_end = std::max(comm_end, out.finish_ms[k]);
   }
   out.step_ms = comm_end + in.after_ms + c.step_ms + in.after_step_ms;
@@ -86,7 +96,9 @@ SimulatedStep simulate_dp_step(const DpStepInput& in) {
   // and after the slowest replica's backward reduces every gradient onto the master.
   if (in.devices > 1) {
     comm += each(static_cast<double>(in.input_bytes));
-    comm += in.broadcast.ms(static_cast<double>(in.parameter_bytes + in.buffer_bytes));
+    // Every message after the first pays the latency again.
+    comm += in.broadcast.ms(static_cast<double>(in.parameter_bytes + in.buffer_bytes)) +
+            static_cast<double>(in.broadcast_messages - 1) * in.broadcast.alpha_ms;
   }
   double t = comm + in.replica.forward_ms;
   const double gather = in.devices > 1 ? each(static_cast<double>(in.output_bytes)) : 0;
@@ -94,7 +106,9 @@ SimulatedStep simulate_dp_step(const DpStepInput& in) {
   comm += 2 * gather;
   t += in.replica.backward_ms;
   out.backward_end_ms = t;
-  const double reduce = in.devices > 1 ? in.reduce.ms(static_cast<double>(in.parameter_bytes)) : 0;
+  const double reduce = in.devices > 1 ? in.reduce.ms(static_cast<double>(in.parameter_bytes)) +
+                                             static_cast<double>(in.reduce_messages - 1) * in.reduce.alpha_ms
+                                       : 0;
   comm += reduce;
   out.step_ms = t + reduce + in.step_ms;
   out.comm_ms = comm;

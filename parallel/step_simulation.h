@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,16 @@ struct DdpStepInput {
     int64_t bytes = 0;
   };
   std::vector<Bucket> buckets;  // launch order; the unused-parameter map is one more, ready at the end
-  AffineCost all_reduce;        // one all-reduce among all the devices
-  double after_ms = 0;          // after the last collective, before the step (copy back into .grad)
-  double after_step_ms = 0;     // after the step (the global loss's all-reduce across processes)
+  // When backward computes its last gradient, of its own work (its tail after it computes no
+  // gradient); unset: at its end. The overlap figure counts what finished before it.
+  std::optional<double> last_gradient_ms;
+  AffineCost all_reduce;  // one all-reduce among all the devices, as long as it lasts
+  // The part of all_reduce's transfer that runs on the device's cores (its copies and additions),
+  // when that is less than all of it: over an emulated link the rest is a wait that leaves the
+  // cores free. Unset: all of all_reduce's transfer.
+  std::optional<AffineCost> all_reduce_on_cores;
+  double after_ms = 0;       // after the last collective, before the step (copy back into .grad)
+  double after_step_ms = 0;  // after the step (the global loss's all-reduce across processes)
   // CPU devices: a collective's transfer (copies, additions) runs on the device's own cores, so
   // while it transfers, backward waits for them; its latency (waiting for the other ranks) does not.
   bool collectives_use_compute = false;
@@ -55,7 +63,10 @@ struct SimulatedStep {
   double comm_exposed_ms = 0;                // B: the part of it after backward ended
   double comm_ms = 0;                        // time on the critical path spent communicating, not computing
   std::vector<double> launch_ms, finish_ms;  // B: each bucket's
-  double hidden_fraction() const { return comm_busy_ms > 0 ? 1 - comm_exposed_ms / comm_busy_ms : 0; }
+  // B: the bytes all-reduced, and those whose collective finished before backward computed its
+  // last gradient (CommOverlap's figure; the simulated ranks are alike, so none waits for another).
+  double comm_bytes = 0, hidden_bytes = 0;
+  double hidden_share() const { return comm_bytes > 0 ? hidden_bytes / comm_bytes : 0; }
 };
 
 SimulatedStep simulate_ddp_step(const DdpStepInput& in);
@@ -70,6 +81,10 @@ struct DpStepInput {
   int64_t output_bytes = 0;     // one replica's logits (and, in backward, their gradient)
   int64_t parameter_bytes = 0;  // broadcast to every replica, with the buffers
   int64_t buffer_bytes = 0;
+  // The messages that carry them to one replica: one per tensor in duet's broadcast (parameters
+  // and buffers) and gradient reduce (parameters); 1 where they travel coalesced.
+  int64_t broadcast_messages = 1;
+  int64_t reduce_messages = 1;
   AffineCost copy;       // one copy between device 0 and another: scatter, gather
   AffineCost broadcast;  // the parameters to all the others, whole (duet: N-1 copies; NCCL: one broadcast)
   AffineCost reduce;     // the gradients onto device 0, whole (duet: N-1 copies and adds; NCCL: one reduce)

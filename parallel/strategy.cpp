@@ -41,8 +41,12 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr
     return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss);
   }
   if (name == "dp")
-    return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices, options.loss);
+    return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices, options.loss,
+                                          options.link);
+  DUET_CHECK(!options.comm || !options.link.emulated(), "make_strategy: link ", options.link.name,
+             " is emulated between the devices of one process, not across processes");
   DDPOptions ddp = options.ddp;
+  if (options.link.emulated()) ddp.link = options.link;
   ddp.bucketed = name != "ddp-unbucketed";
   ddp.loss = options.loss;
   if (name == "ddp-naive") ddp.algorithm = LocalAlgorithm::naive;

@@ -109,8 +109,11 @@ struct StrategyOptions {
   std::shared_ptr<Communicator> comm;
   LossReduction loss = LossReduction::mean;
   // ddp: bucket caps, SyncBatchNorm, buffer broadcast, comm timeout. make_strategy sets its
-  // `loss` from the one above, and `bucketed` and `algorithm` from the strategy's name.
+  // `loss` from the one above, `bucketed` and `algorithm` from the strategy's name, and `link`
+  // from the one below.
   DDPOptions ddp;
+  // dp and ddp in one process: an emulated interconnect between the devices (link_model.h).
+  LinkModel link;
 };
 
 // Builds the named strategy (strategy_names()) over `devices`; `model` must live on

@@ -160,7 +160,7 @@ std::vector<std::shared_ptr<Communicator>> make_local_group(const std::vector<De
   for (size_t i = 0; i < devices.size(); ++i)
     DUET_CHECK(std::count(devices.begin(), devices.end(), devices[i]) == 1, "make_local_group: device ", devices[i],
                " appears more than once (one rank per device)");
-  auto rendezvous = std::make_shared<LocalRendezvous>(static_cast<int>(devices.size()), options.timeout);
+  auto rendezvous = std::make_shared<LocalRendezvous>(static_cast<int>(devices.size()), options.timeout, options.link);
   std::vector<std::shared_ptr<Communicator>> group;
   for (size_t i = 0; i < devices.size(); ++i)
     group.push_back(

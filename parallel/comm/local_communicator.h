@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "duet/parallel/comm/communicator.h"
+#include "duet/parallel/comm/link_model.h"
 
 namespace duet::parallel {
 
@@ -24,6 +25,8 @@ struct LocalGroupOptions {
   // A collective that waits longer than this for another rank throws a duet::Error naming the
   // collective, the rank and the ranks that never arrived, and fails the group.
   std::chrono::milliseconds timeout = kDefaultCommTimeout;
+  // An emulated interconnect: every message between two ranks takes at least its time.
+  LinkModel link;
 };
 
 // One connected communicator per device, rank i on devices[i]; the devices must be distinct.

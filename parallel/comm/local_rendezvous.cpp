@@ -16,8 +16,8 @@ std::string where(const CollectiveCall& call) {
 
 }  // namespace
 
-LocalRendezvous::LocalRendezvous(int world_size, std::chrono::milliseconds timeout)
-    : timeout_(timeout), ranks_(static_cast<size_t>(world_size)) {
+LocalRendezvous::LocalRendezvous(int world_size, std::chrono::milliseconds timeout, LinkModel link)
+    : timeout_(timeout), link_(std::move(link)), ranks_(static_cast<size_t>(world_size)) {
   DUET_CHECK(world_size >= 1, "local communicator group: world size must be at least 1, got ", world_size);
   DUET_CHECK(timeout.count() > 0, "local communicator group: timeout must be positive");
 }
@@ -66,6 +66,7 @@ void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
         lock, call, [&] { return src.post_seq == call.seq && src.post_index == index && src.readers_left > 0; }, from);
     data = src.post_data;
   }
+  const auto start = std::chrono::steady_clock::now();  // both ends are ready: the message begins
   // The copy runs unlocked, so that the readers of one post (a broadcast) copy in parallel.
   // The sender cannot touch `data` until this reader has marked it read, below.
   if (dst.defined()) {
@@ -73,6 +74,7 @@ void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
                data.defined() ? data.describe() : std::string("no data"), " where ", dst.describe(), " was expected");
     if (dst.numel() > 0) kernels::copy(flat(data), flat(dst));
   }
+  link_.wait_out(start, dst.defined() ? dst.numel() * static_cast<int64_t>(dst.element_size()) : 0);
   std::lock_guard lock(mutex_);
   ++call.reads[static_cast<size_t>(from)];
   if (--src.readers_left == 0) {

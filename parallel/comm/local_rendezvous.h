@@ -8,6 +8,10 @@
 // orders every write after the reads of the data it overwrites, so the algorithms are free of
 // data races (and TSan sees the mutex that orders them).
 //
+// With an emulated link (link_model.h) each read is one message: the reader sleeps until the
+// link's time for it has passed before it marks the post read, so the sender, which waits for
+// its readers, is held as long as a real transfer would hold it.
+//
 // Every wait has the group's deadline. A timeout, a mismatched collective or any other error
 // aborts the whole group, so the other ranks fail at once instead of waiting out the timeout.
 //
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "duet/core/tensor.h"
+#include "duet/parallel/comm/link_model.h"
 
 namespace duet::parallel {
 
@@ -43,7 +48,7 @@ struct CollectiveCall {
 
 class LocalRendezvous {
  public:
-  LocalRendezvous(int world_size, std::chrono::milliseconds timeout);
+  LocalRendezvous(int world_size, std::chrono::milliseconds timeout, LinkModel link = {});
 
   int world_size() const { return static_cast<int>(ranks_.size()); }
 
@@ -89,6 +94,7 @@ class LocalRendezvous {
   std::string timeout_message(const CollectiveCall& call, int waiting_for) const;
 
   const std::chrono::milliseconds timeout_;
+  const LinkModel link_;
   mutable std::mutex mutex_;
   std::vector<RankState> ranks_;
   std::string abort_reason_;  // non-empty once the group has failed

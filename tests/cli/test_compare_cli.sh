@@ -20,6 +20,8 @@ expect_bad "expected a size in MiB from 1e-06 to 1048576, got '0'" --bucket-mb 0
 expect_bad "no device count fits the cores of this machine" --devices 2 --cores-per-device 100000
 expect_bad "this process was not started by mpirun" --comm mpi --strategies single,ddp
 expect_bad "--comm mpi runs the ddp variants across processes" --comm mpi --strategies single,dp
+expect_bad "link 'infiniband': expected none, nvlink, pcie, pcie-no-p2p, 10gbe, 1gbe or ALPHA_US,BETA_GBPS" --link infiniband
+expect_bad "--link emulates links between the devices of one process" --comm mpi --strategies single,ddp --link pcie
 expect_bad "--predict needs the measured single-device compute: add single to --strategies" --predict --strategies dp,ddp
 
 # One device more than this machine has cores, a core each: skipped, with a message (a machine
@@ -55,8 +57,12 @@ for strategy in single dp ddp ddp-unbucketed; do
 done
 grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/run" \
   || fail "no passing per-step check in: $(cat "$work/run")"
-grep -qE "^ddp on 2: all-reduce [0-9.]+ ms per step and rank, [0-9.]+ ms of it exposed after backward: [0-9]+% hidden" \
+grep -qE "^ddp on 2: [0-9]+% of the all-reduced bytes done before backward's last gradient \(predicted [0-9]+%\); all-reduce [0-9.]+ ms per step and rank, [0-9.]+ ms of it exposed after backward" \
   "$work/run" || fail "no ddp overlap line in: $(cat "$work/run")"
+grep -qE "^ddp on 1:" "$work/run" && fail "an overlap figure for 1 device: $(cat "$work/run")"
+grep -q "^per-step check: every ddp replica equal to rank 0's after every step (bit for bit)" "$work/run" \
+  || fail "no replica check in: $(cat "$work/run")"
+grep -q "^duet compare: mlp, .*, link none (no emulation" "$work/run" || fail "the header does not name the link"
 grep -qE "^ddp +8 +- +\|" "$work/run" || fail "no prediction for 8 devices"
 for file in results/results.json results/results.csv results/phases.png results/throughput.png results/speedup.png \
             trace.json; do
@@ -67,7 +73,9 @@ done
 grep -q '"traceEvents"' "$work/trace.json" || fail "trace.json is not a trace"
 grep -q '"images_per_second"' "$work/results/results.json" || fail "results.json lacks images_per_second"
 grep -q '"max_check_ulps": [0-9]' "$work/results/results.json" || fail "results.json lacks the per-step check"
-grep -q '"allreduce_hidden_fraction"' "$work/results/results.json" || fail "results.json lacks the overlap"
+grep -q '"allreduce_hidden_share": [0-9]' "$work/results/results.json" || fail "results.json lacks the overlap"
+grep -q '"replicas_equal": true' "$work/results/results.json" || fail "results.json lacks the replica check"
+grep -q '"link": {' "$work/results/results.json" || fail "results.json does not name the link"
 grep -q '"predicted_ms": [0-9]' "$work/results/results.json" || fail "results.json lacks the predicted step"
 grep -q '"alpha_us"' "$work/results/results.json" || fail "results.json lacks the calibration"
 grep -q '"compute_slowdown": [0-9]' "$work/results/results.json" || fail "results.json lacks the compute slowdown"
@@ -81,6 +89,17 @@ if ! "$duet" compare --model mlp --devices 2 --steps 1 --warmup 0 --batch-size 3
   fail "--no-check run: $(cat "$work/run2")"
 fi
 grep -qE "^ddp +2 .* off +" "$work/run2" || fail "--no-check still checked: $(cat "$work/run2")"
+
+# An emulated link: the header and results.json name it, and the calibration runs over it.
+if ! "$duet" compare --model mlp --devices 2 --cores-per-device 1 --steps 2 --warmup 1 --batch-size 64 \
+     --strategies single,dp,ddp --link 1gbe --no-plots --out "$work/link" > "$work/run5" 2>&1; then
+  fail "--link 1gbe run: $(cat "$work/run5")"
+fi
+grep -q "^duet compare: mlp, .*, link 1gbe (emulated: 50 us + bytes / 0.117 GB/s per message)" "$work/run5" \
+  || fail "the header does not name the emulated link: $(cat "$work/run5")"
+grep -qE "^ +local-ring all-reduce, 2 ranks over 1gbe +alpha" "$work/run5" \
+  || fail "no all-reduce calibrated over the link in: $(cat "$work/run5")"
+grep -q '"name": "1gbe"' "$work/link/results.json" || fail "results.json does not name the emulated link"
 
 # A BatchNorm model fails the check under dp, rightly, and the output says why.
 if ! "$duet" compare --model resnet18 --devices 2 --steps 1 --warmup 0 --batch-size 8 --strategies single,dp \

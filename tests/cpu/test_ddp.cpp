@@ -446,12 +446,33 @@ TEST_CASE("DDP records every bucket's ready, launch and finish time per rank", "
   CHECK(phases.overlap.busy_ms > 0);
   CHECK(phases.overlap.exposed_ms <= phases.overlap.busy_ms);
 
-  // The overlap arithmetic: busy from max(launch, previous finish); exposed after backward.
-  std::vector<CommEvent> events = {{"a", 0, 0, 100, 300, 1}, {"b", 0, 150, 200, 500, 1}};
-  CommOverlap o = overlap_of(events, 400);
-  CHECK(o.busy_ms == Approx(0.4));     // 100..300 and 300..500
-  CHECK(o.exposed_ms == Approx(0.1));  // 400..500
-  CHECK(o.hidden_fraction() == Approx(0.75));
+  CHECK(phases.overlap.bytes > 0);
+  CHECK(phases.overlap.hidden_bytes <= phases.overlap.bytes);
+
+  // The overlap arithmetic: busy from max(launch, previous finish); exposed after backward
+  // returned; hidden, the bytes done before the last gradient.
+  std::vector<CommEvent> events = {{"a", 0, 0, 100, 300, 3}, {"b", 0, 150, 200, 500, 1}};
+  CommOverlap o = overlap_of(events, 400, 450);
+  CHECK(o.busy_ms == Approx(0.4));          // 100..300 and 300..500
+  CHECK(o.exposed_ms == Approx(0.05));      // 450..500
+  CHECK(o.hidden_share() == Approx(0.75));  // a's 3 bytes of 4
+  // Had "a" waited 150 us for the last rank to launch it, "b" would have finished by 350.
+  events[0].wait_for_last_launch_us = 150;
+  CHECK(overlap_of(events, 400, 450).hidden_share() == Approx(1.0));
+}
+
+TEST_CASE("the overlap figure takes out the wait for the last rank to launch", "[ddp]") {
+  // Rank 0 launches both collectives early; rank 1 launches the first 200 us later.
+  std::vector<CommEvent> rank0 = {{"a", 0, 0, 100, 400, 1}, {"b", 0, 0, 150, 500, 1}};
+  std::vector<CommEvent> rank1 = {{"a", 1, 0, 300, 400, 1}, {"b", 1, 0, 450, 500, 1}};
+  set_launch_waits({&rank0, &rank1});
+  CHECK(rank0[0].wait_for_last_launch_us == Approx(200));  // could start at 100, the last launch at 300
+  CHECK(rank0[1].wait_for_last_launch_us == Approx(50));   // could start at 400, the last launch at 450
+  CHECK(rank1[0].wait_for_last_launch_us == 0);
+  CHECK(rank1[1].wait_for_last_launch_us == 0);
+  // Rank 0's last gradient at 260: both would have finished by then (200 and 250) but for the waits.
+  CHECK(overlap_of(rank0, 260, 260).hidden_share() == Approx(1.0));
+  CHECK(overlap_of(rank0, 199, 260).hidden_share() == Approx(0.0));
 }
 
 TEST_CASE("Trainer groups the loader's batches into steps of K micro-batches", "[ddp][accumulate]") {

@@ -121,6 +121,36 @@ TEST_CASE("the per-step check: every correct step within a few ulps, a wrong one
   }
 }
 
+TEST_CASE("the per-step check covers every ddp replica: a bug on rank 1 alone fails at its first step",
+          "[experiment]") {
+  ExperimentConfig config = small_config("mlp");
+  config.steps = 1;  // the first step only
+  config.warmup = 0;
+  // The bug: rank 1's optimizer steps with another learning rate. Rank 0's step is right, so
+  // comparing rank 0 with single-device training cannot see it.
+  config.make_optimizer = [](std::vector<Tensor> params) {
+    const double lr = params.at(0).device() == cpu(1) ? 0.11 : 0.1;
+    return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = lr});
+  };
+  Experiment wrong(config, random_images());
+  const RunMeasurement m = wrong.run({"ddp", 2});
+  REQUIRE(m.max_check_ulps.has_value());
+  CHECK(*m.max_check_ulps <= 8);
+  CHECK(m.replicas_checked);
+  REQUIRE(m.replica_divergence.has_value());
+  CHECK_THAT(*m.replica_divergence, Contains("after step 1,") && Contains("the replica of rank 1 (cpu:1)"));
+
+  Experiment right(small_config("mlp"), random_images());
+  for (const std::string& strategy : {"ddp", "ddp-unbucketed", "ddp-naive"}) {
+    INFO(strategy);
+    const RunMeasurement ok = right.run({strategy, 3});
+    CHECK(ok.replicas_checked);
+    CHECK_FALSE(ok.replica_divergence.has_value());
+  }
+  CHECK_FALSE(right.run({"ddp", 1}).replicas_checked);  // one replica: nothing to compare
+  CHECK_FALSE(right.run({"dp", 2}).replicas_checked);   // dp's replicas are copies of the master's
+}
+
 TEST_CASE("Experiment needs a single-device run before it can profile", "[experiment]") {
   Experiment experiment(small_config("mlp"), random_images());
   CHECK_THROWS_WITH(experiment.profile(), Contains("single-device run first"));

@@ -49,7 +49,12 @@ TEST_CASE("ddp's simulated step: buckets overlap backward on a link of their own
   CHECK(s.step_ms == 16);
   CHECK(s.comm_busy_ms == 7);
   CHECK(s.comm_exposed_ms == 3);
-  CHECK(s.hidden_fraction() == Approx(4.0 / 7));
+  CHECK(s.hidden_share() == Approx(0.6));  // bucket 0's 3 MB of 5 finished before backward's end
+  // Had backward computed its last gradient 7 ms in (at 9), with a 3 ms tail, nothing was done by then.
+  DdpStepInput tail = two_buckets(false);
+  tail.last_gradient_ms = 7;
+  CHECK(simulate_ddp_step(tail).hidden_share() == 0);
+  CHECK(simulate_ddp_step(tail).step_ms == 16);
   CHECK(s.comm_ms == 3);  // 16 - (2 + 10 + 1)
 }
 
@@ -62,6 +67,20 @@ TEST_CASE("ddp's simulated step: transfers on the device's own cores hold backwa
   CHECK(s.backward_end_ms == 15);
   CHECK(s.step_ms == 19);
   CHECK(s.comm_exposed_ms == 3);
+}
+
+TEST_CASE("ddp's simulated step: over an emulated link only the copies and additions hold the cores", "[cost-model]") {
+  // Bucket 0 (3 MB) lasts 4 ms from 6, of which its last 1.5 ms (0.5 ms per MB on the cores)
+  // hold backward up: 8.5 to 10. Backward, 4 ms done at 6 and 6.5 at 8.5, ends at 13.5; bucket 1
+  // lasts 3 ms to 16.5; then the 1 ms step.
+  DdpStepInput in = two_buckets(true);
+  in.all_reduce_on_cores = AffineCost{.alpha_ms = 0.2, .ms_per_byte = 0.5e-6};
+  const SimulatedStep s = simulate_ddp_step(in);
+  CHECK(s.launch_ms == std::vector<double>{6, 13.5});
+  CHECK(s.finish_ms == std::vector<double>{10, 16.5});
+  CHECK(s.backward_end_ms == Approx(13.5));
+  CHECK(s.step_ms == Approx(17.5));
+  CHECK(s.hidden_share() == Approx(0.6));
 }
 
 TEST_CASE("ddp's simulated step: a bucket ready early waits for the link", "[cost-model]") {
@@ -92,6 +111,11 @@ TEST_CASE("dp's simulated step: device 0's copies one after another", "[cost-mod
   const SimulatedStep s = simulate_dp_step(in);
   CHECK(s.step_ms == Approx(3 + 5 + 4 + 2 + 1 + 2 + 8 + 9 + 1));
   CHECK(s.comm_ms == Approx(3 + 5 + 2 + 2 + 9));
+  // One message per tensor: 3 tensors broadcast and 2 reduced to each replica pay the latency
+  // 2 and 1 more times per replica.
+  in.broadcast_messages = 3;
+  in.reduce_messages = 2;
+  CHECK(simulate_dp_step(in).step_ms == Approx(s.step_ms + 2 * 2 * 0.5 + 2 * 0.5));
   in.devices = 1;
   CHECK(simulate_dp_step(in).step_ms == Approx(4 + 1 + 8 + 1));
 }
@@ -178,7 +202,7 @@ TEST_CASE("calibrating the local group and dp's copies gives finite, positive al
     CHECK(fit.samples.size() == sizes.size());
   }
   CHECK_THAT(fits[1].what, Contains("all-reduce, 2 ranks"));
-  const double together_ms = time_compute_workload_together({cpu(0), cpu(1)}, 2);
+  const double together_ms = time_model_step("mlp", {1, 28, 28}, 4, {cpu(0), cpu(1)}, 2);
   CHECK(std::isfinite(together_ms));
   CHECK(together_ms > 0);
   const double threads_ms = time_replica_threads({cpu(0), cpu(1)}, 3);

@@ -1,0 +1,131 @@
+#include "duet/parallel/comm/link_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
+#include "duet/core/error.h"
+
+namespace duet::parallel {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Clock::duration from_ms(double ms) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms));
+}
+
+// The host memory that every message through host shares: each takes its turn, so concurrent
+// messages divide its bandwidth.
+class HostChannel {
+ public:
+  // The message may start at `earliest` and holds the channel for `busy`: when it is done.
+  Clock::time_point reserve(Clock::time_point earliest, Clock::duration busy) {
+    std::lock_guard lock(mutex_);
+    free_at_ = std::max(free_at_, earliest) + busy;
+    return free_at_;
+  }
+
+ private:
+  std::mutex mutex_;
+  Clock::time_point free_at_{};
+};
+
+HostChannel& host_channel() {
+  static HostChannel channel;
+  return channel;
+}
+
+// A sleeping thread wakes up to the kernel's timer slack late (50 us by default on Linux),
+// which a 20 us message would more than double. The waits are this thread's own business.
+void tighten_timer_slack() {
+#if defined(__linux__)
+  thread_local bool done = false;
+  if (!done) {
+    prctl(PR_SET_TIMERSLACK, 1000UL);  // 1 us
+    done = true;
+  }
+#endif
+}
+
+LinkModel preset(std::string name, double alpha_us, double beta_gbps, bool through_host = false) {
+  return {.name = std::move(name), .alpha_us = alpha_us, .beta_gbps = beta_gbps, .through_host = through_host};
+}
+
+}  // namespace
+
+double LinkModel::message_ms(int64_t bytes) const {
+  if (!emulated()) return 0;
+  const double hop = alpha_us / 1e3 + static_cast<double>(bytes) / (beta_gbps * 1e6);
+  return through_host ? 2 * hop : hop;
+}
+
+void LinkModel::wait_out(Clock::time_point start, int64_t bytes) const {
+  if (!emulated()) return;
+  Clock::time_point deadline = start + from_ms(message_ms(bytes));
+  if (through_host) {
+    // Both hops' latency first, then the bytes twice over the shared channel.
+    const double transfer_ms = 2 * static_cast<double>(bytes) / (beta_gbps * 1e6);
+    deadline = host_channel().reserve(start + from_ms(2 * alpha_us / 1e3), from_ms(transfer_ms));
+  }
+  if (Clock::now() >= deadline) return;
+  tighten_timer_slack();
+  std::this_thread::sleep_until(deadline);
+}
+
+std::string LinkModel::describe() const {
+  if (!emulated()) return name + " (no emulation: memory copies between the logical devices)";
+  char text[160];
+  std::snprintf(text, sizeof text, "%s (emulated: %.3g us + bytes / %.3g GB/s per message%s)", name.c_str(), alpha_us,
+                beta_gbps, through_host ? " and hop, two hops through one shared host channel" : "");
+  return text;
+}
+
+const std::vector<std::string>& link_preset_names() {
+  static const std::vector<std::string> names = {"none", "nvlink", "pcie", "pcie-no-p2p", "10gbe", "1gbe"};
+  return names;
+}
+
+// Where the figures come from: docs/parallel-strategies.md, "Emulated links".
+LinkModel link_model(const std::string& spec) {
+  if (spec == "none") return preset("none", 0, 0);
+  if (spec == "nvlink") return preset("nvlink", 1, 360);
+  if (spec == "pcie") return preset("pcie", 3, 22);
+  if (spec == "pcie-no-p2p") return preset("pcie-no-p2p", 3, 22, true);
+  if (spec == "10gbe") return preset("10gbe", 20, 1.17);
+  if (spec == "1gbe") return preset("1gbe", 50, 0.117);
+  const size_t comma = spec.find(',');
+  if (comma != std::string::npos) {
+    const std::string alpha_text = spec.substr(0, comma), beta_text = spec.substr(comma + 1);
+    char* alpha_end = nullptr;
+    char* beta_end = nullptr;
+    const double alpha = std::strtod(alpha_text.c_str(), &alpha_end);
+    const double beta = std::strtod(beta_text.c_str(), &beta_end);
+    if (!alpha_text.empty() && !beta_text.empty() && *alpha_end == '\0' && *beta_end == '\0' && alpha >= 0 &&
+        beta > 0 && std::isfinite(alpha) && std::isfinite(beta)) {
+      return preset("custom " + spec, alpha, beta);
+    }
+  }
+  DUET_FAIL("link '", spec,
+            "': expected none, nvlink, pcie, pcie-no-p2p, 10gbe, 1gbe or ALPHA_US,BETA_GBPS (latency in microseconds "
+            ">= 0, bandwidth in GB/s > 0), e.g. 50,0.117");
+}
+
+double emulated_ring_all_reduce_ms(const LinkModel& link, int ranks, int64_t bytes) {
+  if (ranks <= 1) return 0;
+  return 2.0 * (ranks - 1) * link.message_ms(bytes / ranks);
+}
+
+double emulated_naive_all_reduce_ms(const LinkModel& link, int ranks, int64_t bytes) {
+  if (ranks <= 1) return 0;
+  return ranks * link.message_ms(bytes);  // n-1 into rank 0 one after another, then one round out
+}
+
+}  // namespace duet::parallel
