@@ -7,4 +7,5 @@
 #include "duet/kernels/kernels.h"
 #include "duet/nn/nn.h"
 #include "duet/optim/optim.h"
+#include "duet/parallel/lab/lab.h"
 #include "duet/parallel/parallel.h"

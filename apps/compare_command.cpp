@@ -18,7 +18,7 @@
 #include "duet/kernels/kernels.h"
 #include "duet/nn/models/models.h"
 #include "duet/parallel/comm/mpi_communicator.h"
-#include "duet/parallel/scaling_sweep.h"
+#include "duet/parallel/lab/scaling_sweep.h"
 #include "file_collisions.h"
 #include "output_paths.h"
 #include "plot.h"

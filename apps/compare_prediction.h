@@ -1,6 +1,6 @@
 // `duet compare`'s cost model: calibrate the links a run uses before the sweep, then predict
 // every measured run's step from the single-device run (the event simulation of
-// parallel/step_prediction.h), and with --predict the same on GPU presets.
+// parallel/lab/step_prediction.h), and with --predict the same on GPU presets.
 #pragma once
 
 #include <cstdint>
@@ -13,8 +13,8 @@
 #include "duet/core/device.h"
 #include "duet/core/shape.h"
 #include "duet/parallel/comm/communicator.h"
-#include "duet/parallel/link_calibration.h"
-#include "duet/parallel/step_prediction.h"
+#include "duet/parallel/lab/link_calibration.h"
+#include "duet/parallel/lab/step_prediction.h"
 
 namespace duet::apps {
 

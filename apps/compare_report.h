@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "duet/parallel/experiment.h"
-#include "duet/parallel/link_calibration.h"
-#include "duet/parallel/step_prediction.h"
-#include "duet/parallel/step_simulation.h"
+#include "duet/parallel/lab/experiment.h"
+#include "duet/parallel/lab/link_calibration.h"
+#include "duet/parallel/lab/step_prediction.h"
+#include "duet/parallel/lab/step_simulation.h"
 
 namespace duet::apps {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "compare_report.h"
-#include "duet/parallel/experiment.h"
+#include "duet/parallel/lab/experiment.h"
 #include "duet/parallel/trainer.h"
 
 namespace duet::apps {

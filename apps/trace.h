@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "duet/parallel/experiment.h"
+#include "duet/parallel/lab/experiment.h"
 
 namespace duet::apps {
 

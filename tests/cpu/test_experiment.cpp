@@ -4,8 +4,8 @@
 #include <random>
 
 #include "duet/duet.h"
-#include "duet/parallel/experiment.h"
-#include "duet/parallel/step_check.h"
+#include "duet/parallel/lab/experiment.h"
+#include "duet/parallel/lab/step_check.h"
 #include "strategy_fixtures.h"
 
 using namespace duet;

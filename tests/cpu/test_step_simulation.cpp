@@ -4,10 +4,10 @@
 #include <cmath>
 
 #include "duet/parallel/comm/local_communicator.h"
-#include "duet/parallel/link_calibration.h"
-#include "duet/parallel/scaling_sweep.h"
-#include "duet/parallel/step_prediction.h"
-#include "duet/parallel/step_simulation.h"
+#include "duet/parallel/lab/link_calibration.h"
+#include "duet/parallel/lab/scaling_sweep.h"
+#include "duet/parallel/lab/step_prediction.h"
+#include "duet/parallel/lab/step_simulation.h"
 
 using namespace duet;
 using namespace duet::parallel;

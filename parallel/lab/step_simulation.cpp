@@ -1,4 +1,4 @@
-#include "duet/parallel/step_simulation.h"
+#include "duet/parallel/lab/step_simulation.h"
 
 #include <algorithm>
 #include <limits>

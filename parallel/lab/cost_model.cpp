@@ -1,4 +1,4 @@
-#include "duet/parallel/cost_model.h"
+#include "duet/parallel/lab/cost_model.h"
 
 #include <algorithm>
 #include <numeric>

@@ -1,4 +1,4 @@
-#include "duet/parallel/link_calibration.h"
+#include "duet/parallel/lab/link_calibration.h"
 
 #include <algorithm>
 #include <chrono>

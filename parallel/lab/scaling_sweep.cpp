@@ -1,4 +1,4 @@
-#include "duet/parallel/scaling_sweep.h"
+#include "duet/parallel/lab/scaling_sweep.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "duet/parallel/experiment.h"
+#include "duet/parallel/lab/experiment.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,7 +10,7 @@
 #include "duet/core/error.h"
 #include "duet/core/generator.h"
 #include "duet/nn/models/models.h"
-#include "duet/parallel/step_check.h"
+#include "duet/parallel/lab/step_check.h"
 
 namespace duet::parallel {
 namespace {

@@ -1,4 +1,4 @@
-#include "duet/parallel/step_prediction.h"
+#include "duet/parallel/lab/step_prediction.h"
 
 #include <algorithm>
 

@@ -9,8 +9,8 @@
 #include <optional>
 #include <string>
 
-#include "duet/parallel/cost_model.h"
-#include "duet/parallel/step_simulation.h"
+#include "duet/parallel/lab/cost_model.h"
+#include "duet/parallel/lab/step_simulation.h"
 
 namespace duet::parallel {
 

@@ -23,7 +23,7 @@
 #include "duet/core/shape.h"
 #include "duet/parallel/comm/communicator.h"
 #include "duet/parallel/comm/link_model.h"
-#include "duet/parallel/step_simulation.h"
+#include "duet/parallel/lab/step_simulation.h"
 
 namespace duet::parallel {
 

@@ -1,4 +1,4 @@
-#include "duet/parallel/step_check.h"
+#include "duet/parallel/lab/step_check.h"
 
 #include <algorithm>
 #include <cmath>
