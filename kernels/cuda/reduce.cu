@@ -251,8 +251,13 @@ Tensor pack_reduced_innermost(const Tensor& in, const std::vector<int64_t>& dims
       const bool reduced = dims.empty() || std::find(dims.begin(), dims.end(), d) != dims.end();
       if (reduced == (pass == 1)) order.push_back(d);
     }
-  const Tensor permuted = in.permute(order);
-  const Tensor packed = empty_contiguous(permuted.sizes(), in.dtype(), in.device());
+  Shape permuted_sizes, permuted_strides;  // as_strided, not permute: no autograd in a kernel
+  for (int64_t d : order) {
+    permuted_sizes.push_back(in.size(d));
+    permuted_strides.push_back(in.stride(d));
+  }
+  const Tensor permuted = in.as_strided(permuted_sizes, permuted_strides, in.offset());
+  const Tensor packed = empty_contiguous(permuted_sizes, in.dtype(), in.device());
   launch_copy(permuted, packed, stream);
   Shape strides(static_cast<size_t>(nd));
   for (int64_t k = 0; k < nd; ++k) strides[static_cast<size_t>(order[static_cast<size_t>(k)])] = packed.stride(k);
