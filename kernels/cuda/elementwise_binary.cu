@@ -3,7 +3,7 @@
 // dtype writing u8, derivatives on floating dtypes.
 //
 // Every op but pow is one IEEE operation, or exact steps (floor_divide's fmod and floor), and
-// gives the CPU's bits; pow is the device's own (CUDA documents 4 ulp for f32), and the
+// gives the CPU's bits; pow is the device's own (CUDA documents up to 8 ulp for f32), and the
 // derivatives' products may be contracted into fmas, so those agree closely, not bit for bit.
 //
 // Integer division (div, floor_divide) by zero cannot be reported from a kernel the way the CPU

@@ -91,13 +91,13 @@ std::string label(const char* op, DType dtype, size_t case_index) {
   return std::string(op) + " " + dtype_name(dtype) + " case " + std::to_string(case_index);
 }
 
-// The promises of cuda_test_util.h. Forward: the CPU's bits, or within kLibmUlps where each
+// The promises of cuda_test_util.h. Forward: the CPU's bits, or within a few ulp where each
 // side calls its own math library.
 uint64_t forward_ulps(UnaryOp op) {
-  const bool libm = op == UnaryOp::exp || op == UnaryOp::log || op == UnaryOp::tanh || op == UnaryOp::sigmoid;
-  return libm ? test::kLibmUlps : 0;
+  if (op == UnaryOp::sigmoid) return test::kSigmoidUlps;
+  return op == UnaryOp::exp || op == UnaryOp::log || op == UnaryOp::tanh ? test::kLibmUlps : 0;
 }
-uint64_t forward_ulps(BinaryOp op) { return op == BinaryOp::pow ? test::kLibmUlps : 0; }
+uint64_t forward_ulps(BinaryOp op) { return op == BinaryOp::pow ? test::kPowUlps : 0; }
 
 void compare_forward(const test::GuardedOutput& out, const Tensor& expected, uint64_t ulps, const std::string& what) {
   if (ulps == 0 || !is_floating(expected.dtype()))
