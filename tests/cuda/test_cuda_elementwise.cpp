@@ -1,7 +1,7 @@
 // Every CUDA elementwise kernel against the CPU kernel on the same random inputs: unary and
-// binary ops with their backward, and where, each with the tolerance cuda_test_util.h says holds. Inputs are
-// contiguous, broadcast and strided (as_strided views with gaps and transposes); outputs sit between sentinel guard
-// bands.
+// binary ops with their backward, and where, each with the tolerance cuda_test_util.h says
+// holds. Inputs are contiguous, broadcast and strided (as_strided views with gaps and
+// transposes); outputs sit between sentinel guard bands.
 #include <catch2/catch.hpp>
 
 #include <string>
