@@ -181,6 +181,7 @@ void require_within_ulps(const Tensor& actual, const Tensor& expected, uint64_t 
   int64_t bad = 0;
   uint64_t worst = 0;
   std::ostringstream report;
+  report.precision(17);  // enough digits to tell neighbouring values apart
   dispatch_floating(e.dtype(), "require_within_ulps", [&]<class T>() {
     const T* x = a.data<T>();
     const T* y = e.data<T>();
