@@ -2,6 +2,11 @@
 // the CPU loops: arithmetic on every dtype except pow (floating only), comparisons on every
 // dtype writing u8, derivatives on floating dtypes.
 //
+// Every op but pow is one correctly rounded IEEE operation, or a few (floor_divide's fmod,
+// subtraction, division and floor), with no product to contract, and gives the CPU's bits; pow
+// is the device's own (CUDA documents up to 8 ulp for f32), and the derivatives' products may be
+// contracted into fmas, so those agree closely, not bit for bit.
+//
 // Integer division (div, floor_divide) by zero cannot be reported from a kernel the way the CPU
 // reports it; its result is unspecified, as in PyTorch on CUDA.
 #include <type_traits>

@@ -1,4 +1,8 @@
 // Unary ops and their backward on CUDA, on the same functors (and dtype rules) as the CPU loops.
+// The same formulas, not always the same bits: exp, log and tanh are the device's own (CUDA
+// documents 1 to 2 ulp of error, glibc's differ), and nvcc contracts a * b + c into one fma, in
+// sigmoid's exp_f32 and in the derivatives' products. neg, abs, relu and sqrt (IEEE on both) give
+// the CPU's bits. tests/cuda/cuda_test_util.h says what each comparison allows.
 #include <type_traits>
 
 #include "duet/kernels/cuda/elementwise.cuh"

@@ -45,7 +45,7 @@ void launch_adaptive_max_pool2d_forward(const Tensor& x, const Tensor& out, cons
 // Batch norm: cuDNN first, duet's own kernels where it declines or under
 // DUET_BATCH_NORM_KERNELS=duet (the choice is cuda_backend.cpp's).
 //
-// batch_norm.cu: duet's own kernels, one block per channel.
+// batch_norm.cu: duet's own kernels, one block per channel, or per slice of one when there are few.
 void launch_batch_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& running_mean,
                                const Tensor& running_var, bool training, double momentum, double eps, const Tensor& out,
                                const Tensor& save_mean, const Tensor& save_invstd, cudaStream_t stream);

@@ -17,7 +17,8 @@ namespace duet::cuda {
 // Dimensions one kernel launch handles, after dropping size-1 dims and merging dims that are
 // contiguous for every operand. An elementwise layout that needs more (rare: a view permuted and
 // sliced in many dims) is launched once per index of its outer dims (make_elementwise_layout);
-// the reductions reject it with an error (make_offset_calculator).
+// the reductions, which cannot split a reduced range across launches, reduce a packed copy
+// (reduce.cu).
 inline constexpr int kMaxElementwiseDims = 8;
 inline constexpr int kMaxDims = 64;
 
@@ -142,17 +143,6 @@ ElementwiseLayout<N> make_elementwise_layout(const std::array<const Tensor*, N>&
     for (int k = 0; k < N; ++k) layout.outer.strides[d][k] = merged_strides[layout.inner.ndim + d][k];
   }
   return layout;
-}
-
-// The same for a kernel that takes one calculator (the reductions): more than
-// kMaxElementwiseDims merged dims is an error there.
-template <int N>
-OffsetCalculator<N> make_offset_calculator(const std::array<const Tensor*, N>& operands, const char* op) {
-  const ElementwiseLayout<N> layout = make_elementwise_layout<N>(operands, op);
-  DUET_CHECK(layout.outer.ndim == 0, op, " on CUDA: the layout of ", operands[0]->describe(), " needs ",
-             layout.inner.ndim + layout.outer.ndim, " dims after merging, at most ", kMaxElementwiseDims,
-             " are supported");
-  return layout.inner;
 }
 
 }  // namespace duet::cuda

@@ -7,8 +7,12 @@
 // average pooling is fused in as on the CPU.
 //
 // Forward: one thread per output. Backward: one thread per input element, gathering from the
-// outputs whose windows cover it, in row-major output order (the order in which the CPU's scatter
-// adds), so no atomics are needed and the sums are the CPU's bit for bit. Max backward adds the
+// outputs whose windows cover it, in row-major output order (the order in which the CPU's general
+// scatter adds), so no atomics are needed and the result depends only on the shapes. Max
+// pooling's values, indices and backward are the CPU's bits (selection, and adds in the same
+// order). The average's sums round as the CPU's general loops do, but its 2 x 2 loops add in
+// another order, and an activation fused in uses the device's exp and tanh and fmas: within a
+// few ulp, not bit for bit. Max backward adds the
 // gradient of each covering output whose saved index is this element; a max window's taps may
 // lie `dilation` apart (Window::step).
 #include <algorithm>

@@ -9,10 +9,12 @@
 // min, argmax and argmin; argmax and argmin return the first extremum).
 //
 // Strided input and output: the kept dims and the reduced dims each get an OffsetCalculator
-// (offset_calculator.h), so any layout is read in place.
+// (offset_calculator.h), so any layout of up to kMaxElementwiseDims merged dims each is read in
+// place; one that needs more is packed first (launch_reduce).
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "duet/kernels/cast.h"
@@ -24,11 +26,6 @@ namespace duet::cuda {
 namespace {
 
 using kernels::ReduceOp;
-
-// Aim for this many blocks in flight before an output is split into parts...
-constexpr int64_t kTargetBlocks = 1024;
-// ...and give each part at least this many elements.
-constexpr int64_t kMinElementsPerPart = 4096;
 
 template <class T> __device__ bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
@@ -177,8 +174,14 @@ void run_reduce(const Tensor& in, const Tensor& out, const ReduceIndexing& ix, c
   DUET_CUDA_CHECK_LAUNCH();
 }
 
-// Checks dims and the keepdim output shape as the CPU does, and builds the two index maps.
-ReduceIndexing make_indexing(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out) {
+// The kept dims (with their output and input strides) and the reduced dims (input strides) of
+// one reduction, in the input's dim order.
+struct ReduceGeometry {
+  Shape kept_sizes, kept_out_strides, kept_in_strides, reduced_sizes, reduced_strides;
+};
+
+// Checks dims and the keepdim output shape as the CPU does, and splits the input's dims.
+ReduceGeometry check_reduction(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out) {
   const char* op_name = kernels::name(op);
   const int64_t nd = in.dim();
   std::vector<bool> is_reduced(static_cast<size_t>(nd), dims.empty());
@@ -188,54 +191,81 @@ ReduceIndexing make_indexing(ReduceOp op, const Tensor& in, const std::vector<in
     is_reduced[static_cast<size_t>(dims[i])] = true;
   }
   DUET_CHECK(out.dim() == nd, op_name, ": output ", out.describe(), " must keep the rank of the input ", in.describe());
-  Shape kept_sizes, kept_out_strides, kept_in_strides, reduced_sizes, reduced_strides;
+  ReduceGeometry g;
   for (int64_t d = 0; d < nd; ++d) {
     const bool reduced = is_reduced[static_cast<size_t>(d)];
     DUET_CHECK(out.size(d) == (reduced ? 1 : in.size(d)), op_name, ": output ", out.describe(),
                " does not match input ", in.describe(), " reduced over ", shape_str(dims), " with keepdim (dim ", d,
                ")");
     if (reduced) {
-      reduced_sizes.push_back(in.size(d));
-      reduced_strides.push_back(in.stride(d));
+      g.reduced_sizes.push_back(in.size(d));
+      g.reduced_strides.push_back(in.stride(d));
     } else {
-      kept_sizes.push_back(in.size(d));
-      kept_out_strides.push_back(out.stride(d));
-      kept_in_strides.push_back(in.stride(d));
+      g.kept_sizes.push_back(in.size(d));
+      g.kept_out_strides.push_back(out.stride(d));
+      g.kept_in_strides.push_back(in.stride(d));
     }
   }
   if (kernels::is_arg_reduction(op)) {
-    DUET_CHECK(reduced_sizes.size() <= 1, op_name, ": expected exactly one dim, got ", shape_str(dims), " for ",
+    DUET_CHECK(g.reduced_sizes.size() <= 1, op_name, ": expected exactly one dim, got ", shape_str(dims), " for ",
                in.describe());
   }
   const DType out_dtype = kernels::reduce_output_dtype(op, in.dtype());
   DUET_CHECK(out.dtype() == out_dtype, op_name, ": expected output dtype ", dtype_name(out_dtype), " for ",
              in.describe(), ", got ", out.describe());
-
-  ReduceIndexing ix{};
-  ix.outputs = numel(kept_sizes);
-  ix.count = numel(reduced_sizes);
   const bool needs_elements = op == ReduceOp::max || op == ReduceOp::min || kernels::is_arg_reduction(op);
-  DUET_CHECK(ix.count > 0 || ix.outputs == 0 || !needs_elements, op_name, ": cannot reduce over an empty dim of ",
-             in.describe());
+  DUET_CHECK(numel(g.reduced_sizes) > 0 || numel(g.kept_sizes) == 0 || !needs_elements, op_name,
+             ": cannot reduce over an empty dim of ", in.describe());
+  return g;
+}
+
+// The two index maps of a checked reduction, or nothing when the kept or the reduced dims need
+// more than one launch's kMaxElementwiseDims after merging.
+std::optional<ReduceIndexing> make_indexing(const ReduceGeometry& g, const Tensor& in, const Tensor& out,
+                                            const char* op_name) {
   // Views with the kept and the reduced geometry, only to describe them to the offset
   // calculators (their data is never read through them).
-  const Tensor out_kept = out.as_strided(kept_sizes, kept_out_strides, out.offset());
-  const Tensor in_kept = in.as_strided(kept_sizes, kept_in_strides, in.offset());
-  const Tensor in_reduced = in.as_strided(reduced_sizes, reduced_strides, in.offset());
-  ix.kept = make_offset_calculator<2>({&out_kept, &in_kept}, op_name);
-  ix.reduced = make_offset_calculator<1>({&in_reduced}, op_name);
-  ix.parts = 1;
-  if (ix.outputs < kTargetBlocks && ix.count >= 2 * kMinElementsPerPart)
-    ix.parts = std::min((kTargetBlocks + ix.outputs - 1) / ix.outputs, ix.count / kMinElementsPerPart);
+  const Tensor out_kept = out.as_strided(g.kept_sizes, g.kept_out_strides, out.offset());
+  const Tensor in_kept = in.as_strided(g.kept_sizes, g.kept_in_strides, in.offset());
+  const Tensor in_reduced = in.as_strided(g.reduced_sizes, g.reduced_strides, in.offset());
+  const ElementwiseLayout<2> kept = make_elementwise_layout<2>({&out_kept, &in_kept}, op_name);
+  const ElementwiseLayout<1> reduced = make_elementwise_layout<1>({&in_reduced}, op_name);
+  if (kept.outer.ndim > 0 || reduced.outer.ndim > 0) return std::nullopt;
+  ReduceIndexing ix{};
+  ix.outputs = numel(g.kept_sizes);
+  ix.count = numel(g.reduced_sizes);
+  ix.kept = kept.inner;
+  ix.reduced = reduced.inner;
+  ix.parts = parts_per_output(ix.outputs, ix.count);
   return ix;
 }
 
-}  // namespace
+// A dense copy of `in` with the kept dims outermost and the reduced ones innermost, each group
+// in its own order, viewed back in in's dim order: its kept dims merge into one and so do its
+// reduced dims, whatever in's layout was.
+Tensor pack_reduced_innermost(const Tensor& in, const std::vector<int64_t>& dims, cudaStream_t stream) {
+  const int64_t nd = in.dim();
+  std::vector<int64_t> order;  // kept dims, then reduced dims
+  for (int pass = 0; pass < 2; ++pass)
+    for (int64_t d = 0; d < nd; ++d) {
+      const bool reduced = dims.empty() || std::find(dims.begin(), dims.end(), d) != dims.end();
+      if (reduced == (pass == 1)) order.push_back(d);
+    }
+  Shape permuted_sizes, permuted_strides;  // as_strided, not permute: no autograd in a kernel
+  for (int64_t d : order) {
+    permuted_sizes.push_back(in.size(d));
+    permuted_strides.push_back(in.stride(d));
+  }
+  const Tensor permuted = in.as_strided(permuted_sizes, permuted_strides, in.offset());
+  const Tensor packed = empty_contiguous(permuted_sizes, in.dtype(), in.device());
+  launch_copy(permuted, packed, stream);
+  Shape strides(static_cast<size_t>(nd));
+  for (int64_t k = 0; k < nd; ++k) strides[static_cast<size_t>(order[static_cast<size_t>(k)])] = packed.stride(k);
+  return packed.as_strided(in.sizes(), strides, packed.offset());
+}
 
-void launch_reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out,
-                   cudaStream_t stream) {
-  const ReduceIndexing ix = make_indexing(op, in, dims, out);
-  if (ix.outputs == 0) return;
+// Runs a checked reduction whose layout one launch indexes.
+void run_indexed(ReduceOp op, const Tensor& in, const Tensor& out, const ReduceIndexing& ix, cudaStream_t stream) {
   dispatch_dtype(in.dtype(), [&]<class T>() {
     switch (op) {
       case ReduceOp::sum:
@@ -257,6 +287,28 @@ void launch_reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& di
         DUET_FAIL(kernels::name(op), ": expected a floating dtype (f32 or f64), got ", in.describe());
     }
   });
+}
+
+}  // namespace
+
+void launch_reduce(ReduceOp op, const Tensor& in, const std::vector<int64_t>& dims, const Tensor& out,
+                   cudaStream_t stream) {
+  const char* op_name = kernels::name(op);
+  const ReduceGeometry g = check_reduction(op, in, dims, out);
+  if (numel(g.kept_sizes) == 0) return;
+  if (const auto ix = make_indexing(g, in, out, op_name)) return run_indexed(op, in, out, *ix, stream);
+  // More merged dims than one launch indexes (a view permuted or sliced in many dims), which the
+  // CPU takes as any other layout: reduce a packed copy of in, and into a dense output when out's
+  // own layout is still too much. The copies cost time in this rare case only.
+  const Tensor packed = pack_reduced_innermost(in, dims, stream);
+  if (const auto ix = make_indexing(check_reduction(op, packed, dims, out), packed, out, op_name))
+    return run_indexed(op, packed, out, *ix, stream);
+  const Tensor dense_out = empty_contiguous(out.sizes(), out.dtype(), out.device());
+  const auto ix = make_indexing(check_reduction(op, packed, dims, dense_out), packed, dense_out, op_name);
+  DUET_CHECK(ix.has_value(), op_name, " on CUDA: a packed input and a dense output still need more than ",
+             kMaxElementwiseDims, " dims, for ", in.describe());
+  run_indexed(op, packed, dense_out, *ix, stream);
+  launch_copy(dense_out, out, stream);
 }
 
 }  // namespace duet::cuda

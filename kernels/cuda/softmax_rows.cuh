@@ -1,6 +1,8 @@
 // Softmax and log-softmax of one row by one block, shared by softmax.cu and cross_entropy.cu
-// (included by .cu files only). The math is the CPU's (kernels/cpu/softmax_rows.h): the row
-// maximum is subtracted before exp, exp runs in T, sums are taken in double.
+// (included by .cu files only). The formulas are the CPU's (kernels/cpu/softmax_rows.h): the row
+// maximum is subtracted before exp, exp runs in T, sums are taken in double. The values agree to
+// a few ulp, not bit for bit: exp and log are the device's (the CPU's f32 exp is exp_f32), and
+// the sums go in another order.
 //
 // Rows are those of RowLayout (kernels/nn_layouts.h), as on the CPU.
 #pragma once

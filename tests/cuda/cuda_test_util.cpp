@@ -2,11 +2,14 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <random>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "duet/kernels/kernels.h"
@@ -144,6 +147,55 @@ void require_identical(const Tensor& actual, const Tensor& expected, const std::
   size_t bytes = static_cast<size_t>(a.numel()) * a.element_size();
   INFO(what);
   CHECK(std::memcmp(a.data_ptr(), e.data_ptr(), bytes) == 0);
+}
+
+namespace {
+
+// The values of f32 or f64 in order, as integers: adjacent values differ by 1, +0 and -0 are
+// both 0, so the distance between two finite values is the number of ulps between them.
+template <class T, class Bits> int64_t ordered(T value) {
+  Bits bits;
+  std::memcpy(&bits, &value, sizeof bits);
+  constexpr Bits kSign = Bits(1) << (sizeof(Bits) * 8 - 1);
+  const auto magnitude = static_cast<int64_t>(bits & ~kSign);
+  return (bits & kSign) ? -magnitude : magnitude;
+}
+
+// The ulps between a and b, saturated (a NaN is never within any bound).
+template <class T> uint64_t ulps_between(T a, T b) {
+  using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b) ? 0 : UINT64_MAX;
+  const int64_t x = ordered<T, Bits>(a), y = ordered<T, Bits>(b);
+  if ((x >= 0) == (y >= 0)) return static_cast<uint64_t>(x > y ? x - y : y - x);
+  const uint64_t sum = static_cast<uint64_t>(x >= 0 ? x : -x) + static_cast<uint64_t>(y >= 0 ? y : -y);
+  return sum < static_cast<uint64_t>(x >= 0 ? x : -x) ? UINT64_MAX : sum;
+}
+
+}  // namespace
+
+void require_within_ulps(const Tensor& actual, const Tensor& expected, uint64_t max_ulps, const std::string& what) {
+  REQUIRE(actual.sizes() == expected.sizes());
+  REQUIRE(actual.dtype() == expected.dtype());
+  REQUIRE(is_floating(expected.dtype()));
+  Tensor a = gather_dense(actual), e = gather_dense(expected);
+  int64_t bad = 0;
+  uint64_t worst = 0;
+  std::ostringstream report;
+  report.precision(17);  // enough digits to tell neighbouring values apart
+  dispatch_floating(e.dtype(), "require_within_ulps", [&]<class T>() {
+    const T* x = a.data<T>();
+    const T* y = e.data<T>();
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      const uint64_t ulps = ulps_between(x[i], y[i]);
+      worst = std::max(worst, ulps);
+      if (ulps > max_ulps && bad++ < 5)
+        report << "  [" << i << "] cuda " << x[i] << " vs cpu " << y[i] << ": " << ulps << " ulp\n";
+    }
+  });
+  INFO(what << ": " << bad << " of " << a.numel() << " elements more than " << max_ulps << " ulp apart (at most "
+            << worst << ")\n"
+            << report.str());
+  CHECK(bad == 0);
 }
 
 double rtol_for(DType dtype) { return dtype == DType::f64 ? 1e-12 : 2e-6; }

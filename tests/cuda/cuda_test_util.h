@@ -43,20 +43,41 @@ class GuardedOutput {
   Tensor view_;
 };
 
+// What a CUDA result may differ from the CPU's by, and the check for each:
+// - Nothing (require_identical) where both sides do the same correctly rounded IEEE operations in
+//   the same order: copies and casts, fill, integer ops, comparisons, +, -, *, / and sqrt as one
+//   op each, max/min and argmax/argmin, max pooling's values, indices and backward gather, arange
+//   and uniform (explicit round-to-nearest intrinsics), and the files built with --fmad=false
+//   (CMakeLists.txt): the optimizer step, and duet's batch norm given the same statistics.
+// - A few ulp (require_within_ulps, the bounds below) where each side calls its own math library
+//   once, exp, log, tanh or pow (sigmoid: exp_f32, one polynomial that nvcc contracts into fmas
+//   and the CPU may not, then 1 + e and a division).
+// - rtol_for (require_close, relative and absolute) where the device's differences are then
+//   multiplied or cancelled: derivatives such as g * (1 - y * y), whose products nvcc contracts
+//   into one fma (exact product) and the CPU rounds, or sums added in another order. There an
+//   ulp bound means nothing near a result of 0, so the bound is absolute as well as relative.
+
 // Every element of `actual` within atol + rtol * |expected| of `expected` (same shape; NaNs
 // must match). Reports the first mismatches with their index.
 void require_close(const Tensor& actual, const Tensor& expected, double rtol, double atol, const std::string& what);
 // Bitwise equal values.
 void require_identical(const Tensor& actual, const Tensor& expected, const std::string& what);
+// Every element of `actual` (f32 or f64, as `expected`) at most `max_ulps` representable values
+// from `expected`'s: the same bound at every magnitude. +0 and -0 are 0 apart; NaNs must match.
+void require_within_ulps(const Tensor& actual, const Tensor& expected, uint64_t max_ulps, const std::string& what);
 
-// Tolerances for comparing CUDA math with the CPU's, where neither promises the other's bits:
-// nvcc contracts a * b + c into one fma by default, and the device's log, exp, sin, cos and tanh
-// are 1 to 2 ulp from the true value (glibc's within 1), which a functor chaining a few of them
-// (a sigmoid's backward, softplus) compounds. 2e-6 relative for f32 is about 17 ulp, 1e-12 for
-// f64 about 4,500: room for those differences, far below any wrong formula. The comparisons that
-// are bit for bit are those whose arithmetic is exact or pinned: copies and casts, fill, arange
-// and uniform (explicit round-to-nearest intrinsics), the optimizer step (built with
-// --fmad=false), max pooling's values and indices.
+// Two math libraries' results for one call of exp, log or tanh: CUDA documents at most 2 ulp
+// (expf, tanhf; logf and the f64 ones 1), glibc's are within 2, and one ulp more where the two
+// straddle a power of two, whose ulps below are half the size.
+inline constexpr uint64_t kLibmUlps = 5;
+// sigmoid: 1 / (1 + e) with e = exp(-x) from each side's exp (exp_f32 for f32, within 2 ulp on
+// both), whose difference 1 + e damps, and the two roundings of each side.
+inline constexpr uint64_t kSigmoidUlps = kLibmUlps + 2;
+// pow: CUDA documents up to 8 ulp for powf (4 in recent guides) and 2 for pow, glibc within 1.
+inline constexpr uint64_t kPowUlps = 8 + 1 + 1;
+
+// 2e-6 relative and absolute for f32 (about 17 ulp at 1), 1e-12 for f64 (about 4,500 ulp): room
+// for the contractions and orders above, far below any wrong formula.
 double rtol_for(DType dtype);
 
 }  // namespace duet::test

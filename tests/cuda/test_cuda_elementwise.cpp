@@ -1,6 +1,7 @@
 // Every CUDA elementwise kernel against the CPU kernel on the same random inputs: unary and
-// binary ops with their backward, and where. Inputs are contiguous, broadcast and strided
-// (as_strided views with gaps and transposes); outputs sit between sentinel guard bands.
+// binary ops with their backward, and where, each with the tolerance cuda_test_util.h says
+// holds. Inputs are contiguous, broadcast and strided (as_strided views with gaps and
+// transposes); outputs sit between sentinel guard bands.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -90,10 +91,23 @@ std::string label(const char* op, DType dtype, size_t case_index) {
   return std::string(op) + " " + dtype_name(dtype) + " case " + std::to_string(case_index);
 }
 
-double tolerance(DType dtype) { return is_floating(dtype) ? test::rtol_for(dtype) : 0.0; }
+// The promises of cuda_test_util.h. Forward: the CPU's bits, or within a few ulp where each
+// side calls its own math library.
+uint64_t forward_ulps(UnaryOp op) {
+  if (op == UnaryOp::sigmoid) return test::kSigmoidUlps;
+  return op == UnaryOp::exp || op == UnaryOp::log || op == UnaryOp::tanh ? test::kLibmUlps : 0;
+}
+uint64_t forward_ulps(BinaryOp op) { return op == BinaryOp::pow ? test::kPowUlps : 0; }
 
-void compare(const test::GuardedOutput& out, const Tensor& expected, const std::string& what) {
-  double tol = tolerance(expected.dtype());
+void compare_forward(const test::GuardedOutput& out, const Tensor& expected, uint64_t ulps, const std::string& what) {
+  if (ulps == 0 || !is_floating(expected.dtype()))
+    return test::require_identical(out.check_and_fetch(), expected, what);
+  test::require_within_ulps(out.check_and_fetch(), expected, ulps, what);
+}
+
+// Backward: derivatives multiply and cancel the device's differences, relative and absolute.
+void compare_backward(const test::GuardedOutput& out, const Tensor& expected, const std::string& what) {
+  const double tol = test::rtol_for(expected.dtype());
   test::require_close(out.check_and_fetch(), expected, tol, tol, what);
 }
 
@@ -113,7 +127,7 @@ TEST_CASE("CUDA unary ops match the CPU", "[cuda]") {
         kernels::unary(op, in.cuda, out.view());
         Tensor expected = test::empty_tensor(uc.out.sizes, dtype, cpu());
         cpu_kernels().unary(op, in.cpu, expected);
-        compare(out, expected, label(kernels::name(op), dtype, c));
+        compare_forward(out, expected, forward_ulps(op), label(kernels::name(op), dtype, c));
       }
     }
   }
@@ -143,8 +157,8 @@ TEST_CASE("CUDA unary backward matches the CPU, with and without the saved input
           kernels::unary_backward(op, grad.cuda, x_gpu, yg, grad_in.view());
           Tensor expected = test::empty_tensor(uc.out.sizes, dtype, cpu());
           cpu_kernels().unary_backward(op, grad.cpu, x_cpu, yc, expected);
-          compare(grad_in, expected,
-                  label(kernels::name(op), dtype, c) + " backward, saved " + std::to_string(int(saved)));
+          compare_backward(grad_in, expected,
+                           label(kernels::name(op), dtype, c) + " backward, saved " + std::to_string(int(saved)));
         }
       }
     }
@@ -167,7 +181,7 @@ TEST_CASE("CUDA binary ops match the CPU, with broadcasting and strides", "[cuda
       kernels::binary(op, a.cuda, b.cuda, out.view());
       Tensor expected = test::empty_tensor(bc.out.sizes, out_dtype, cpu());
       cpu_kernels().binary(op, a.cpu, b.cpu, expected);
-      compare(out, expected, label(kernels::name(op), dtype, c));
+      compare_forward(out, expected, forward_ulps(op), label(kernels::name(op), dtype, c));
     }
   };
   SECTION("arithmetic on floating dtypes") {
@@ -217,8 +231,8 @@ TEST_CASE("CUDA binary backward matches the CPU for both operands", "[cuda]") {
           cpu_kernels().binary_backward(op, grad.cpu, a.cpu, b.cpu, with_output ? y_cpu : Tensor(), expected_a,
                                         expected_b);
           std::string what = label(kernels::name(op), dtype, c) + (with_output ? " with out" : " recomputing out");
-          compare(grad_a, expected_a, what + ": d/da");
-          compare(grad_b, expected_b, what + ": d/db");
+          compare_backward(grad_a, expected_a, what + ": d/da");
+          compare_backward(grad_b, expected_b, what + ": d/db");
         }
       }
     }
@@ -233,7 +247,7 @@ TEST_CASE("CUDA binary backward skips an undefined gradient", "[cuda]") {
   kernels::binary_backward(BinaryOp::mul, grad.cuda, a.cuda, b.cuda, Tensor(), Tensor(), grad_b.view());
   Tensor expected = test::empty_tensor({5, 3}, DType::f32, cpu());
   cpu_kernels().binary_backward(BinaryOp::mul, grad.cpu, a.cpu, b.cpu, Tensor(), Tensor(), expected);
-  compare(grad_b, expected, "mul d/db only");
+  compare_backward(grad_b, expected, "mul d/db only");
 }
 
 TEST_CASE("CUDA where matches the CPU on every dtype, broadcast", "[cuda]") {
@@ -246,7 +260,7 @@ TEST_CASE("CUDA where matches the CPU on every dtype, broadcast", "[cuda]") {
     kernels::where(cond.cuda, a.cuda, b.cuda, out.view());
     Tensor expected = test::empty_tensor({5, 3, 7}, dtype, cpu());
     cpu_kernels().where(cond.cpu, a.cpu, b.cpu, expected);
-    compare(out, expected, std::string("where ") + dtype_name(dtype));
+    test::require_identical(out.check_and_fetch(), expected, std::string("where ") + dtype_name(dtype));
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "constant_rows.h"
 #include "cuda_test_util.h"
+#include "duet/duet.h"
 #include "duet/kernels/backend.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/kernels.h"
@@ -171,6 +172,77 @@ TEST_CASE("CUDA reductions are deterministic, also when split into parts", "[cud
     kernels::reduce(op, in.cuda, {1}, second.view());
     test::require_identical(second.check_and_fetch(), first.check_and_fetch(),
                             std::string(kernels::name(op)) + " run twice");
+  }
+}
+
+namespace {
+
+// Ten dims whose strides (powers of 3) let no two merge, one of them of size 5 so that argmax
+// has a choice: reducing one dim keeps 9, reducing all reduces 10, more than one launch's
+// kMaxElementwiseDims (offset_calculator.h), so the reduction packs the input first.
+const Shape kUnmergeableSizes = {2, 2, 2, 5, 2, 2, 2, 2, 2, 2};
+Shape unmergeable_strides(const Shape& sizes) {
+  Shape strides(sizes.size());
+  int64_t stride = 1;
+  for (size_t d = sizes.size(); d-- > 0; stride *= 3) strides[d] = stride;
+  return strides;
+}
+
+}  // namespace
+
+// Integral values, so that every sum is exact in any order and the CPU's bits are the only
+// right answer; the outputs' own layout unmergeable too where kept dims remain.
+TEST_CASE("CUDA reductions over layouts of more than 8 merged dims match the CPU", "[cuda]") {
+  const Shape strides = unmergeable_strides(kUnmergeableSizes);
+  uint64_t seed = 1600;
+  for (DType dtype : {DType::f32, DType::f64, DType::i64}) {
+    const auto in = test::random_pair(kUnmergeableSizes, strides, 3, dtype, -4, 4, ++seed, true);
+    struct Case {
+      ReduceOp op;
+      std::vector<int64_t> dims;
+    };
+    for (const Case& c : std::vector<Case>{{ReduceOp::sum, {}},
+                                           {ReduceOp::sum, {0}},
+                                           {ReduceOp::sum, {3}},
+                                           {ReduceOp::max, {3}},
+                                           {ReduceOp::max, {0, 1, 2, 4, 5, 6, 7, 8, 9}},
+                                           {ReduceOp::argmax, {3}},
+                                           {ReduceOp::argmin, {9}}}) {
+      const Shape out_sizes = keepdim_shape(kUnmergeableSizes, c.dims);
+      const DType out_dtype = kernels::reduce_output_dtype(c.op, dtype);
+      const std::string what = std::string(kernels::name(c.op)) + " " + dtype_name(dtype) + " over " +
+                               shape_str(c.dims) + " of 10 unmergeable dims";
+      Tensor expected = test::empty_tensor(out_sizes, out_dtype, cpu());
+      kernels::cpu_backend().reduce(c.op, in.cpu, c.dims, expected);
+      for (bool dense_out : {true, false}) {
+        test::GuardedOutput out(out_sizes, dense_out ? contiguous_strides(out_sizes) : unmergeable_strides(out_sizes),
+                                out_dtype, kGpu);
+        kernels::reduce(c.op, in.cuda, c.dims, out.view());
+        test::require_identical(out.check_and_fetch(), expected, what + (dense_out ? "" : ", strided output"));
+      }
+    }
+  }
+}
+
+// var is made of tensor ops (autograd/variance_ops.cpp): the row's first element, mean, the
+// deviations, the sum of their squares; the elementwise ones read this layout in place and the
+// reductions run over their dense results. Integral values and rows of 2^k elements keep every
+// step exact (the mean a multiple of 2^-k, the squares exact in f32, their sum exact in double),
+// so CUDA must give the CPU's bits here too.
+TEST_CASE("CUDA var over layouts of more than 8 merged dims matches the CPU", "[cuda]") {
+  const Shape sizes(10, 2), strides = unmergeable_strides(Shape(10, 2));
+  uint64_t seed = 1700;
+  for (DType dtype : {DType::f32, DType::f64}) {
+    const auto in = test::random_pair(sizes, strides, 3, dtype, -4, 4, ++seed, true);
+    for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{0}, {}, {1, 2, 3, 4, 5, 6, 7, 8, 9}}) {
+      for (bool unbiased : {true, false}) {
+        const Tensor expected = var(in.cpu, dims, unbiased);
+        const Tensor actual = var(in.cuda, dims, unbiased).to(cpu());
+        test::require_identical(actual, expected,
+                                std::string("var ") + dtype_name(dtype) + " over " + shape_str(dims) +
+                                    (unbiased ? " unbiased" : " biased"));
+      }
+    }
   }
 }
 
