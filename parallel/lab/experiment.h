@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "duet/data/dataset.h"
-#include "duet/parallel/lab/cost_model.h"
 #include "duet/parallel/distributed.h"
+#include "duet/parallel/lab/cost_model.h"
 #include "duet/parallel/phase_times.h"
 
 namespace duet::parallel {
