@@ -22,8 +22,9 @@
 namespace duet::kernels::cpu {
 
 // 2x2 windows with stride 2 and no padding, d2l's LeNets' pooling: every output reads a
-// full window, so the loops need no clipping and the compiler can vectorise them (the
-// general loops below took about 3x longer here). A ceil-mode window past an odd edge is not full.
+// full window, so the loops need no clipping and the compiler can vectorise them, which the
+// general loops below, with their clipped windows, do not let it do. A ceil-mode window past an
+// odd edge is not full.
 bool is_two_by_two(const PoolLayout& g) {
   auto plain = [](const AxisWindows& a) {
     return !a.adaptive && a.kernel == 2 && a.stride == 2 && a.padding == 0 && a.dilation == 1 && 2 * a.out <= a.in;
@@ -141,8 +142,8 @@ template <class T> void average_plane_2x2(const T* in, const PoolLayout& g, T* o
 }
 
 // Its adjoint: each window's share written to its four inputs. (Spreading the shares of a whole
-// plane in one contiguous pass, as the forward sums it, measured no faster: this pass is bound
-// by writing grad_x.)
+// plane in one contiguous pass, as the forward sums it, does not pay: this pass is bound by
+// writing grad_x, not by its loop; docs/performance.md.)
 template <class T> void average_plane_2x2_backward(const T* grad, const PoolLayout& g, T* gx) {
   const int64_t width = g.cols.in, out_w = g.cols.out;
   // An odd last row or column belongs to no window.
@@ -185,8 +186,8 @@ template <class T> void average_plane_backward(const T* grad, const PoolLayout& 
 }  // namespace
 
 // A plane's activation is one contiguous pass into a buffer the size of the plane, which stays in
-// cache for the pooling after it. With the activation inside the windows' strided loops instead,
-// LeNet-ReLU's fused pooling took 1.2x as long forward and 1.6x backward.
+// cache for the pooling after it: inside the windows' strided loops instead, the activation would
+// not vectorise (docs/performance.md has what that cost).
 template <class T, class F> void average_activated_plane(const T* in, const PoolLayout& g, T* out, T* scratch) {
   if constexpr (!std::is_same_v<F, functors::Identity>) {
     for (int64_t i = 0; i < g.in_plane(); ++i) scratch[i] = F()(in[i]);

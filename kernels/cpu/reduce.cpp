@@ -230,9 +230,9 @@ template <class T, class Acc> void run_column_reduce(const ReducePlan& plan, con
 // Outputs whose reduced elements lie in runs a stride apart (two reduced dims, the inner one a
 // run: a conv bias gradient, the sum of [N, C, H, W] over N, H and W, has N runs of H * W per
 // channel). The outputs of a task take their runs in turns, the n-th run of every output before
-// any output's next, so the input is read in order rather than in runs 4 to 54 KB apart: about
-// 2x faster on lenet-relu's bias gradients (docs/performance.md). Each output adds the same runs
-// in the same order as one at a time would, so the result is unchanged.
+// any output's next, so the input is read in order rather than in runs kilobytes apart, which
+// defeats the prefetcher (docs/performance.md has the gain). Each output adds the same runs in the
+// same order as one at a time would, so the result is unchanged.
 template <class T, class Acc>
 void run_reduce_by_runs(const ReducePlan& plan, const Tensor& in, const Tensor& out, int64_t grain) {
   const int64_t runs = plan.reduced.sizes[0], run = plan.reduced.sizes[1];
@@ -257,7 +257,7 @@ void run_reduce_by_runs(const ReducePlan& plan, const Tensor& in, const Tensor& 
 
 // Outputs a fixed stride apart, each reducing one contiguous run (the last dim of [N, C]): plain
 // loops over the outputs, without for_each_output's bookkeeping and a dtype switch per output,
-// which took 3.7 us of an argmax over mlp's [256, 10] logits.
+// which cost more than the arithmetic on rows as short as logits' (docs/performance.md).
 bool reduces_rows(const ReducePlan& plan, int64_t elem) {
   return plan.kept.sizes.size() == 1 && plan.reduced.sizes.size() == 1 && plan.reduced.strides[0][0] == elem;
 }
