@@ -202,11 +202,16 @@ struct Identity {
 constexpr bool pooling_can_fuse(UnaryOp op) {
   return op == UnaryOp::relu || op == UnaryOp::sigmoid || op == UnaryOp::tanh;
 }
+// Instantiates `fn` for the fusable activations alone, not for every unary op: the fused kernels
+// exist only for these, and an unoptimised build keeps every branch of a switch, so dispatching
+// through dispatch_unary would reference kernels that were never compiled.
 template <class Fn> decltype(auto) dispatch_activation(std::optional<UnaryOp> op, Fn&& fn) {
   if (!op) return fn.template operator()<Identity>();
   // kernels::avg_pool2d_* refuse any other op, naming themselves; this guards the backends.
   DUET_CHECK(pooling_can_fuse(*op), "unary op ", name(*op), " is not an activation a pooling can fuse");
-  return dispatch_unary(*op, fn);
+  if (*op == UnaryOp::sigmoid) return fn.template operator()<Sigmoid>();
+  if (*op == UnaryOp::tanh) return fn.template operator()<Tanh>();
+  return fn.template operator()<Relu>();
 }
 
 // Arithmetic ops only (not comparisons).
