@@ -55,8 +55,17 @@ void tighten_timer_slack() {
 #endif
 }
 
-LinkModel preset(std::string name, double alpha_us, double beta_gbps, bool through_host = false) {
-  return {.name = std::move(name), .alpha_us = alpha_us, .beta_gbps = beta_gbps, .through_host = through_host};
+// Where the figures come from: docs/parallel-strategies.md, "Emulated links".
+const std::vector<LinkModel>& presets() {
+  static const std::vector<LinkModel> table = {
+      {.name = "none"},
+      {.name = "nvlink", .alpha_us = 1, .beta_gbps = 360},
+      {.name = "pcie", .alpha_us = 3, .beta_gbps = 22},
+      {.name = "pcie-no-p2p", .alpha_us = 3, .beta_gbps = 22, .through_host = true},
+      {.name = "10gbe", .alpha_us = 20, .beta_gbps = 1.17},
+      {.name = "1gbe", .alpha_us = 50, .beta_gbps = 0.117},
+  };
+  return table;
 }
 
 }  // namespace
@@ -89,18 +98,18 @@ std::string LinkModel::describe() const {
 }
 
 const std::vector<std::string>& link_preset_names() {
-  static const std::vector<std::string> names = {"none", "nvlink", "pcie", "pcie-no-p2p", "10gbe", "1gbe"};
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const LinkModel& link : presets()) out.push_back(link.name);
+    return out;
+  }();
   return names;
 }
 
-// Where the figures come from: docs/parallel-strategies.md, "Emulated links".
 LinkModel link_model(const std::string& spec) {
-  if (spec == "none") return preset("none", 0, 0);
-  if (spec == "nvlink") return preset("nvlink", 1, 360);
-  if (spec == "pcie") return preset("pcie", 3, 22);
-  if (spec == "pcie-no-p2p") return preset("pcie-no-p2p", 3, 22, true);
-  if (spec == "10gbe") return preset("10gbe", 20, 1.17);
-  if (spec == "1gbe") return preset("1gbe", 50, 0.117);
+  for (const LinkModel& link : presets()) {
+    if (link.name == spec) return link;
+  }
   const size_t comma = spec.find(',');
   if (comma != std::string::npos) {
     const std::string alpha_text = spec.substr(0, comma), beta_text = spec.substr(comma + 1);
@@ -110,12 +119,13 @@ LinkModel link_model(const std::string& spec) {
     const double beta = std::strtod(beta_text.c_str(), &beta_end);
     if (!alpha_text.empty() && !beta_text.empty() && *alpha_end == '\0' && *beta_end == '\0' && alpha >= 0 &&
         beta > 0 && std::isfinite(alpha) && std::isfinite(beta)) {
-      return preset("custom " + spec, alpha, beta);
+      return {.name = "custom " + spec, .alpha_us = alpha, .beta_gbps = beta};
     }
   }
-  DUET_FAIL("link '", spec,
-            "': expected none, nvlink, pcie, pcie-no-p2p, 10gbe, 1gbe or ALPHA_US,BETA_GBPS (latency in microseconds "
-            ">= 0, bandwidth in GB/s > 0), e.g. 50,0.117");
+  std::string choices;
+  for (const std::string& name : link_preset_names()) choices += (choices.empty() ? "" : ", ") + name;
+  DUET_FAIL("link '", spec, "': expected ", choices,
+            " or ALPHA_US,BETA_GBPS (latency in microseconds >= 0, bandwidth in GB/s > 0), e.g. 50,0.117");
 }
 
 double emulated_ring_all_reduce_ms(const LinkModel& link, int ranks, int64_t bytes) {
