@@ -4,7 +4,7 @@
 // (kernels/batch_norm_math.h): terms and sums in double, a two-pass variance, the running
 // statistics updated with the unbiased variance, out = x * scale + shift.
 //
-// Each channel's N * H * W values are split into `slices` (parts_per_output, block_reduce.cuh),
+// Each channel's N * H * W values are split into `slices` (parts_per_output, launch_geometry.h),
 // one block each, so that a few channels still fill the GPU. With one slice a single kernel sums
 // and then normalises, or differentiates, its channel. With several, a first kernel per sum
 // writes each slice's partial sum (in double) and the final kernel combines a channel's
@@ -38,9 +38,10 @@ struct Slicing {
 
   int64_t blocks() const { return l.channels * slices; }
   __device__ int64_t channel() const { return static_cast<int64_t>(blockIdx.x) / slices; }
-  __device__ bool first_slice() const { return static_cast<int64_t>(blockIdx.x) % slices == 0; }
-  __device__ int64_t begin() const { return l.count() * (static_cast<int64_t>(blockIdx.x) % slices) / slices; }
-  __device__ int64_t end() const { return l.count() * (static_cast<int64_t>(blockIdx.x) % slices + 1) / slices; }
+  __device__ int64_t slice() const { return static_cast<int64_t>(blockIdx.x) % slices; }
+  __device__ bool first_slice() const { return slice() == 0; }
+  __device__ int64_t begin() const { return slice_begin(l.count(), slices, slice()); }
+  __device__ int64_t end() const { return slice_begin(l.count(), slices, slice() + 1); }
 };
 
 // The sum over this block's slice of term(offset), in double, shared by every thread of the block.

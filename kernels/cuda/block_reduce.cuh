@@ -13,27 +13,9 @@
 #include <cstdint>
 #include <limits>
 
+#include "duet/kernels/cuda/launch_geometry.h"  // kMaxReduceThreads, the block and slice counts
+
 namespace duet::cuda {
-
-// The largest block the reductions use; block sizes are powers of two from 32 up to this.
-inline constexpr int kMaxReduceThreads = 256;
-
-// The block size for reducing `n` elements per block: the power of two covering n, within
-// [32, kMaxReduceThreads], so small rows do not leave most of a block idle.
-inline int reduce_threads_for(int64_t n) {
-  int threads = 32;
-  while (threads < kMaxReduceThreads && threads < n) threads *= 2;
-  return threads;
-}
-
-// How many blocks share the elements of one output (a reduction's row, a batch norm channel),
-// each taking one slice and the slices' partial results then combined in slice order: with few
-// outputs, enough to put about 1024 blocks in flight, each with at least 4096 elements; else 1.
-inline int64_t parts_per_output(int64_t outputs, int64_t count) {
-  constexpr int64_t kTargetBlocks = 1024, kMinElementsPerPart = 4096;
-  if (outputs <= 0 || outputs >= kTargetBlocks || count < 2 * kMinElementsPerPart) return 1;
-  return std::min((kTargetBlocks + outputs - 1) / outputs, count / kMinElementsPerPart);
-}
 
 // -infinity as a constant that device code may read (numeric_limits is host-only code).
 template <class T> inline constexpr T kNegInfinity = -std::numeric_limits<T>::infinity();

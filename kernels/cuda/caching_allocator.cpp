@@ -205,7 +205,7 @@ class CachingAllocator final : public Allocator {
       cudaGetLastError();
       MemoryStats stats = memory_stats(device);
       size_t free_bytes = 0, total_bytes = 0;
-      cudaMemGetInfo(&free_bytes, &total_bytes);
+      ignore_cuda_error(cudaMemGetInfo(&free_bytes, &total_bytes));  // for the message only
       DUET_FAIL("CUDA out of memory on ", device, ": failed to allocate ", bytes, " bytes (", size, " with rounding); ",
                 device, " has ", stats.current, " bytes in use by tensors and ", stats.reserved,
                 " reserved by the caching allocator; the GPU has ", free_bytes, " of ", total_bytes, " bytes free");

@@ -21,6 +21,24 @@ namespace duet::cuda::detail {
             cudaGetErrorString(status), ")");
 }
 
+}  // namespace duet::cuda::detail
+
+namespace duet::cuda {
+
+// For a CUDA call whose failure the caller deliberately ignores (a destructor's cleanup, a probe
+// whose "no" is an answer): clears the failure from the thread's last error, where the next
+// unrelated DUET_CUDA_CHECK_LAUNCH would report it as its own. Returns `status` for the caller
+// that looks at it. A sticky error (a kernel's illegal address) cannot be cleared and is reported
+// by every later call anyway.
+inline cudaError_t ignore_cuda_error(cudaError_t status) noexcept {
+  if (status != cudaSuccess) cudaGetLastError();
+  return status;
+}
+
+}  // namespace duet::cuda
+
+namespace duet::cuda::detail {
+
 [[noreturn]] inline void throw_cublas_error(cublasStatus_t status, const char* expr, const char* file, int line) {
   DUET_FAIL("cuBLAS error at ", file, ":", line, ": ", expr, " failed: ", cublasGetStatusName(status), " (",
             cublasGetStatusString(status), ")");

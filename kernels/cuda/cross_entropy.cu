@@ -11,7 +11,6 @@
 // the backward pass gets the same targets (autograd saves them) and only guards. Neither kernel reads outside a row for
 // a bad target: its loss is NaN and its gradient row zero. The check needs no wait, so a CUDA graph records it like any
 // other kernel.
-#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -114,11 +113,7 @@ template <class T> void scan_targets(const Tensor& target, const kernels::CrossE
                                      const Tensor& total_weight, cudaStream_t stream) {
   BadLabel* record = records_for_kernels() + target.device().index;
   const int64_t n = target.numel();
-  // Enough blocks to fill the GPU for a large batch; one for a small one. A fixed count for a
-  // given n, so the sum's order, and with it the result, is the same run after run.
-  constexpr int64_t kMaxScanBlocks = 256;
-  const int blocks =
-      static_cast<int>(std::clamp<int64_t>((n + kMaxReduceThreads - 1) / kMaxReduceThreads, 1, kMaxScanBlocks));
+  const int blocks = target_check_blocks(n);
   // Freed on return; the caching allocator reuses it only on this stream, after both kernels.
   const Tensor partials = empty_contiguous({2 * blocks}, DType::i64, target.device());
   int64_t* block_first = partials.data<int64_t>();

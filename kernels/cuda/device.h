@@ -29,8 +29,8 @@ cudaStream_t stream(Device device);
 // the previously current GPU only where this process already has a context on it: cudaSetDevice
 // creates one, so restoring device 0 (every thread's default) would put a context on GPU 0 in a
 // process that only uses cuda:1 (an MPI rank, a --device cuda:1 run, a loader thread), as
-// PyTorch avoids too. CUDA's current device is per host thread. A failed restore is not left
-// behind as the thread's last error, where the next unrelated check would report it.
+// PyTorch avoids too. CUDA's current device is per host thread. The switch back is
+// restore_device().
 class DeviceGuard {
  public:
   explicit DeviceGuard(Device device);
@@ -42,5 +42,10 @@ class DeviceGuard {
   int previous_ = 0;
   bool restore_ = false;
 };
+
+// Makes physical GPU `gpu` current again, as ~DeviceGuard does, which cannot throw: a failure
+// leaves the thread on its current GPU and is not left behind as the thread's last error, where
+// the next unrelated check would report it (ignore_cuda_error, check.h).
+void restore_device(int gpu) noexcept;
 
 }  // namespace duet::cuda

@@ -54,9 +54,9 @@ CapturedWork::CapturedWork(Device device) : device_(device), graph_(std::make_un
 
 CapturedWork::~CapturedWork() {
   // An in-flight replay is not cut short: CUDA frees a running graph when it completes, and the
-  // pool's blocks are reused only by later work on the same stream.
-  if (graph_->exec) cudaGraphExecDestroy(graph_->exec);
-  if (graph_->graph) cudaGraphDestroy(graph_->graph);
+  // pool's blocks are reused only by later work on the same stream. A destructor cannot throw.
+  if (graph_->exec) ignore_cuda_error(cudaGraphExecDestroy(graph_->exec));
+  if (graph_->graph) ignore_cuda_error(cudaGraphDestroy(graph_->graph));
   if (graph_->pool) release_private_pool(device_, graph_->pool);
 }
 

@@ -10,7 +10,6 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -22,6 +21,7 @@
 #include "duet/kernels/cuda/check.h"
 #include "duet/kernels/cuda/device.h"
 #include "duet/kernels/cuda/pinned_allocator.h"
+#include "duet/kernels/cuda/pinned_cache.h"
 #include "duet/kernels/cuda/private_pool.h"
 #include "duet/kernels/cuda/runtime.h"
 
@@ -36,27 +36,30 @@ size_t bin_size(size_t bytes) {
   return bin;
 }
 
-// Drops the events whose work has completed; true when none is left.
+// Drops the events whose work has completed; true when none is left. Each event leaves the list
+// as it is destroyed, so a throw leaves no destroyed event behind to be destroyed again.
 bool reads_finished(std::vector<cudaEvent_t>& reads) {
-  std::erase_if(reads, [](cudaEvent_t e) {
-    cudaError_t status = cudaEventQuery(e);
+  for (auto it = reads.begin(); it != reads.end();) {
+    const cudaError_t status = cudaEventQuery(*it);
     if (status == cudaErrorNotReady) {
-      cudaGetLastError();  // "not ready" is an answer, not an error to report later
-      return false;
+      ignore_cuda_error(status);  // "not ready" is an answer, not an error to report later
+      ++it;
+      continue;
     }
     DUET_CUDA_CHECK(status);
-    DUET_CUDA_CHECK(cudaEventDestroy(e));
-    return true;
-  });
+    DUET_CUDA_CHECK(cudaEventDestroy(*it));
+    it = reads.erase(it);
+  }
   return reads.empty();
 }
 
+// Waits for every event, as reads_finished drops them.
 void wait_and_destroy(std::vector<cudaEvent_t>& reads) {
-  for (cudaEvent_t e : reads) {
-    DUET_CUDA_CHECK(cudaEventSynchronize(e));
-    DUET_CUDA_CHECK(cudaEventDestroy(e));
+  while (!reads.empty()) {
+    DUET_CUDA_CHECK(cudaEventSynchronize(reads.back()));
+    DUET_CUDA_CHECK(cudaEventDestroy(reads.back()));
+    reads.pop_back();
   }
-  reads.clear();
 }
 
 // The current GPU when this process has a context on it, else the first device on a GPU that has
@@ -107,7 +110,7 @@ class PinnedAllocator final : public Allocator {
         std::fprintf(stderr, "duet: pinned allocator asked to free %p, which it never allocated\n", ptr);
         std::abort();
       }
-      cached_[key(device, it->second.size)].emplace_back(ptr, std::move(it->second));
+      cache_.put(key(device, it->second.size), ptr, std::move(it->second));
       live_.erase(it);
     }
     record_memory(device, -static_cast<int64_t>(bytes), 0);
@@ -132,54 +135,29 @@ class PinnedAllocator final : public Allocator {
     DUET_CUDA_CHECK(cudaEventRecord(event, stream(gpu)));
   }
 
-  // Frees the cached blocks. Should one free throw, the blocks not yet freed go back to the
-  // cache, so none is lost.
+  // Frees the cached blocks, each once the copies reading it have finished. Should one free
+  // throw, the blocks not yet freed stay cached (PinnedCache::release), so none is lost, and the
+  // reserved bytes count exactly the blocks freed.
   void release_cached() {
-    std::map<Key, std::vector<std::pair<void*, Block>>> cached;
-    {
-      std::lock_guard lock(mutex_);
-      cached.swap(cached_);
-    }
-    for (auto& [k, blocks] : cached) {
-      while (!blocks.empty()) {
-        auto& [ptr, block] = blocks.back();
-        try {
-          wait_and_destroy(block.reads);
-          DUET_CUDA_CHECK(cudaFreeHost(ptr));
-        } catch (...) {
-          give_back_to_cache(cached);
-          throw;
-        }
-        record_memory(cpu(k.first), 0, -static_cast<int64_t>(block.size));
-        blocks.pop_back();
-      }
-    }
+    cache_.release([](const Cache::Key& k, void* ptr, Block& block) {
+      wait_and_destroy(block.reads);
+      DUET_CUDA_CHECK(cudaFreeHost(ptr));
+      record_memory(cpu(k.first), 0, -static_cast<int64_t>(block.size));
+    });
   }
 
  private:
-  using Key = std::pair<int, size_t>;  // (logical CPU device, bin size)
-  static Key key(Device device, size_t size) { return {device.index, size}; }
+  using Cache = PinnedCache<Block>;
+  static Cache::Key key(Device device, size_t size) { return {device.index, size}; }
 
   // A cached block of this bin that no copy reads any more, moved back to the live set; or null.
   void* take_cached(Device device, size_t size) {
+    std::optional<Cache::Entry> entry =
+        cache_.take(key(device, size), [](Block& block) { return reads_finished(block.reads); });
+    if (!entry) return nullptr;
     std::lock_guard lock(mutex_);
-    auto it = cached_.find(key(device, size));
-    if (it == cached_.end()) return nullptr;
-    auto& blocks = it->second;
-    for (auto b = blocks.begin(); b != blocks.end(); ++b) {
-      if (!reads_finished(b->second.reads)) continue;
-      void* ptr = b->first;
-      live_.emplace(ptr, std::move(b->second));
-      blocks.erase(b);
-      return ptr;
-    }
-    return nullptr;
-  }
-
-  void give_back_to_cache(std::map<Key, std::vector<std::pair<void*, Block>>>& blocks) {
-    std::lock_guard lock(mutex_);
-    for (auto& [k, list] : blocks)
-      for (auto& entry : list) cached_[k].push_back(std::move(entry));
+    live_.emplace(entry->first, std::move(entry->second));
+    return entry->first;
   }
 
   // cudaHostAlloc, retried once after returning the cache to the driver (not while a graph
@@ -205,9 +183,9 @@ class PinnedAllocator final : public Allocator {
     return ptr;
   }
 
-  std::mutex mutex_;
-  std::unordered_map<void*, Block> live_;                       // blocks owned by storages
-  std::map<Key, std::vector<std::pair<void*, Block>>> cached_;  // freed blocks, maybe still read
+  std::mutex mutex_;                       // guards live_
+  std::unordered_map<void*, Block> live_;  // blocks owned by storages
+  Cache cache_;                            // freed blocks, maybe still read
 };
 
 // Leaked on purpose, like the device allocator: tensors in static storage may be freed late.

@@ -130,7 +130,7 @@ __global__ void reduce_kernel(const T* in, O* out, Acc* partials, ReduceIndexing
   for (int64_t task = blockIdx.x; task < tasks; task += gridDim.x) {
     const int64_t output = task / ix.parts, part = task % ix.parts;
     const Offsets<2> base = ix.kept.get(output);
-    const int64_t begin = ix.count * part / ix.parts, end = ix.count * (part + 1) / ix.parts;
+    const int64_t begin = slice_begin(ix.count, ix.parts, part), end = slice_begin(ix.count, ix.parts, part + 1);
     Acc acc;
     for (int64_t i = begin + threadIdx.x; i < end; i += blockDim.x) acc.add(in[base.v[1] + ix.reduced.get(i).v[0]], i);
     acc = block_reduce(acc, MergeAcc<Acc>{});

@@ -38,8 +38,7 @@ int virtual_devices_requested() {
 Topology discover() {
   Topology t;
   cudaError_t status = cudaGetDeviceCount(&t.physical);
-  if (status != cudaSuccess) {
-    cudaGetLastError();  // no driver or no GPU: not an error for a CPU-only run
+  if (ignore_cuda_error(status) != cudaSuccess) {  // no driver or no GPU: not an error for a CPU-only run
     t.physical = 0;
     t.unavailable = std::string("cudaGetDeviceCount failed: ") + cudaGetErrorString(status);
     return t;
@@ -176,8 +175,9 @@ DeviceGuard::DeviceGuard(Device device) {
 }
 
 DeviceGuard::~DeviceGuard() {
-  // A destructor cannot throw; a failed switch back leaves the thread on the guard's device.
-  if (restore_ && cudaSetDevice(previous_) != cudaSuccess) cudaGetLastError();
+  if (restore_) restore_device(previous_);
 }
+
+void restore_device(int gpu) noexcept { ignore_cuda_error(cudaSetDevice(gpu)); }
 
 }  // namespace duet::cuda

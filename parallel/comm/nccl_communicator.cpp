@@ -54,7 +54,7 @@ int64_t bytes_of(const Tensor& t) { return t.numel() * static_cast<int64_t>(t.el
 class Event {
  public:
   Event() { DUET_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
-  ~Event() { cudaEventDestroy(event_); }  // a pending event is released once it completes
+  ~Event() { cuda::ignore_cuda_error(cudaEventDestroy(event_)); }  // a pending event is released once it completes
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
   cudaEvent_t get() const { return event_; }
@@ -115,9 +115,9 @@ struct RankState {
       // the communicator is aborted instead (local, never waits). Abort before synchronising: a
       // collective still waiting for a failed peer never finishes, and only the abort ends it.
       if (group->failure()) abort_comm();
-      cudaStreamSynchronize(comm_stream);
+      cuda::ignore_cuda_error(cudaStreamSynchronize(comm_stream));
       if (comm) ncclCommDestroy(comm);
-      cudaStreamDestroy(comm_stream);
+      cuda::ignore_cuda_error(cudaStreamDestroy(comm_stream));
     } catch (...) {
     }
   }
@@ -171,7 +171,7 @@ class NcclWork final : public Work {
       std::lock_guard lock(state_->mutex);
       if (!state_->comm) return;
       cuda::DeviceGuard guard(state_->device);
-      cudaStreamWaitEvent(cuda::stream(state_->device), done_.get(), 0);
+      cuda::ignore_cuda_error(cudaStreamWaitEvent(cuda::stream(state_->device), done_.get(), 0));
     } catch (...) {  // a destructor cannot throw; the device was usable when the collective launched
     }
   }
@@ -213,6 +213,7 @@ class NcclWork final : public Work {
       cudaError_t status = cudaEventQuery(done_.get());
       if (status == cudaSuccess) return;
       if (status != cudaErrorNotReady) DUET_CUDA_CHECK(status);
+      cuda::ignore_cuda_error(status);  // "not ready" is an answer, not an error to report later
       {
         std::lock_guard lock(state_->mutex);
         state_->throw_if_failed(what_);
@@ -408,7 +409,8 @@ void connect_group(const std::vector<std::shared_ptr<RankState>>& states, std::c
           const ncclResult_t ended = ncclGroupEnd();
           if (result == ncclSuccess) result = ended;
           for (size_t r = 0; r < states.size() && result == ncclSuccess; ++r)
-            if (cudaStreamSynchronize(states[r]->comm_stream) != cudaSuccess) result = ncclUnhandledCudaError;
+            if (cuda::ignore_cuda_error(cudaStreamSynchronize(states[r]->comm_stream)) != cudaSuccess)
+              result = ncclUnhandledCudaError;
           return result;
         },
         timeout, "make_nccl_group: connecting the " + std::to_string(states.size()) + " ranks (a warm-up all-reduce)");

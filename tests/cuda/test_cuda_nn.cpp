@@ -15,6 +15,7 @@
 #include "cuda_test_util.h"
 #include "duet/duet.h"
 #include "duet/kernels/backend.h"
+#include "duet/kernels/cuda/launch_geometry.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/nn_kernels.h"
 
@@ -642,4 +643,29 @@ TEST_CASE("CUDA cross-entropy's target check over many blocks names the first ba
   kernels::cross_entropy_forward(logits.cuda, target, Tensor(), {}, losses, log_probs, total);
   CHECK_THROWS_WITH(cuda::synchronize(kGpu), Catch::Contains("target[123456] = 5 is out of range for 3 classes"));
   CHECK(test::copy_to(total, cpu()).item<float>() == static_cast<float>(rows - 3));
+}
+
+// The only bad target lies in the last block's range (blocks stride over the targets, block b
+// taking kMaxReduceThreads of them at b * kMaxReduceThreads, then again a grid further on), and
+// here in its third stride: a check whose combining step missed a block, or read only the first,
+// would report no bad target and count one weight too many.
+TEST_CASE("CUDA cross-entropy's target check finds a bad target that only the last block sees", "[cuda]") {
+  const int64_t rows = 300'000;
+  const int64_t blocks = cuda::target_check_blocks(rows);
+  REQUIRE(blocks == 256);
+  const int64_t grid = blocks * cuda::kMaxReduceThreads;
+  const int64_t bad = 2 * grid + (blocks - 1) * cuda::kMaxReduceThreads + 37;
+  REQUIRE(bad < rows);
+  REQUIRE(bad % grid / cuda::kMaxReduceThreads == blocks - 1);
+  std::vector<int64_t> labels(static_cast<size_t>(rows));
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>(i % 3);
+  labels[static_cast<size_t>(bad)] = 3;
+  const test::TensorPair logits = test::random_pair({rows, 3}, DType::f32, -2, 2, 4202);
+  const Tensor target = test::copy_to(from_vector<int64_t>(labels), kGpu);
+  Tensor losses = test::empty_tensor({rows}, DType::f32, kGpu),
+         log_probs = test::empty_tensor({rows, 3}, DType::f32, kGpu), total = test::empty_tensor({}, DType::f32, kGpu);
+  kernels::cross_entropy_forward(logits.cuda, target, Tensor(), {}, losses, log_probs, total);
+  CHECK_THROWS_WITH(cuda::synchronize(kGpu),
+                    Catch::Contains("target[" + std::to_string(bad) + "] = 3 is out of range for 3 classes"));
+  CHECK(test::copy_to(total, cpu()).item<float>() == static_cast<float>(rows - 1));
 }

@@ -1,5 +1,6 @@
 // The CUDA runtime scaffolding: device discovery, the caching allocator's accounting and reuse,
-// its out-of-memory error, and virtual devices' separate accounting.
+// its out-of-memory error, virtual devices' separate accounting, and the device guard's restore.
+#include <cuda_runtime_api.h>
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include "cuda_test_util.h"
 #include "duet/autograd/factory.h"
 #include "duet/core/allocator.h"
+#include "duet/kernels/cuda/device.h"
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/kernels/kernels.h"
 
@@ -83,12 +85,38 @@ TEST_CASE("CUDA out of memory is a duet::Error naming the request, and the devic
   const size_t huge = size_t(1) << 50;  // 1 PiB: more than any GPU
   REQUIRE_THROWS_WITH(Storage(huge, cuda_device(0)),
                       Contains("out of memory") && Contains(std::to_string(huge)) && Contains("reserved"));
+  CHECK(cudaPeekAtLastError() == cudaSuccess);  // the failed cudaMalloc is not left to a later check
   // The failure is not sticky: later allocations and kernels work.
   test::GuardedOutput out({257}, DType::f32, cuda_device(0));
   kernels::fill(out.view(), 2.5);
   Tensor host = out.check_and_fetch();
   CHECK(host.data<float>()[0] == 2.5f);
   CHECK(host.data<float>()[256] == 2.5f);
+}
+
+// ~DeviceGuard cannot throw, so a failed switch back is ignored; it used to stay behind as the
+// thread's last error, which the next kernel launch's check (cudaGetLastError) then reported as
+// its own failure. A GPU index that does not exist makes cudaSetDevice fail on any machine, one
+// GPU included, without touching the current device.
+TEST_CASE("a failed device restore leaves no error behind as the thread's last error", "[cuda]") {
+  int gpus = 0;
+  REQUIRE(cudaGetDeviceCount(&gpus) == cudaSuccess);
+  int before = -1;
+  REQUIRE(cudaGetDevice(&before) == cudaSuccess);
+  // The provocation is real: a bare cudaSetDevice, as the old ~DeviceGuard made, leaves it behind.
+  REQUIRE(cudaSetDevice(gpus) == cudaErrorInvalidDevice);
+  REQUIRE(cudaPeekAtLastError() == cudaErrorInvalidDevice);
+  REQUIRE(cudaGetLastError() == cudaErrorInvalidDevice);
+
+  cuda::restore_device(gpus);
+  CHECK(cudaPeekAtLastError() == cudaSuccess);
+  int after = -1;
+  REQUIRE(cudaGetDevice(&after) == cudaSuccess);
+  CHECK(after == before);
+  // And the next launch's check does not report it.
+  test::GuardedOutput out({33}, DType::f32, cuda_device(0));
+  kernels::fill(out.view(), 1.0);
+  CHECK(out.check_and_fetch().data<float>()[32] == 1.0f);
 }
 
 TEST_CASE("an index beyond the CUDA devices is a clear error", "[cuda]") {
