@@ -7,12 +7,14 @@
 
 namespace duet::kernels::cpu {
 
-// elementwise.cpp
+// elementwise_unary.cpp
 decltype(kernels::unary) unary;
 decltype(kernels::unary_backward) unary_backward;
+// elementwise_binary.cpp
 decltype(kernels::binary) binary;
-decltype(kernels::binary_backward) binary_backward;
 decltype(kernels::where) where;
+// elementwise_binary_backward.cpp
+decltype(kernels::binary_backward) binary_backward;
 // copy.cpp
 decltype(kernels::copy) copy;
 // fill.cpp

@@ -6,6 +6,7 @@
 #include "duet/kernels/cuda/copy_plan.h"
 #include "duet/kernels/cuda/elementwise.cuh"
 #include "duet/kernels/cuda/launchers.h"
+#include "duet/kernels/dtype_checks.h"
 
 namespace duet::cuda {
 namespace {
@@ -54,7 +55,7 @@ void launch_copy(const Tensor& src, const Tensor& dst, cudaStream_t stream) {
 }
 
 void launch_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out, cudaStream_t stream) {
-  DUET_CHECK(a.dtype() == b.dtype(), "where: dtypes differ: ", a.describe(), " and ", b.describe());
+  kernels::check_same_dtype("where", a, b);
   dispatch_dtype(out.dtype(), [&]<class T>() {
     launch_elementwise<4>("where", {&out, &cond, &a, &b},
                           Where<T>{out.data<T>(), cond.data<uint8_t>(), a.data<T>(), b.data<T>()}, stream);

@@ -13,6 +13,7 @@
 
 #include "duet/kernels/cuda/elementwise.cuh"
 #include "duet/kernels/cuda/launchers.h"
+#include "duet/kernels/dtype_checks.h"
 #include "duet/kernels/functors.h"
 
 namespace duet::cuda {
@@ -44,15 +45,11 @@ template <class F, class T, bool kWrtA> struct BinaryPartial {
   }
 };
 
-void check_same_dtype(const char* name, const Tensor& a, const Tensor& b) {
-  DUET_CHECK(a.dtype() == b.dtype(), name, ": dtypes differ: ", a.describe(), " and ", b.describe());
-}
-
 }  // namespace
 
 void launch_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out, cudaStream_t stream) {
   const char* name = kernels::name(op);
-  check_same_dtype(name, a, b);
+  kernels::check_same_dtype(name, a, b);
   if (kernels::is_comparison(op)) {
     fn::dispatch_comparison(op, [&]<class F>() {
       dispatch_dtype(a.dtype(), [&]<class T>() {
@@ -75,7 +72,7 @@ void launch_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& 
 void launch_binary_backward(BinaryOp op, bool wrt_a, const Tensor& grad, const Tensor& a, const Tensor& b,
                             const Tensor& out, const Tensor& grad_x, cudaStream_t stream) {
   const char* name = kernels::name(op);
-  check_same_dtype(name, a, b);
+  kernels::check_same_dtype(name, a, b);
   fn::dispatch_arithmetic(op, [&]<class F>() {
     dispatch_floating(a.dtype(), name, [&]<class T>() {
       const Tensor& out_layout = out.defined() ? out : grad;  // null pointer never read
