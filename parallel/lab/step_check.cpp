@@ -65,6 +65,7 @@ void StepCheck::before(Strategy& strategy, const data::Batch& batch) {
   // By name: a ddp model with SyncBatchNorm2d layers has BatchNorm2d's names.
   model_->load_state_dict(copies(strategy.model().state_dict()));
   single_->optimizer().load_state(copies(strategy.optimizer().state()));
+  single_->set_lr(strategy.optimizer().lr());  // a schedule may have changed it
   single_->train_step(batch);
   expected_ = parameter_values(*model_);
 }

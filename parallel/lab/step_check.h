@@ -34,7 +34,7 @@ class StepCheck {
   StepCheck(const std::string& model, const OptimizerFactory& make_optimizer, Device device);
 
   // Before the strategy's step: single-device training's step on `batch` from the strategy's
-  // parameters, buffers and optimizer state.
+  // parameters, buffers, optimizer state and learning rate (rank 0's).
   void before(Strategy& strategy, const data::Batch& batch);
   // After it: how far the strategy's parameters landed from that step's, in float ulps.
   double after(Strategy& strategy) const;
