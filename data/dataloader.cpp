@@ -111,7 +111,7 @@ class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
         auto next = std::make_shared<PendingBatch>();
         next->index = created_;
         next->batch = loader_.allocate_batch(loader_.batch_count(loader_.order_, created_));
-        next->slices = (next->batch.y.numel() + per_slice_ - 1) / per_slice_;
+        next->slices = (next->batch.y.size(0) + per_slice_ - 1) / per_slice_;
         queue_.push_back(std::move(next));
       }
       pending = queue_.front();
@@ -154,7 +154,7 @@ class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
   bool fill_slice(PendingBatch& p) {
     const int64_t slice = p.claimed.fetch_add(1);
     if (slice >= p.slices) return false;
-    const int64_t begin = slice * per_slice_, end = std::min(begin + per_slice_, p.batch.y.numel());
+    const int64_t begin = slice * per_slice_, end = std::min(begin + per_slice_, p.batch.y.size(0));
     loader_.fill_examples(loader_.order_, p.index * loader_.options_.batch_size, begin, end, p.batch);
     if (p.filled.fetch_add(1) + 1 == p.slices) notify();
     return true;
@@ -180,9 +180,10 @@ DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options, std::sh
     : dataset_(std::move(dataset)), options_(options), sampler_(std::move(sampler)) {
   DUET_CHECK(options_.batch_size > 0, "DataLoader: batch_size must be positive, got ", options_.batch_size);
   DUET_CHECK(options_.prefetch >= 0, "DataLoader: prefetch must be >= 0, got ", options_.prefetch);
-  DUET_CHECK(dataset_.images.defined() && dataset_.labels.defined() &&
-                 dataset_.images.size(0) == dataset_.labels.size(0) && dataset_.images.device().is_cpu(),
-             "DataLoader: expected CPU images [N, ...] and labels [N], got ", dataset_.images.describe(), " and ",
+  DUET_CHECK(dataset_.images.defined() && dataset_.labels.defined() && dataset_.images.dim() > 0 &&
+                 dataset_.labels.dim() > 0 && dataset_.images.size(0) == dataset_.labels.size(0) &&
+                 dataset_.images.device().is_cpu() && dataset_.labels.device().is_cpu(),
+             "DataLoader: expected CPU images [N, ...] and targets [N, ...], got ", dataset_.images.describe(), " and ",
              dataset_.labels.describe());
   const DType image_dtype = dataset_.images.dtype();
   DUET_CHECK(image_dtype == DType::u8 || is_floating(image_dtype),
@@ -198,7 +199,8 @@ DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options, std::sh
   // Batches are f32: f64 images are converted once here. A slice of a batch runs on a pool
   // worker, where an error could not reach the caller, so every input is checked up front.
   dataset_.images = (image_dtype == DType::u8 ? dataset_.images : dataset_.images.to(DType::f32)).contiguous();
-  dataset_.labels = dataset_.labels.to(DType::i64).contiguous();
+  // Integer targets (class labels) become i64, floating-point ones f32, as the inputs.
+  dataset_.labels = dataset_.labels.to(is_floating(dataset_.labels.dtype()) ? DType::f32 : DType::i64).contiguous();
 }
 
 DataLoader::~DataLoader() { stop_producer(); }
@@ -216,19 +218,24 @@ int64_t DataLoader::batch_count(const std::vector<int64_t>& order, int64_t b) co
 
 int64_t DataLoader::example_numel() const { return dataset_.images.numel() / std::max<int64_t>(dataset_.size(), 1); }
 
+int64_t DataLoader::target_numel() const { return dataset_.labels.numel() / std::max<int64_t>(dataset_.size(), 1); }
+
 Batch DataLoader::allocate_batch(int64_t count) const {
-  Shape x_shape = dataset_.images.sizes();
+  Shape x_shape = dataset_.images.sizes(), y_shape = dataset_.labels.sizes();
   x_shape[0] = count;
+  y_shape[0] = count;
   return {empty(x_shape, {.pin_memory = options_.pin_memory}),
-          empty({count}, {.dtype = DType::i64, .pin_memory = options_.pin_memory})};
+          empty(y_shape, {.dtype = dataset_.labels.dtype(), .pin_memory = options_.pin_memory})};
 }
 
 void DataLoader::fill_examples(const std::vector<int64_t>& order, int64_t first, int64_t begin, int64_t end,
                                const Batch& batch) const {
   const int64_t per_example = example_numel();
   float* x = batch.x.data<float>();
-  int64_t* y = batch.y.data<int64_t>();
-  const int64_t* labels = dataset_.labels.data<int64_t>();
+  // Targets are copied as bytes: i64 or f32, of any shape per example.
+  auto* y = static_cast<char*>(batch.y.data_ptr());
+  const auto* targets = static_cast<const char*>(dataset_.labels.data_ptr());
+  const size_t target_bytes = static_cast<size_t>(target_numel()) * dataset_.labels.element_size();
   double mean = options_.normalize_mean.value_or(0.0), stddev = options_.normalize_std.value_or(1.0);
   float scale = static_cast<float>(1.0 / stddev), shift = static_cast<float>(mean);
   bool is_u8 = dataset_.images.dtype() == DType::u8;
@@ -242,7 +249,8 @@ void DataLoader::fill_examples(const std::vector<int64_t>& order, int64_t first,
       const char* ahead = examples + order[static_cast<size_t>(first + i + kPrefetchAhead)] * example_bytes;
       for (int64_t byte = 0; byte < example_bytes; byte += 64) __builtin_prefetch(ahead + byte);
     }
-    y[i] = labels[index];
+    std::memcpy(y + static_cast<size_t>(i) * target_bytes, targets + static_cast<size_t>(index) * target_bytes,
+                target_bytes);
     float* dst = x + i * per_example;
     if (is_u8) {
       const uint8_t* src = dataset_.images.data<uint8_t>() + index * per_example;

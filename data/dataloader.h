@@ -4,6 +4,9 @@
 //   data::DataLoader train(data::FashionMNIST::train(), {.batch_size = 256, .shuffle = true});
 //   for (auto& [x, y] : train) { ... }   // x: f32 [B, 1, 28, 28] in [0, 1], y: i64 [B]
 //
+// y is the dataset's targets, batched whatever their shape [N, ...]: integer ones as i64,
+// floating-point ones (regression targets) as f32.
+//
 // Batches for the host are made in slices of a few microseconds each, by whoever is free: the
 // CPU thread pool's workers between two parallel loops of a training step, where they would
 // otherwise spin (kernels/cpu/thread_pool.h, IdleWork); the loader's own thread, which runs at
@@ -37,8 +40,8 @@
 namespace duet::data {
 
 struct Batch {
-  Tensor x;
-  Tensor y;
+  Tensor x;  // inputs, f32 [B, ...]
+  Tensor y;  // targets [B, ...]: i64 class labels, or f32 (TensorDataset::labels)
 };
 
 struct DataLoaderOptions {
@@ -105,6 +108,7 @@ class DataLoader {
   void stop_producer();
   int64_t batch_count(const std::vector<int64_t>& order, int64_t b) const;
   int64_t example_numel() const;
+  int64_t target_numel() const;  // per example
   Batch allocate_batch(int64_t count) const;
   // Fills examples [begin, end) of a batch whose first example is order[first].
   void fill_examples(const std::vector<int64_t>& order, int64_t first, int64_t begin, int64_t end,

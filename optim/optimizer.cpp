@@ -10,7 +10,7 @@ namespace duet::optim {
 
 Optimizer::Optimizer(std::vector<Tensor> params, double lr)
     : params_(std::move(params)), lr_(lr), buffers_(params_.size()), updates_(params_.size(), 0) {
-  set_lr(lr);
+  Optimizer::set_lr(lr);  // for its check (a constructor dispatches nothing virtually)
   for (size_t i = 0; i < params_.size(); ++i) {
     DUET_CHECK(params_[i].defined() && params_[i].is_leaf() && params_[i].requires_grad(), "optimizer: parameter ", i,
                " (", params_[i].describe(), ") must be a leaf that requires grad");

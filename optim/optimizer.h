@@ -9,10 +9,11 @@
 
 #include "duet/core/tensor.h"
 #include "duet/nn/module.h"
+#include "duet/optim/schedule.h"
 
 namespace duet::optim {
 
-class Optimizer {
+class Optimizer : public Schedulable {
  public:
   Optimizer(std::vector<Tensor> params, double lr);
   virtual ~Optimizer() = default;
@@ -32,7 +33,7 @@ class Optimizer {
   void count_replayed_step();
 
   double lr() const { return lr_; }
-  void set_lr(double lr);
+  void set_lr(double lr) override;
   const std::vector<Tensor>& params() const { return params_; }
 
   // Steps taken, and updates parameter `index` received: a step skips a parameter without a

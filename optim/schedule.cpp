@@ -7,6 +7,12 @@
 
 namespace duet::optim {
 
+double LRSchedule::apply(Schedulable& target, double base_lr, int64_t epoch) const {
+  const double lr = lr_at(base_lr, epoch);
+  target.set_lr(lr);
+  return lr;
+}
+
 StepLR::StepLR(int64_t step_size, double gamma) : step_size_(step_size), gamma_(gamma) {
   DUET_CHECK(step_size > 0 && gamma > 0, "StepLR: step_size and gamma must be positive");
 }

@@ -1,16 +1,31 @@
 // Learning-rate schedules, evaluated per epoch: lr(epoch) from the optimizer's base lr.
+//
+//   optim::StepLR schedule(2, 0.5);
+//   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
+//     schedule.apply(strategy, base_lr, epoch);  // or an optimizer: anything Schedulable
+//     ...
+//   }
 #pragma once
 
 #include <cstdint>
 
 namespace duet::optim {
 
-class Optimizer;
+// What a schedule drives: an Optimizer, or a parallel::Strategy, whose set_lr reaches every
+// replica's optimizer.
+class Schedulable {
+ public:
+  virtual ~Schedulable() = default;
+  virtual void set_lr(double lr) = 0;
+};
 
 class LRSchedule {
  public:
   virtual ~LRSchedule() = default;
   virtual double lr_at(double base_lr, int64_t epoch) const = 0;
+  // Sets target's lr to lr_at(base_lr, epoch), and returns it. `epoch` is whatever unit the
+  // schedule counts in: epochs, or steps for a schedule applied every step.
+  double apply(Schedulable& target, double base_lr, int64_t epoch) const;
 };
 
 // lr * gamma^(epoch / step_size), as torch.optim.lr_scheduler.StepLR.

@@ -10,12 +10,13 @@
 namespace duet::parallel {
 
 DataParallel::DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-                           std::vector<Device> devices, LossReduction loss, LinkModel link)
+                           std::vector<Device> devices, LossReduction loss, LinkModel link, LossFn loss_fn)
     : model_(std::move(model)),
       optimizer_(std::move(optimizer)),
       devices_(std::move(devices)),
       loss_(loss),
-      link_(std::move(link)) {
+      link_(std::move(link)),
+      loss_fn_(std::move(loss_fn)) {
   DUET_CHECK(model_ && optimizer_, "DataParallel: needs a model and an optimizer");
   check_loss_reduction(loss_, "DataParallel");
   DUET_CHECK(!devices_.empty(), "DataParallel: needs at least one device");
@@ -46,12 +47,12 @@ StepResult DataParallel::forward_backward(const data::Batch& batch, double loss_
   const Device master = devices_[0];
 
   // 1. Scatter the inputs: chunk k goes to devices[k], and a batch of fewer than N rows uses
-  //    fewer devices. The labels are not scattered: the loss is computed on device 0 over the
+  //    fewer devices. The targets are not scattered: the loss is computed on device 0 over the
   //    gathered outputs, so they only need to be there (as in PyTorch, where DataParallel
   //    scatters the forward's arguments and the loss runs outside it).
   std::vector<Tensor> inputs = scatter(batch.x.to(master), devices_, link_);
   std::vector<Device> used(devices_.begin(), devices_.begin() + static_cast<std::ptrdiff_t>(inputs.size()));
-  Tensor labels = batch.y.to(master);
+  Tensor targets = batch.y.to(master);
   timer.lap(Phase::scatter);
 
   // 2. Replicate. Parameters and buffers go in one broadcast, one autograd node: its backward
@@ -93,18 +94,19 @@ StepResult DataParallel::forward_backward(const data::Batch& batch, double loss_
     phases_.events.insert(phases_.events.end(), t.events.begin(), t.events.end());
 
   // 4. Gather: the outputs concatenated on device 0, in batch order.
-  Tensor logits = gather(outputs, master, link_);
+  Tensor output = gather(outputs, master, link_);
   timer.lap(Phase::gather);
 
-  // 5. The loss over the global batch, on device 0: a mean divides by the global batch size,
-  //    so the gradients are exactly single-device training's (and a sum is a sum).
-  Tensor loss = nn::functional::cross_entropy(logits, labels, loss_);
+  // 5. The loss over the global batch, on device 0, evaluated once: a mean divides by the
+  //    global batch size, so the gradients are exactly single-device training's (and a sum is
+  //    a sum), whatever the loss function.
+  Tensor loss = training_loss(loss_fn_, loss_, output, targets);
   timer.lap(Phase::loss);
   // Backward runs each replica's part on its device's engine thread; broadcast's backward sums
   // the replicas' gradients onto the masters' .grad. Nothing overlaps this reduction.
   (loss_scale == 1 ? loss : loss * loss_scale).backward();
   timer.lap(Phase::backward);
-  return step_result(loss, loss_, logits, labels);
+  return step_result(loss, loss_, output, targets);
 }
 
 }  // namespace duet::parallel

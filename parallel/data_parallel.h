@@ -27,13 +27,15 @@ class DataParallel final : public Strategy {
   // `model` lives on devices[0] and `optimizer` updates its (the master) parameters. Every copy
   // between devices (scatter, broadcast, gather, the gradients' reduce) is a message over `link`.
   DataParallel(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-               std::vector<Device> devices, LossReduction loss = LossReduction::mean, LinkModel link = {});
+               std::vector<Device> devices, LossReduction loss = LossReduction::mean, LinkModel link = {},
+               LossFn loss_fn = {});
 
   StepResult train_step(const data::Batch& batch) override { return train_accumulated({batch}); }
   // Steps 1-5 on each micro-batch, the master gradients adding up, then one step.
   StepResult train_accumulated(const std::vector<data::Batch>& micro_batches) override;
   nn::Module& model() override { return *model_; }
   optim::Optimizer& optimizer() override { return *optimizer_; }
+  void set_lr(double lr) override { optimizer_->set_lr(lr); }  // the one optimizer, on device 0
   Device device() const override { return devices_[0]; }
   std::string devices() const override;
 
@@ -50,6 +52,7 @@ class DataParallel final : public Strategy {
   std::vector<Device> devices_;
   LossReduction loss_;
   LinkModel link_;
+  LossFn loss_fn_;
   PhaseTimes phases_;
 };
 

@@ -8,6 +8,7 @@
 #include "duet/parallel/comm/communicator.h"
 #include "duet/parallel/comm/link_model.h"
 #include "duet/parallel/comm/local_communicator.h"
+#include "duet/parallel/loss_fn.h"
 
 namespace duet::parallel {
 
@@ -28,6 +29,8 @@ struct DDPOptions {
   // simply add up over the ranks (mean_of_means then divides them by the world size, as
   // PyTorch's DDP always does).
   nn::functional::Reduction loss = nn::functional::Reduction::mean;
+  // The loss function, evaluated on each rank's shard (loss_fn.h); unset: cross-entropy.
+  LossFn loss_fn;
   // Rank 0's buffers (BatchNorm's running statistics) to every rank before each forward, in one
   // coalesced broadcast per dtype, as PyTorch's default. false: each rank keeps its own.
   bool broadcast_buffers = true;

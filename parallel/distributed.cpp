@@ -139,7 +139,7 @@ std::vector<std::vector<DistributedDataParallel::Shard>> DistributedDataParallel
     const data::Batch& batch = micro_batches[m];
     if (is_multi_process()) {
       // The batch already is this rank's shard.
-      if (batch.y.numel() > 0) shards[0][m] = {batch.x.detach().to(devices_[0]), batch.y.detach().to(devices_[0])};
+      if (batch.y.size(0) > 0) shards[0][m] = {batch.x.detach().to(devices_[0]), batch.y.detach().to(devices_[0])};
       continue;
     }
     // Split as scatter would. A batch smaller than the world leaves the last ranks without
@@ -151,7 +151,7 @@ std::vector<std::vector<DistributedDataParallel::Shard>> DistributedDataParallel
       DUET_CHECK(!sync_batchnorm_,
                  "DistributedDataParallel: SyncBatchNorm needs an example on every rank, but a "
                  "batch of ",
-                 batch.y.numel(), " rows over ", ranks_.size(), " ranks leaves ", devices_[r], " without any");
+                 batch.y.size(0), " rows over ", ranks_.size(), " ranks leaves ", devices_[r], " without any");
     }
   }
   return shards;
@@ -170,7 +170,7 @@ StepResult DistributedDataParallel::train_accumulated(const std::vector<data::Ba
   int64_t global_count = -1;
   if (!is_multi_process()) {
     global_count = 0;
-    for (const data::Batch& b : micro_batches) global_count += b.y.numel();
+    for (const data::Batch& b : micro_batches) global_count += b.y.size(0);
   }
   timer.lap(Phase::scatter);
 
@@ -208,22 +208,32 @@ void DistributedDataParallel::overlap_of_ranks() {
   }
 }
 
+void DistributedDataParallel::set_lr(double lr) {
+  for (Rank& rank : ranks_) rank.optimizer->set_lr(lr);
+}
+
 // The global mean loss from the per-shard means, weighted by shard size. In one process the
-// host adds them up; across processes that takes one more small all-reduce.
+// host adds them up; across processes that takes one more small all-reduce. A correct count
+// exists where any rank with examples counted one (the targets are class labels).
 StepResult DistributedDataParallel::global_result(const std::vector<StepResult>& results) {
   StepResult out;
+  double counted = 0;                    // ranks whose targets are class labels
   for (const StepResult& r : results) {  // each rank's loss is the mean over its shard
     out.loss += r.loss * static_cast<double>(r.count);
-    out.correct += r.correct;
+    if (r.correct) {
+      out.correct = out.correct.value_or(0) + *r.correct;
+      ++counted;
+    }
     out.count += r.count;
   }
   if (is_multi_process()) {
-    Tensor totals = from_vector<double>({out.loss, static_cast<double>(out.correct), static_cast<double>(out.count)},
-                                        {}, {.dtype = DType::f64, .device = devices_[0]});
+    Tensor totals = from_vector<double>(
+        {out.loss, static_cast<double>(out.correct.value_or(0)), static_cast<double>(out.count), counted}, {},
+        {.dtype = DType::f64, .device = devices_[0]});
     ranks_[0].comm->all_reduce(totals);
     std::vector<double> t = totals.to_vector<double>();
     out.loss = t[0];
-    out.correct = static_cast<int64_t>(t[1]);
+    out.correct = t[3] > 0 ? std::optional<int64_t>(static_cast<int64_t>(t[1])) : std::nullopt;
     out.count = static_cast<int64_t>(t[2]);
   }
   if (out.count > 0) out.loss /= static_cast<double>(out.count);
@@ -274,9 +284,9 @@ StepResult DistributedDataParallel::run_rank(size_t r, const std::vector<Shard>&
                  " has none in micro-batch ", m);
       continue;
     }
-    Tensor logits = rank.model->forward(s.x);
+    Tensor output = rank.model->forward(s.x);
     timer.lap(Phase::forward);
-    Tensor loss = nn::functional::cross_entropy(logits, s.y, options_.loss);
+    Tensor loss = training_loss(options_.loss_fn, options_.loss, output, s.y);
     timer.lap(Phase::loss);
     const double scale = weighted          ? static_cast<double>(n) / static_cast<double>(global_count)
                          : per_micro_batch ? 1.0 / static_cast<double>(shards.size())
@@ -284,9 +294,9 @@ StepResult DistributedDataParallel::run_rank(size_t r, const std::vector<Shard>&
     // The hooks fire inside this call, on this thread, and launch the buckets as they fill.
     (scale == 1 ? loss : loss * scale).backward();
     timer.lap(Phase::backward);
-    const StepResult step = step_result(loss, options_.loss, logits, s.y);
+    const StepResult step = step_result(loss, options_.loss, output, s.y);
     loss_sum += step.loss * static_cast<double>(n);
-    result.correct += step.correct;
+    if (step.correct) result.correct = result.correct.value_or(0) + *step.correct;
     result.count += n;
   }
   if (result.count > 0) result.loss = loss_sum / static_cast<double>(result.count);

@@ -67,9 +67,13 @@ class DistributedDataParallel final : public Strategy {
   // sum. Each rank's micro-batch loss is weighted by its share of all the micro-batches'
   // examples, so the step equals one on their concatenation.
   StepResult train_accumulated(const std::vector<data::Batch>& micro_batches) override;
-  nn::Module& model() override { return *ranks_[0].model; }  // this process's first replica
-  optim::Optimizer& optimizer() override { return *ranks_[0].optimizer; }
+  nn::Module& model() override { return *ranks_[0].model; }                // this process's first replica
+  optim::Optimizer& optimizer() override { return *ranks_[0].optimizer; }  // rank 0's
+  // Every local rank's optimizer: each replica steps with its own, and they must agree.
+  void set_lr(double lr) override;
   Device device() const override { return devices_[0]; }
+  // Local rank `local_rank`'s optimizer (rank 0's is optimizer()).
+  optim::Optimizer& replica_optimizer(size_t local_rank) { return *ranks_.at(local_rank).optimizer; }
   std::string devices() const override;
 
   int world_size() const { return ranks_[0].comm->world_size(); }

@@ -29,8 +29,11 @@ bool same_layout(const Tensor& a, const Tensor& b) { return a.sizes() == b.sizes
 }  // namespace
 
 GraphedSingleDevice::GraphedSingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-                                         Device device, LossReduction loss, int warmup_steps)
-    : eager_(std::move(model), std::move(optimizer), device, loss), loss_(loss), warmup_left_(warmup_steps) {
+                                         Device device, LossReduction loss, int warmup_steps, LossFn loss_fn)
+    : eager_(std::move(model), std::move(optimizer), device, loss, loss_fn),
+      loss_(loss),
+      loss_fn_(std::move(loss_fn)),
+      warmup_left_(warmup_steps) {
   DUET_CHECK(device.is_cuda(), "GraphedSingleDevice: CUDA graphs need a CUDA device, got ", device);
   DUET_CHECK(eager_.optimizer().replayable(),
              "GraphedSingleDevice: this optimizer's step cannot be replayed from a CUDA graph (its arguments "
@@ -57,8 +60,8 @@ std::vector<const void*> GraphedSingleDevice::parameter_addresses() {
 
 StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
   // The graph is made for the largest batch: a smaller one (an epoch's last) trains eagerly.
-  largest_batch_ = std::max(largest_batch_, batch.y.numel());
-  if (warmup_left_ > 0 || batch.y.numel() < largest_batch_) {
+  largest_batch_ = std::max(largest_batch_, batch.y.size(0));
+  if (warmup_left_ > 0 || batch.y.size(0) < largest_batch_) {
     warmup_left_ = std::max(warmup_left_ - 1, 0);
     StepResult result = eager_.train_step(batch);
     phases_ = eager_.last_phases();
@@ -67,7 +70,7 @@ StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
   phases_ = {};
   PhaseTimer timer(phases_, 0, {device()});
   if (!fits(batch) || optimizer().lr() != recorded_lr_ || parameter_addresses() != recorded_addresses_) record(batch);
-  check_labels(batch.y, classes_);
+  if (!loss_fn_) check_labels(batch.y, classes_);
   x_.copy_(batch.x);
   y_.copy_(batch.y);
   graph_->replay();
@@ -80,8 +83,9 @@ StepResult GraphedSingleDevice::train_step(const data::Batch& batch) {
   if (!first_replay_pending_) optimizer().count_replayed_step();
   first_replay_pending_ = false;
   ++replays_;
-  const int64_t n = batch.y.numel();
-  StepResult result{mean_loss(loss_value_, loss_, n), correct_.item<int64_t>(), n};
+  const int64_t n = batch.y.size(0);
+  StepResult result{mean_loss(loss_value_, loss_, n),
+                    correct_.defined() ? std::optional<int64_t>(correct_.item<int64_t>()) : std::nullopt, n};
   timer.lap(Phase::step);
   return result;
 }
@@ -94,13 +98,14 @@ void GraphedSingleDevice::record(const data::Batch& batch) {
   auto graph = std::make_unique<cuda::CapturedWork>(on);
   graph->capture([&] {
     optimizer().zero_grad();
-    Tensor logits = model().forward(x_);
-    Tensor loss = nn::functional::cross_entropy(logits, y_, loss_);
+    Tensor output = model().forward(x_);
+    Tensor loss = training_loss(loss_fn_, loss_, output, y_);
     loss.backward();
     optimizer().step();
     loss_value_ = loss.detach();
-    correct_ = correct_predictions(logits, y_);
-    classes_ = logits.size(1);
+    const bool labels = are_class_labels(output, y_);
+    correct_ = labels ? correct_predictions(output, y_) : Tensor();
+    classes_ = labels ? output.size(1) : 0;
   });
   grads_.clear();
   for (const Tensor& p : optimizer().params()) grads_.push_back(p.grad());

@@ -14,8 +14,8 @@
 //      (Module::to) record the step again. (Optimizer state loaded in between is not noticed:
 //      build a new GraphedSingleDevice after Optimizer::load_state.)
 // Labels are checked on the host before each replay, since the graph cannot stop to report a
-// bad one. Models that draw random numbers (dropout) and optimizers whose step is not
-// replayable (Adam) are refused with an error.
+// bad one (for the default cross-entropy; a loss_fn's targets are its own business). Models that draw random numbers
+// (dropout) and optimizers whose step is not replayable (Adam) are refused with an error.
 #pragma once
 
 #include <memory>
@@ -28,13 +28,15 @@ namespace duet::parallel {
 
 class GraphedSingleDevice final : public Strategy {
  public:
+  static constexpr int kWarmupSteps = 3;
   // `device` must be a CUDA device and `optimizer` replayable (SGD); warmup_steps >= 1, so the
   // recorded step finds every optimizer buffer already made.
   GraphedSingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer, Device device,
-                      LossReduction loss = LossReduction::mean, int warmup_steps = 3);
+                      LossReduction loss = LossReduction::mean, int warmup_steps = kWarmupSteps, LossFn loss_fn = {});
   StepResult train_step(const data::Batch& batch) override;
   nn::Module& model() override { return eager_.model(); }
   optim::Optimizer& optimizer() override { return eager_.optimizer(); }
+  void set_lr(double lr) override { eager_.set_lr(lr); }  // the next replay records the step again
   Device device() const override { return eager_.device(); }
   std::string devices() const override { return eager_.devices(); }
   // An eager step's phases as SingleDevice reports them. A replay is one launch whose phases
@@ -51,11 +53,12 @@ class GraphedSingleDevice final : public Strategy {
 
   SingleDevice eager_;
   LossReduction loss_;
+  LossFn loss_fn_;
   int warmup_left_;
   PhaseTimes phases_;
   std::unique_ptr<cuda::CapturedWork> graph_;
   Tensor x_, y_;                 // the graph's inputs
-  Tensor loss_value_, correct_;  // its outputs
+  Tensor loss_value_, correct_;  // its outputs (correct_: for class labels only)
   std::vector<Tensor> grads_;    // the gradients it writes, one per parameter (undefined: none)
   int64_t classes_ = 0;
   double recorded_lr_ = 0;

@@ -12,6 +12,7 @@
 #include "duet/parallel/data_parallel.h"
 #include "duet/parallel/distributed.h"
 #include "duet/parallel/graphed_single_device.h"
+#include "duet/parallel/loss_fn.h"
 #include "duet/parallel/phase_times.h"
 #include "duet/parallel/strategy.h"
 #include "duet/parallel/sync_batch_norm.h"

@@ -35,20 +35,22 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr
              name);
   if (name == "single") {
     if (options.cuda_graph) {
-      return std::make_unique<GraphedSingleDevice>(model, make_optimizer(model->parameters()), devices[0],
-                                                   options.loss);
+      return std::make_unique<GraphedSingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss,
+                                                   GraphedSingleDevice::kWarmupSteps, options.loss_fn);
     }
-    return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss);
+    return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss,
+                                          options.loss_fn);
   }
   if (name == "dp")
     return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices, options.loss,
-                                          options.link);
+                                          options.link, options.loss_fn);
   DUET_CHECK(!options.comm || !options.link.emulated(), "make_strategy: link ", options.link.name,
              " is emulated between the devices of one process, not across processes");
   DDPOptions ddp = options.ddp;
   if (options.link.emulated()) ddp.link = options.link;
   ddp.bucketed = name != "ddp-unbucketed";
   ddp.loss = options.loss;
+  ddp.loss_fn = options.loss_fn;
   if (name == "ddp-naive") ddp.algorithm = LocalAlgorithm::naive;
   if (!options.comm) return std::make_unique<DistributedDataParallel>(model, make_optimizer, devices, ddp);
   DUET_CHECK(devices.size() == 1 && devices[0] == options.comm->device(), "make_strategy: ", name,
@@ -65,8 +67,12 @@ void check_model_on(const nn::Module& model, Device device, const char* who) {
 }
 
 SingleDevice::SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer,
-                           Device device, LossReduction loss)
-    : model_(std::move(model)), optimizer_(std::move(optimizer)), device_(device), loss_(loss) {
+                           Device device, LossReduction loss, LossFn loss_fn)
+    : model_(std::move(model)),
+      optimizer_(std::move(optimizer)),
+      device_(device),
+      loss_(loss),
+      loss_fn_(std::move(loss_fn)) {
   DUET_CHECK(model_ && optimizer_, "SingleDevice: needs a model and an optimizer");
   check_loss_reduction(loss_, "SingleDevice");
 }
@@ -85,14 +91,14 @@ StepResult SingleDevice::train_accumulated(const std::vector<data::Batch>& micro
   optimizer_->zero_grad();
   for (size_t m = 0; m < micro_batches.size(); ++m) {
     Tensor x = micro_batches[m].x.to(device_), y = micro_batches[m].y.to(device_);
-    Tensor logits = model_->forward(x);
+    Tensor output = model_->forward(x);
     timer.lap(Phase::forward);
-    Tensor loss = nn::functional::cross_entropy(logits, y, loss_);
+    Tensor loss = training_loss(loss_fn_, loss_, output, y);
     timer.lap(Phase::loss);
     const double scale = accumulated.loss_scale(m);
     (scale == 1 ? loss : loss * scale).backward();
     timer.lap(Phase::backward);
-    accumulated.add(step_result(loss, loss_, logits, y));
+    accumulated.add(step_result(loss, loss_, output, y));
   }
   optimizer_->step();
   timer.lap(Phase::step);
@@ -103,8 +109,8 @@ MicroBatches::MicroBatches(const std::vector<data::Batch>& micro_batches, LossRe
     : loss_(loss) {
   DUET_CHECK(!micro_batches.empty(), who, ": a step needs at least one micro-batch");
   for (const data::Batch& b : micro_batches) {
-    rows_.push_back(b.y.numel());
-    total_rows_ += b.y.numel();
+    rows_.push_back(b.y.size(0));
+    total_rows_ += b.y.size(0);
   }
 }
 
@@ -115,7 +121,7 @@ double MicroBatches::loss_scale(size_t index) const {
 
 void MicroBatches::add(const StepResult& micro_batch) {
   loss_sum_ += micro_batch.loss * static_cast<double>(micro_batch.count);
-  total_.correct += micro_batch.correct;
+  if (micro_batch.correct) total_.correct = total_.correct.value_or(0) + *micro_batch.correct;
   total_.count += micro_batch.count;
   total_.loss = total_.count > 0 ? loss_sum_ / static_cast<double>(total_.count) : 0;
 }
@@ -132,10 +138,12 @@ double mean_loss(const Tensor& loss, LossReduction reduction, int64_t count) {
   return reduction == LossReduction::sum && count > 0 ? value / static_cast<double>(count) : value;
 }
 
-StepResult step_result(const Tensor& loss, LossReduction reduction, const Tensor& logits, const Tensor& labels) {
-  const Tensor correct = correct_predictions(logits, labels);
-  const double mean = mean_loss(loss, reduction, labels.numel());
-  return {mean, correct.item<int64_t>(), labels.numel()};
+StepResult step_result(const Tensor& loss, LossReduction reduction, const Tensor& output, const Tensor& target) {
+  const int64_t rows = target.size(0);
+  if (!are_class_labels(output, target)) return {mean_loss(loss, reduction, rows), std::nullopt, rows};
+  const Tensor correct = correct_predictions(output, target);
+  const double mean = mean_loss(loss, reduction, rows);
+  return {mean, correct.item<int64_t>(), rows};
 }
 
 int64_t count_correct(const Tensor& logits, const Tensor& labels) {

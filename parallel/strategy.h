@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,23 +17,31 @@
 #include "duet/nn/functional.h"
 #include "duet/nn/module.h"
 #include "duet/optim/optimizer.h"
+#include "duet/optim/schedule.h"
 #include "duet/parallel/comm/communicator.h"
 #include "duet/parallel/ddp_options.h"
+#include "duet/parallel/loss_fn.h"
 #include "duet/parallel/phase_times.h"
 
 namespace duet::parallel {
 
-// Every strategy trains with cross-entropy, averaged over the global batch (mean) or summed
-// (sum). The data-parallel strategies reproduce either exactly.
+// Every strategy trains with its loss (StrategyOptions::loss_fn, cross-entropy by default),
+// averaged over the global batch (mean) or summed (sum). The data-parallel strategies reproduce
+// either exactly.
 using LossReduction = nn::functional::Reduction;  // (also spelled out in ddp_options.h)
 
 struct StepResult {
-  double loss = 0;      // mean loss over the batch, whichever the reduction
-  int64_t correct = 0;  // examples whose argmax matched the label
-  int64_t count = 0;    // examples in the batch
+  double loss = 0;  // mean loss over the batch, whichever the reduction
+  // Examples whose argmax matched their label: counted only where the targets are class labels
+  // (i64 [N] against outputs [N, C], are_class_labels); unset for any other targets
+  // (regression, multi-label), where it would mean nothing.
+  std::optional<int64_t> correct;
+  int64_t count = 0;  // examples (rows) in the batch
 };
 
-class Strategy {
+// A strategy is what a learning-rate schedule drives (optim::Schedulable): set_lr reaches every
+// replica's optimizer.
+class Strategy : public optim::Schedulable {
  public:
   virtual ~Strategy() = default;
   // forward, loss, backward and optimizer step on one global batch.
@@ -44,7 +53,13 @@ class Strategy {
   virtual StepResult train_accumulated(const std::vector<data::Batch>& micro_batches);
   // The model whose parameters are the result (device 0's for the parallel strategies).
   virtual nn::Module& model() = 0;
+  // Rank 0's optimizer (device 0's): its state and hyperparameters as they are, for reading or
+  // checkpointing. Not the way to change a hyperparameter: under ddp every replica has an
+  // optimizer of its own, and changing rank 0's alone desynchronises them. Use set_lr.
   virtual optim::Optimizer& optimizer() = 0;
+  // Sets the learning rate of every replica's optimizer this process holds (across processes,
+  // the caller's rank's: every rank calls it, as every rank steps).
+  void set_lr(double lr) override = 0;
   virtual Device device() const = 0;        // where model() lives
   virtual std::string devices() const = 0;  // "[cpu:0]", "[cuda:0, cuda:1]"
   // Where the last train_step's time went, phase by phase, and the bytes it moved.
@@ -55,11 +70,12 @@ class Strategy {
 class SingleDevice final : public Strategy {
  public:
   SingleDevice(std::shared_ptr<nn::Module> model, std::unique_ptr<optim::Optimizer> optimizer, Device device,
-               LossReduction loss = LossReduction::mean);
+               LossReduction loss = LossReduction::mean, LossFn loss_fn = {});
   StepResult train_step(const data::Batch& batch) override { return train_accumulated({batch}); }
   StepResult train_accumulated(const std::vector<data::Batch>& micro_batches) override;
   nn::Module& model() override { return *model_; }
   optim::Optimizer& optimizer() override { return *optimizer_; }
+  void set_lr(double lr) override { optimizer_->set_lr(lr); }
   Device device() const override { return device_; }
   std::string devices() const override { return "[" + device_.str() + "]"; }
   const PhaseTimes& last_phases() const override { return phases_; }
@@ -69,6 +85,7 @@ class SingleDevice final : public Strategy {
   std::unique_ptr<optim::Optimizer> optimizer_;
   Device device_;
   LossReduction loss_;
+  LossFn loss_fn_;
   PhaseTimes phases_;
 };
 
@@ -107,10 +124,15 @@ struct StrategyOptions {
   // ddp: this process's rank of a multi-process group (MPI, or NCCL bootstrapped over MPI);
   // `devices` must then be {comm->device()}. Null: every rank in this process, one per device.
   std::shared_ptr<Communicator> comm;
+  // The loss: loss_fn(output, target), the mean over the rows it is given (loss_fn.h); unset,
+  // cross-entropy against i64 class labels. The targets may be of any dtype and shape whose
+  // dim 0 is the batch. Every strategy trains single-device training's step with it.
+  LossFn loss_fn;
+  // Mean over the global batch, or sum (loss_fn's mean times the rows).
   LossReduction loss = LossReduction::mean;
   // ddp: bucket caps, SyncBatchNorm, buffer broadcast, comm timeout. make_strategy sets its
-  // `loss` from the one above, `bucketed` and `algorithm` from the strategy's name, and `link`
-  // from the one below.
+  // `loss` and `loss_fn` from the ones above, `bucketed` and `algorithm` from the strategy's
+  // name, and `link` from the one below.
   DDPOptions ddp;
   // dp and ddp in one process: an emulated interconnect between the devices (link_model.h).
   LinkModel link;
@@ -130,9 +152,10 @@ void check_loss_reduction(LossReduction loss, const char* who);
 // The mean loss over `count` examples from a mean- or sum-reduced loss tensor.
 double mean_loss(const Tensor& loss, LossReduction reduction, int64_t count);
 
-// A step's result from its loss, logits and labels. The correct count is queued before the loss
-// is read, so a GPU is waited for once, not twice.
-StepResult step_result(const Tensor& loss, LossReduction reduction, const Tensor& logits, const Tensor& labels);
+// A step's result from its loss, output and targets; the correct count only where the targets
+// are class labels (are_class_labels). That count is queued before the loss is read, so a GPU
+// is waited for once, not twice.
+StepResult step_result(const Tensor& loss, LossReduction reduction, const Tensor& output, const Tensor& target);
 
 // Number of rows of `logits` [N, C] whose argmax equals `labels` [N].
 int64_t count_correct(const Tensor& logits, const Tensor& labels);

@@ -26,7 +26,7 @@ std::vector<EpochStats> Trainer::fit(int64_t first_epoch, int64_t last_epoch, co
       DUET_CHECK(std::isfinite(r.loss), "training diverged: the loss is ", r.loss, " at epoch ", epoch + 1, ", step ",
                  progress.step, " (try a smaller --lr)");
       loss_sum += r.loss * static_cast<double>(r.count);
-      correct += r.correct;
+      correct += r.correct.value_or(0);
       progress.images += r.count;
       progress.mean_loss = loss_sum / static_cast<double>(progress.images);
       progress.seconds = std::chrono::duration<double>(Clock::now() - start).count();

@@ -24,7 +24,7 @@ struct StepProgress {
 struct EpochStats {
   int64_t epoch = 0;  // 0-based
   double train_loss = 0;
-  double train_accuracy = 0;
+  double train_accuracy = 0;  // 0 unless the targets are class labels (StepResult::correct)
   double test_accuracy = 0;
   double seconds = 0;            // training time of the epoch (evaluation excluded)
   double images_per_second = 0;  // training throughput

@@ -57,6 +57,7 @@ class WrappedSingle : public parallel::Strategy {
   parallel::StepResult train_step(const data::Batch& batch) override { return inner_.train_step(batch); }
   nn::Module& model() override { return inner_.model(); }
   optim::Optimizer& optimizer() override { return inner_.optimizer(); }
+  void set_lr(double lr) override { inner_.set_lr(lr); }
   Device device() const override { return inner_.device(); }
   std::string devices() const override { return inner_.devices(); }
   const parallel::PhaseTimes& last_phases() const override { return inner_.last_phases(); }

@@ -87,11 +87,19 @@ Experiment::Experiment(ExperimentConfig config, data::TensorDataset train)
              "Experiment: batch_size and steps must be positive and warmup >= 0, got ", config_.batch_size, ", ",
              config_.steps, ", ", config_.warmup);
   DUET_CHECK(train_.size() > 0, "Experiment: the training set is empty");
+  if (!config_.make_model) (void)nn::models::make(config_.model);  // an unknown name fails here
   // Read the whole set once: otherwise the first run alone pays for faulting its pages in (the
   // same batches come back in every run), and single-device training, which runs first and is
   // what the cost model starts from, measured slower than the same step under dp on 1 device.
   NoGradGuard no_grad;
   (void)sum(train_.images);
+}
+
+std::shared_ptr<nn::Module> Experiment::new_model() const {
+  if (!config_.make_model) return nn::models::make(config_.model);
+  std::shared_ptr<nn::Module> model = config_.make_model();
+  DUET_CHECK(model, "Experiment: make_model returned no model");
+  return model;
 }
 
 RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step) {
@@ -114,7 +122,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
     reset_peak_memory(d);
   }
   default_generator().manual_seed(config_.seed);  // the same initial weights for every run
-  std::shared_ptr<nn::Module> model = nn::models::make(config_.model);
+  std::shared_ptr<nn::Module> model = new_model();
   model->to(group[0]);
   if (sizes_.parameter_bytes == 0) {
     std::vector<Tensor> params = model->parameters();
@@ -131,6 +139,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   }
   StrategyOptions options;
   options.ddp = config_.ddp;
+  options.loss_fn = config_.loss_fn;
   if (across_processes) options.comm = config_.comm;
   else options.link = config_.link;
   std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group, options);
@@ -144,7 +153,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   std::optional<StepCheck> check;
   const Device check_device = group[0].is_cpu() ? cpu(group.back().index + 1) : group[0];
   if (config_.check && (!across_processes || config_.comm->rank() == 0))
-    check.emplace(config_.model, config_.make_optimizer, check_device);
+    check.emplace(new_model(), config_.make_optimizer, check_device, config_.loss_fn);
   // Every replica against rank 0's, on every rank (across processes it is a collective).
   auto* ddp = dynamic_cast<DistributedDataParallel*>(strategy.get());
   if (!config_.check || (ddp && ddp->world_size() < 2)) ddp = nullptr;
@@ -249,11 +258,19 @@ StepProfile Experiment::profile() const {
   p.other_ms = std::max(0.0, reference_->ms_per_step - phases);
   const int64_t image_bytes = train_.images.numel() / train_.size() * static_cast<int64_t>(sizeof(float));
   p.input_bytes = p.batch_size * image_bytes;
-  p.output_bytes = p.batch_size * 10 * static_cast<int64_t>(sizeof(float));  // the bundled models' 10 classes
+  // The model's output per example, from one example's forward (without a graph, in eval mode,
+  // so that nothing of the model changes; it is a fresh copy anyway).
+  std::shared_ptr<nn::Module> model = new_model();
+  {
+    NoGradGuard no_grad;
+    model->eval();
+    const Tensor row = model->forward(train_.images.narrow(0, 0, 1).to(DType::f32));
+    p.output_bytes = p.batch_size * row.numel() * static_cast<int64_t>(row.element_size());
+  }
   p.grad_ready_ms = grad_ready_ms_;
   // DDP's buckets as its rebuild plans them after the first step: in the order the gradients
   // arrived (earliest first; ties from the last parameter back, as the first plan walks them).
-  std::vector<Tensor> params = nn::models::make(config_.model)->parameters();
+  std::vector<Tensor> params = model->parameters();
   std::vector<size_t> order(params.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
   std::stable_sort(order.begin(), order.end(),

@@ -7,6 +7,10 @@
 //   parallel::Experiment experiment(config, data::FashionMNIST::train());
 //   auto single = experiment.run({"single", 1});
 //   auto ddp = experiment.run({"ddp", 2});   // ddp.max_check_ulps: per step, vs single
+//
+// Any model, loss and dataset: config.make_model builds the model (a class of one's own),
+// config.loss_fn is its loss, and the TensorDataset may hold any targets (f32 regression targets
+// [N, K] as well as i64 labels [N]).
 #pragma once
 
 #include <array>
@@ -26,14 +30,20 @@
 namespace duet::parallel {
 
 struct ExperimentConfig {
-  std::string model = "lenet-relu";  // a bundled model (nn::models::names())
-  int64_t batch_size = 256;          // global
-  int64_t steps = 100;               // timed steps
-  int64_t warmup = 5;                // untimed steps before them (thread start-up, first allocations)
-  uint64_t seed = 0;                 // the initial weights and the batch order
-  OptimizerFactory make_optimizer;   // required
-  Device first_device = cpu(0);      // a run on N devices uses this one and the N-1 after it
-  DDPOptions ddp;                    // for the ddp variants: bucket caps, sync_batchnorm, comm_timeout
+  std::string model = "lenet-relu";  // a bundled model (nn::models::names()), unless make_model is set
+  // Builds the model, on the CPU: every run calls it once after seeding the generator with
+  // `seed` (so every run starts from the same weights), and the per-step check once more for
+  // its single-device copy. Set, it is used instead of `model`.
+  std::function<std::shared_ptr<nn::Module>()> make_model;
+  // The loss every strategy trains with (StrategyOptions::loss_fn); unset, cross-entropy.
+  LossFn loss_fn;
+  int64_t batch_size = 256;         // global
+  int64_t steps = 100;              // timed steps
+  int64_t warmup = 5;               // untimed steps before them (thread start-up, first allocations)
+  uint64_t seed = 0;                // the initial weights and the batch order
+  OptimizerFactory make_optimizer;  // required
+  Device first_device = cpu(0);     // a run on N devices uses this one and the N-1 after it
+  DDPOptions ddp;                   // for the ddp variants: bucket caps, sync_batchnorm, comm_timeout
   // dp and ddp in one process: an emulated interconnect between the devices (link_model.h).
   LinkModel link;
   // The per-step check (step_check.h): one more single-device step per step, not timed; for
@@ -68,7 +78,7 @@ struct RunMeasurement {
   std::array<double, kNumPhases> phase_ms{};  // mean per timed step
   double bytes_per_step = 0;                  // between devices
   std::vector<DeviceMemory> memory;
-  double final_loss = 0;  // the last step's
+  double final_loss = 0;  // the last step's (mean over its batch)
   // The per-step check's worst step, in float ulps (step_check.h); unset without the check.
   std::optional<double> max_check_ulps;
   // ddp on 2 devices or more, with the check: whether every replica's parameters equalled rank
@@ -102,6 +112,9 @@ class Experiment {
   const ExperimentConfig& config() const { return config_; }
 
  private:
+  // A fresh model: config.make_model's, or the bundled config.model.
+  std::shared_ptr<nn::Module> new_model() const;
+
   ExperimentConfig config_;
   data::TensorDataset train_;
   std::optional<RunMeasurement> reference_;

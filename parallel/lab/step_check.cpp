@@ -49,16 +49,23 @@ double max_ulps(const std::vector<std::vector<double>>& a, const std::vector<std
   return worst;
 }
 
-StepCheck::StepCheck(const std::string& model, const OptimizerFactory& make_optimizer, Device device)
-    : model_(nn::models::make(model)) {
+StepCheck::StepCheck(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer, Device device,
+                     LossFn loss_fn)
+    : model_(std::move(model)) {
+  DUET_CHECK(model_, "StepCheck: needs a model");
   model_->to(device);
-  single_ = std::make_unique<SingleDevice>(model_, make_optimizer(model_->parameters()), device);
+  single_ = std::make_unique<SingleDevice>(model_, make_optimizer(model_->parameters()), device, LossReduction::mean,
+                                           std::move(loss_fn));
 }
+
+StepCheck::StepCheck(const std::string& model, const OptimizerFactory& make_optimizer, Device device)
+    : StepCheck(nn::models::make(model), make_optimizer, device) {}
 
 void StepCheck::before(Strategy& strategy, const data::Batch& batch) {
   // By name: a ddp model with SyncBatchNorm2d layers has BatchNorm2d's names.
   model_->load_state_dict(copies(strategy.model().state_dict()));
   single_->optimizer().load_state(copies(strategy.optimizer().state()));
+  single_->set_lr(strategy.optimizer().lr());  // a schedule may have changed it
   single_->train_step(batch);
   expected_ = parameter_values(*model_);
 }

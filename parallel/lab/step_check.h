@@ -25,11 +25,16 @@ namespace duet::parallel {
 
 class StepCheck {
  public:
-  // A single-device copy of the bundled `model` on `device` (where the strategy's model lives).
+  // A single-device copy of the strategy's model: `model` is a fresh instance of its class (the
+  // check loads the strategy's state into it before every step), moved here to `device`, and
+  // trained with `loss_fn` (unset: cross-entropy), the strategy's loss.
+  StepCheck(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer, Device device,
+            LossFn loss_fn = {});
+  // The same for the bundled model named `model`.
   StepCheck(const std::string& model, const OptimizerFactory& make_optimizer, Device device);
 
   // Before the strategy's step: single-device training's step on `batch` from the strategy's
-  // parameters, buffers and optimizer state.
+  // parameters, buffers, optimizer state and learning rate (rank 0's).
   void before(Strategy& strategy, const data::Batch& batch);
   // After it: how far the strategy's parameters landed from that step's, in float ulps.
   double after(Strategy& strategy) const;

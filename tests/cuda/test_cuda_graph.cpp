@@ -89,6 +89,28 @@ TEST_CASE("a step replayed from a CUDA graph trains like eager steps", "[cuda]")
   for (size_t i = 0; i < graphed.optimizer().params().size(); ++i) CHECK(graphed.optimizer().updates(i) == 6);
 }
 
+TEST_CASE("a replayed step trains a loss_fn of one's own on f32 targets like eager steps, set_lr included", "[cuda]") {
+  const parallel::LossFn mse = [](const Tensor& out, const Tensor& y) { return nn::functional::mse_loss(out, y); };
+  auto a = fresh("mlp", cuda_device(0)), b = fresh("mlp", cuda_device(0));
+  parallel::SingleDevice eager(a, sgd(a->parameters()), cuda_device(0), parallel::LossReduction::mean, mse);
+  parallel::GraphedSingleDevice graphed(b, sgd(b->parameters()), cuda_device(0), parallel::LossReduction::mean,
+                                        /*warmup_steps=*/2, mse);
+  std::vector<data::Batch> data = batches({16, 16, 16, 16, 16, 16});
+  for (size_t i = 0; i < data.size(); ++i) {
+    data[i].y = rand({16, 10});  // regression targets, one per output
+    if (i == 4) {
+      eager.set_lr(0.05);
+      graphed.set_lr(0.05);
+    }
+    const parallel::StepResult expected = eager.train_step(data[i]), actual = graphed.train_step(data[i]);
+    CHECK(actual.loss == Approx(expected.loss).epsilon(kTolerance));
+    CHECK_FALSE(actual.correct.has_value());  // f32 targets: nothing to count
+    CHECK_FALSE(expected.correct.has_value());
+  }
+  CHECK(graphed.recordings() == 2);  // the new lr recorded the step again
+  CHECK(max_relative_diff(trained(graphed, {}), trained(eager, {})) < kTolerance);
+}
+
 TEST_CASE("a CUDA graph lets batches of another shape train eagerly and records again for a new lr", "[cuda]") {
   auto [eager, graphed] = both("lenet-relu");
   const std::vector<data::Batch> data = batches({16, 16, 16, 16, 8, 16, 16, 16});

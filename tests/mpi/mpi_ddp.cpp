@@ -1,10 +1,10 @@
 // DistributedDataParallel across processes: under mpirun, one rank per process, every rank
 // trains on its shard of the same global batches and also trains single-device on the whole
 // batches; after 5 SGD steps both hold the same parameters. The same for gradient accumulation
-// (3 micro-batches per step against one step on their concatenation) and for SyncBatchNorm
-// against single-device BatchNorm. A plain program that exits non-zero when a check fails;
-// every rank runs every step whatever the results, so a failed check never leaves another rank
-// waiting.
+// (3 micro-batches per step against one step on their concatenation), for SyncBatchNorm
+// against single-device BatchNorm, and for an MSE loss_fn on f32 targets with a schedule. A plain program that exits
+// non-zero when a check fails; every rank runs every step whatever the results, so a failed check never leaves another
+// rank waiting.
 //
 //   mpi_ddp                 the equivalence checks (any number of ranks)
 //   mpi_ddp --failing-rank  rank 1's forward throws: its abort must end the job on every rank
@@ -155,6 +155,50 @@ std::shared_ptr<nn::Module> batch_norm_model(int rank) {
       nn::Conv2d(nn::Conv2dOptions(3, 4, 3)), nn::BatchNorm2d(4), nn::Flatten(), nn::Linear(4 * 11 * 11, 10)));
 }
 
+// A loss and targets of one's own across processes: a regression net trained with an MSE
+// loss_fn on f32 targets [N, 1], its lr halved every 2 steps through set_lr on every rank,
+// against single-device training with the same schedule. Each rank takes its contiguous rows of
+// the global batch, as scatter splits it.
+void run_regression(const std::shared_ptr<Communicator>& comm) {
+  const int r = comm->rank(), n = comm->world_size();
+  const LossFn mse = [](const Tensor& out, const Tensor& y) { return nn::functional::mse_loss(out, y); };
+  auto net = [](int seed_rank) {
+    manual_seed(7 + static_cast<uint64_t>(seed_rank));
+    return nn::Sequential(nn::Linear(6, 16), nn::Tanh(), nn::Linear(16, 1)).ptr();
+  };
+  DistributedDataParallel ddp(net(r), sgd, comm, {.loss_fn = mse, .check_every = 1});
+  std::shared_ptr<nn::Module> reference = net(0);
+  SingleDevice single(reference, sgd(reference->parameters()), cpu(0), LossReduction::mean, mse);
+  const optim::StepLR schedule(2, 0.5);  // lr 0.1, 0.1, 0.05, 0.05
+  const int64_t rows[] = {12, 7, 9, 5};
+  for (uint64_t step = 0; step < 4; ++step) {
+    std::mt19937 rng(static_cast<unsigned>(2000 + step));
+    std::normal_distribution<float> normal;
+    std::vector<float> x(static_cast<size_t>(rows[step] * 6)), y(static_cast<size_t>(rows[step]));
+    for (float& v : x) v = normal(rng);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = x[6 * i] - 0.5f * x[6 * i + 1];
+    const data::Batch batch{from_vector(x, {rows[step], 6}), from_vector(y, {rows[step], 1})};
+    const std::vector<int64_t> sizes = chunk_sizes(rows[step], n);
+    int64_t start = 0;
+    for (int k = 0; k < r; ++k) start += sizes[static_cast<size_t>(k)];
+    const int64_t mine = sizes[static_cast<size_t>(r)];
+    schedule.apply(ddp, 0.1, static_cast<int64_t>(step));
+    schedule.apply(single, 0.1, static_cast<int64_t>(step));
+    StepResult got = ddp.train_step({batch.x.narrow(0, start, mine), batch.y.narrow(0, start, mine)});
+    StepResult want = single.train_step(batch);
+    check(got.count == want.count && !got.correct && !want.correct,
+          "regression: counts, and no correct count for f32 targets, step " + std::to_string(step), r);
+    check(std::fabs(got.loss - want.loss) < 1e-5 * std::fabs(want.loss),
+          "regression: global loss " + std::to_string(got.loss) + " vs " + std::to_string(want.loss), r);
+  }
+  check(ddp.optimizer().lr() == 0.05, "regression: the schedule's lr on this rank", r);
+  double diff = max_relative_diff(ddp.model(), *reference);
+  check(diff < 1e-5, "regression: max relative parameter difference " + std::to_string(diff), r);
+  if (r == 0)
+    std::printf("mpi_ddp: MSE regression with a schedule on %d ranks: max relative parameter difference %.2e\n", n,
+                diff);
+}
+
 // SyncBatchNorm across processes equals single-device BatchNorm: parameters and running
 // statistics, with unequal shards (none empty: every rank needs an example).
 void run_sync_batchnorm(const std::shared_ptr<Communicator>& comm) {
@@ -221,6 +265,7 @@ int main(int argc, char** argv) {
   run_accumulation(comm, true);
   run_accumulation(comm, false);
   run_sync_batchnorm(comm);
+  run_regression(comm);
   std::printf("mpi_ddp: rank %d: %d failures\n", r, failures);
   comm.reset();  // before MPI_Finalize at exit
   return failures == 0 ? 0 : 1;

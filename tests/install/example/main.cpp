@@ -1,6 +1,8 @@
 // A complete duet program, written against the installed library: a model of its own, trained
 // on Fashion-MNIST for an epoch, evaluated, saved, and loaded into a fresh model that must score
-// the same. docs/writing-models.md shows it in parts: each block between "// doc: NAME" and
+// the same; then trained under dp and ddp on two devices, and the strategies compared by an
+// Experiment, whose per-step check must hold. docs/writing-models.md shows it in parts: each block between "// doc:
+// NAME" and
 // "// end doc" is a code block of the page (ctest doc_matches_example holds them equal).
 //
 // Usage: duet_example [train_images [test_images [checkpoint]]]
@@ -93,5 +95,32 @@ int main(int argc, char** argv) {
     std::cerr << "the reloaded model scores " << reloaded << ", the trained one " << trained << "\n";
     return 1;
   }
+
+  // doc: strategies
+  // How a strategy makes an optimizer: once per replica that steps (dp has one, ddp one per device).
+  parallel::OptimizerFactory make_sgd = [](std::vector<Tensor> params) {
+    return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
+  };
+  for (const std::string strategy : {"dp", "ddp"}) {
+    manual_seed(0);  // the same initial weights as above
+    auto replicated = std::make_shared<TinyNet>();
+    auto trainer = parallel::make_strategy(strategy, replicated, make_sgd, {cpu(0), cpu(1)});
+    train.set_epoch(0);  // the batches of the loop above, in the same order
+    for (const data::Batch& batch : train) trainer->train_step(batch);  // one epoch
+    std::cout << strategy << " test accuracy " << accuracy(trainer->model(), test_set) << "\n";
+  }
+  // end doc
+
+  // doc: experiment
+  parallel::ExperimentConfig config{.batch_size = 256, .steps = 8, .warmup = 1, .make_optimizer = make_sgd};
+  config.make_model = [] { return std::make_shared<TinyNet>(); };
+  parallel::Experiment experiment(config, train_set);
+  for (const auto& [strategy, devices] : {std::pair{"single", 1}, {"dp", 2}, {"ddp", 2}}) {
+    const parallel::RunMeasurement m = experiment.run({strategy, devices});
+    std::cout << strategy << ": " << m.images_per_second << " images/s, worst step " << m.max_check_ulps.value_or(-1)
+              << " ulps from single-device training's\n";
+    if (!m.max_check_ulps || *m.max_check_ulps > 8) return 1;
+  }
+  // end doc
   return 0;
 }
