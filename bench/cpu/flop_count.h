@@ -6,7 +6,7 @@
 // gradient). A grouped convolution's weight [K, C / groups, kh, kw] holds exactly the K each
 // output reads, and dilation spreads the taps without adding any, so both are counted right. The first such layer's
 // input gradient is skipped, since nothing needs the gradient of the images. Activations, pooling, the loss and the SGD
-// update are left out: they are memory-bound and small next to the GEMMs. bench/torch_models.py counts the PyTorch
+// update are left out: they are memory-bound and small next to the GEMMs. bench/cpu/torch_models.py counts the PyTorch
 // twins the same way, so the two must agree.
 #pragma once
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# CI's check of bench/gpu.sh on a machine without a GPU (`bench/gpu.sh --dry-run`, from .ci/run):
+# CI's check of bench/gpu/gpu.sh on a machine without a GPU (`bench/gpu/gpu.sh --dry-run`, from .ci/run):
 # the harness runs as the README runs it on a lent GPU machine, in a simulated one, twice.
 # First as it is, and it must
 #   - print the first pass's time plan;
 #   - configure with nothing of this machine's own: OpenBLAS, Catch2, CLI11, nlohmann-json and
-#     zlib from gpu-deps/ (made here with bench/gpu_deps.sh if missing; apt works in CI), the
+#     zlib from gpu-deps/ (made here with bench/gpu/gpu_deps.sh if missing; apt works in CI), the
 #     system's copies hidden from CMake; cuDNN, NCCL and cuBLAS from a folder shaped like
 #     PyTorch's nvidia-* packages (versioned libraries only), made of links to the toolkit's
 #     own files, and taken from there even though the toolkit has them;
@@ -21,7 +21,7 @@
 # gpu-deps/ would show only on the GPU machine; the libraries and CMake packages are checked.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BUILD=$ROOT/build-gpu-dry-run
 OUT=$BUILD/out
 begin=$(date +%s)
@@ -30,7 +30,7 @@ fail() {
   exit 1
 }
 
-[[ -e $(ls "$ROOT"/gpu-deps/*.deb 2>/dev/null | head -n 1) ]] || "$ROOT/bench/gpu_deps.sh"
+[[ -e $(ls "$ROOT"/gpu-deps/*.deb 2>/dev/null | head -n 1) ]] || "$ROOT/bench/gpu/gpu_deps.sh"
 
 # PyTorch's nvidia-* packages, as pip lays them out for CUDA 13: headers and versioned libraries,
 # linked to this machine's files. Where those are differs between machines (beside the toolkit,
@@ -43,7 +43,7 @@ cached() {  # the main build's cache entry $1, or nothing
   [[ -f $cache ]] || return 0
   grep -E "^$1:" "$cache" | cut -d= -f2- | grep -v NOTFOUND || true
 }
-source "$ROOT/bench/cuda_toolkit.sh"
+source "$ROOT/bench/gpu/cuda_toolkit.sh"
 toolkit=$(cuda_toolkit_root "$(cached CUDAToolkit_NVCC_EXECUTABLE)")
 targets=$toolkit/targets/x86_64-linux
 matches() {  # matches PATTERN DIR...: the files matching PATTERN in the first DIR that has any
@@ -81,7 +81,7 @@ mkdir -p "$OUT"
 set +e
 BUILD_DIR=$BUILD OUT=$OUT GPU_SITE_PACKAGES=$site GPU_ENV_WHEELS_FIRST=1 BUDGET_S=400 \
   GPU_CMAKE_ARGS="-DCMAKE_IGNORE_PREFIX_PATH=/usr -DCMAKE_IGNORE_PATH=$hidden -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON" \
-  bash "$ROOT/bench/gpu.sh" 2>&1 | tee "$OUT/gpu.log"
+  bash "$ROOT/bench/gpu/gpu.sh" 2>&1 | tee "$OUT/gpu.log"
 status=${PIPESTATUS[0]}
 set -e
 
@@ -116,7 +116,7 @@ set +e
 BUILD_DIR=$BUILD OUT=$ORDER_OUT GPU_SITE_PACKAGES=$site GPU_ENV_WHEELS_FIRST=1 BUDGET_S=400 \
   GPU_PAST_FAILED_PREFLIGHT=1 GPU_TEST_TARGETS=cuda_preflight GPU_BENCH_TARGETS=dry_run_broken_bench \
   GPU_CMAKE_ARGS="-DCMAKE_IGNORE_PREFIX_PATH=/usr -DCMAKE_IGNORE_PATH=$hidden -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON \
--DDUET_DRY_RUN_BROKEN_BENCH=ON" bash "$ROOT/bench/gpu.sh" --models lenet 2>&1 | tee "$ORDER_OUT/gpu.log"
+-DDUET_DRY_RUN_BROKEN_BENCH=ON" bash "$ROOT/bench/gpu/gpu.sh" --models lenet 2>&1 | tee "$ORDER_OUT/gpu.log"
 status=${PIPESTATUS[0]}
 set -e
 ((status == 1)) || fail "past the preflight, gpu.sh exited with $status, expected 1 (a step failed, none stopped it)"

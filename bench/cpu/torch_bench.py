@@ -1,8 +1,8 @@
 #!/usr/bin/python3
-"""PyTorch's side of `make bench`, the twin of bench/duet_bench.cpp: the same model, init,
+"""PyTorch's side of `make bench`, the twin of bench/cpu/duet_bench.cpp: the same model, init,
 data, batches and plain SGD, timed the same way. Prints one JSON line.
 
-Run with Debian's python3-torch:  /usr/bin/python3 bench/torch_bench.py --model lenet --threads 1
+Run with Debian's python3-torch:  /usr/bin/python3 bench/cpu/torch_bench.py --model lenet --threads 1
 """
 import json
 import resource

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The host's cost per op, duet against PyTorch eager, side by side: runs bench/overhead_bench
-(duet) and bench/overhead_torch.py alternately --rounds times on one device and prints the
+(duet) and bench/overhead/overhead_torch.py alternately --rounds times on one device and prints the
 medians and their ratio. On a GPU this is what bounds a small model's step: its kernels take a
 few microseconds, so the host's dispatch, autograd and launch cost decide."""
 import argparse
@@ -20,7 +20,7 @@ def run(command):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--build-dir", default=os.path.join(HERE, "..", "build"))
+    p.add_argument("--build-dir", default=os.path.join(HERE, "..", "..", "build"))
     p.add_argument("--device", default="cpu")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--python", default="/usr/bin/python3")

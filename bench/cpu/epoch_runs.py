@@ -1,6 +1,6 @@
-"""One run of each side of `bench/run.py --epochs N`, each turned into a sample of one shape:
+"""One run of each side of `bench/cpu/run.py --epochs N`, each turned into a sample of one shape:
 `duet train` (the real CLI with its defaults, read back from its header line and its --metrics
-lines) and bench/torch_epochs.py (its JSON line)."""
+lines) and bench/cpu/torch_epochs.py (its JSON line)."""
 import json
 import os
 import re
@@ -80,7 +80,7 @@ def run_duet_train(duet, model, epochs, threads, test_images, data_dir, retries)
 
 
 def run_torch_epochs(model, epochs, threads, duet_run, data_dir, retries):
-    """One bench/torch_epochs.py run with duet_run's batch size and lr, on `threads` threads."""
+    """One bench/cpu/torch_epochs.py run with duet_run's batch size and lr, on `threads` threads."""
     command = [sys.executable, os.path.join(HERE, "torch_epochs.py"), "--model", model, "--epochs", str(epochs),
                "--threads", str(threads), "--batch-size", str(duet_run["batch_size"]), "--lr", str(duet_run["lr"])]
     if data_dir:

@@ -1,4 +1,4 @@
-"""`bench/run.py --epochs N`: `duet train` against a plain PyTorch loop (bench/torch_epochs.py)
+"""`bench/cpu/run.py --epochs N`: `duet train` against a plain PyTorch loop (bench/cpu/torch_epochs.py)
 over N whole epochs of Fashion-MNIST. For each model it alternates fresh processes (duet train,
 PyTorch on 1..M threads, duet train, ...) for --repeats rounds, takes each configuration's
 median, and compares duet with PyTorch at its best thread count, as the batch mode does."""
@@ -18,7 +18,7 @@ def measure_model(model, args, duet, duet_threads, test_images, torch_threads):
         run = epoch_runs.run_duet_train(duet, model, args.epochs, duet_threads, test_images, args.data_dir,
                                         args.retries)
         if run["optimizer"] != "sgd":
-            raise BenchError(f"duet train's default optimizer is now {run['optimizer']}; bench/torch_epochs.py has SGD")
+            raise BenchError(f"duet train's default optimizer is now {run['optimizer']}; bench/cpu/torch_epochs.py has SGD")
         duet_runs.append(run)
         progress(f"{tag}: duet train {run['train_images_per_second']:,.0f} img/s, test acc {run['test_accuracy']:.3f}")
         for threads in torch_threads:

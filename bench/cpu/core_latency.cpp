@@ -1,5 +1,5 @@
 // How long one cache line takes to travel from one core to another: two threads, pinned to the
-// first two cores this process may use, hand a counter back and forth. bench/run.py runs it
+// first two cores this process may use, hand a counter back and forth. bench/cpu/run.py runs it
 // around each measurement. On this project's 2-vCPU VM it reads 25 to 30 ns while the vCPUs
 // share a cache, and about 165 ns for minutes at a time when the host places them apart; then
 // whatever one core wrote costs the other six times as much to read (docs/performance.md).

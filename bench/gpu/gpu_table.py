@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/gpu.sh's table: duet's GPU training throughput next to PyTorch's, eager and compiled,
+"""bench/gpu/gpu.sh's table: duet's GPU training throughput next to PyTorch's, eager and compiled,
 from the JSON lines the runs left in a folder (<run>-<model>.json; a missing or empty file is a
 run that failed or was skipped, and its log says which). The ratios compare like with like:
 duet and the PyTorch columns they are divided by choose convolution algorithms the same way

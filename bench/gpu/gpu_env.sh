@@ -1,22 +1,22 @@
 # shellcheck shell=bash
 # Makes duet's build dependencies findable on a GPU machine that lacks them, and its binaries
-# runnable there. Sourced by bench/gpu.sh, or by hand before running a binary of build-gpu/
-# (`source bench/gpu_env.sh`, then e.g. ./build-gpu/tests/duet_cuda_tests): without it they
+# runnable there. Sourced by bench/gpu/gpu.sh, or by hand before running a binary of build-gpu/
+# (`source bench/gpu/gpu_env.sh`, then e.g. ./build-gpu/tests/duet_cuda_tests): without it they
 # fail with "libcudnn.so.9: cannot open shared object file".
 #
 # Optional inputs: ROOT (default: this repository), BUILD_DIR (default $ROOT/build-gpu), PYTHON
 # (default python3), GPU_SITE_PACKAGES (where PyTorch's nvidia-* packages live; default PYTHON's
 # site-packages), GPU_ENV_WHEELS_FIRST=1 (take cuBLAS, cuDNN and NCCL from those packages even
-# where the CUDA toolkit has them: bench/gpu_dry_run.sh's simulated GPU machine).
+# where the CUDA toolkit has them: bench/gpu/gpu_dry_run.sh's simulated GPU machine).
 # Sets CMAKE_ARGS (an array for the configure), GPU_ENV_PROBLEMS (an array: what is missing and
 # the command that fixes it; gpu.sh stops on any) and exports CPATH, LIBRARY_PATH, LD_LIBRARY_PATH.
-#   - gpu-deps/*.deb (from bench/gpu_deps.sh: OpenBLAS, zlib's headers, Catch2, CLI11,
+#   - gpu-deps/*.deb (from bench/gpu/gpu_deps.sh: OpenBLAS, zlib's headers, Catch2, CLI11,
 #     nlohmann-json) unpacked under $BUILD_DIR/deps/debian, once, with no dpkg database touched;
 #   - cuDNN, NCCL and cuBLAS's development files from the nvidia-* Python packages beside
 #     PyTorch when the toolkit has none: those wheels ship versioned libraries only
 #     (libcudnn.so.9), so a folder of links gives CMake the names it looks for. Without any
 #     cuDNN the build goes on with -DDUET_CUDNN=OFF; without NCCL, without the communicator.
-ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+ROOT=${ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-gpu}
 PYTHON=${PYTHON:-python3}
 CMAKE_ARGS=()
@@ -44,7 +44,7 @@ unpack_debs() {
       echo "Dependencies: the system's (no gpu-deps/ folder)"
     else
       GPU_ENV_PROBLEMS+=("no gpu-deps/ folder, and this machine lacks OpenBLAS, Catch2, CLI11, nlohmann-json or \
-zlib's headers: run bench/gpu_deps.sh where apt works and carry gpu-deps/ along (run's carry: [\"gpu-deps\"])")
+zlib's headers: run bench/gpu/gpu_deps.sh where apt works and carry gpu-deps/ along (run's carry: [\"gpu-deps\"])")
     fi
     return 0
   fi
@@ -116,7 +116,7 @@ wheel_prefix() {
 }
 
 # The CUDA toolkit nvcc belongs to (the toolkit, or a targets/ folder within it, or Debian's /usr).
-source "$ROOT/bench/cuda_toolkit.sh"
+source "$ROOT/bench/gpu/cuda_toolkit.sh"
 TOOLKIT=$(cuda_toolkit_root)
 toolkit_has() {
   local dir

@@ -1,4 +1,4 @@
-"""What bench/torch_bench.py and bench/torch_epochs.py share before torch starts: their common
+"""What bench/cpu/torch_bench.py and bench/cpu/torch_epochs.py share before torch starts: their common
 command-line options, and torch imported with its thread count set before anything runs in
 parallel (torch_loop.py is imported after)."""
 import argparse

@@ -39,7 +39,7 @@ def make(name):
 
 
 def count_flops(net):
-    """(forward, backward) FLOPs per image, counted as bench/flop_count.cpp does: 2*M*N*K per
+    """(forward, backward) FLOPs per image, counted as bench/cpu/flop_count.cpp does: 2*M*N*K per
     Linear or Conv2d, the backward twice that, less the first layer's input gradient."""
     forward = backward = 0
     x = torch.zeros(1, 1, 28, 28)

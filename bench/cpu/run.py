@@ -7,14 +7,14 @@ best thread count, and holds duet's GFLOP/s against the GEMM peak that bench/gem
 measures. It prints one Markdown table on stdout (progress goes to stderr) and writes the
 whole result, every sample included, as JSON. It builds nothing: `make bench` does that first.
 
-With --epochs N it compares whole epochs instead (bench/epochs.py): `duet train`, the real CLI
-with its defaults, against a plain PyTorch loop (bench/torch_epochs.py) with the same model,
+With --epochs N it compares whole epochs instead (bench/cpu/epochs.py): `duet train`, the real CLI
+with its defaults, against a plain PyTorch loop (bench/cpu/torch_epochs.py) with the same model,
 batch size and lr, both timed per epoch by their training passes and, apart, by the test-set
 evaluation after each epoch; medians of --repeats alternating rounds again, PyTorch on 1..N
 threads, its best compared.
 
-    /usr/bin/python3 bench/run.py --build-dir build [--strategies] [--out bench/results.json]
-    /usr/bin/python3 bench/run.py --build-dir build --epochs 3 [--models mlp] [--repeats 3]
+    /usr/bin/python3 bench/cpu/run.py --build-dir build [--strategies] [--out bench/results.json]
+    /usr/bin/python3 bench/cpu/run.py --build-dir build --epochs 3 [--models mlp] [--repeats 3]
 """
 import argparse
 import datetime
@@ -25,6 +25,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "parallel"))  # strategies.py
 
 import epochs  # noqa: E402
 import fashion_mnist_np  # noqa: E402
@@ -44,8 +45,8 @@ TARGETS = {"duet_bench": "duet_bench", "gemm_peak": "gemm_peak", "duet": "duet_c
 
 def parse_args():
     p = argparse.ArgumentParser(description="duet vs PyTorch on the CPU (make bench)")
-    p.add_argument("--build-dir", default=os.path.join(HERE, "..", "build"))
-    p.add_argument("--out", default=os.path.join(HERE, "results.json"), help="where the JSON goes")
+    p.add_argument("--build-dir", default=os.path.join(HERE, "..", "..", "build"))
+    p.add_argument("--out", default=os.path.join(HERE, "..", "results.json"), help="where the JSON goes")
     p.add_argument("--repeats", type=int, default=5, help="alternating rounds; the median is reported")
     p.add_argument("--models", default=",".join(WORKLOADS), help="comma-separated: " + ", ".join(WORKLOADS))
     p.add_argument("--max-torch-threads", type=int, default=os.cpu_count(),
@@ -57,7 +58,7 @@ def parse_args():
                    help="reruns of a run during which other processes used over 10%% of the CPUs")
     p.add_argument("--data-dir", default=None, help=f"Fashion-MNIST IDX files (default {fashion_mnist_np.DEFAULT_DIR})")
     p.add_argument("--epochs", type=int, default=None, metavar="N",
-                   help="instead: N whole epochs of `duet train` against a plain PyTorch loop (bench/epochs.py)")
+                   help="instead: N whole epochs of `duet train` against a plain PyTorch loop (bench/cpu/epochs.py)")
     args = p.parse_args()
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
     unknown = [m for m in args.models if m not in WORKLOADS]
@@ -88,7 +89,7 @@ def check_torch():
     """PyTorch must import in the interpreter that runs torch_bench.py."""
     done = subprocess.run([sys.executable, "-c", "import torch, numpy"], capture_output=True, text=True)
     if done.returncode != 0:
-        raise BenchError(f"{sys.executable} cannot import torch and numpy: run bench/setup.sh (it installs "
+        raise BenchError(f"{sys.executable} cannot import torch and numpy: run bench/cpu/setup.sh (it installs "
                          f"Debian's python3-torch and python3-numpy)\n{done.stderr.strip()}")
 
 

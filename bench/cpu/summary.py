@@ -1,5 +1,5 @@
 """Turns the repeated runs of one model into its row of the comparison: medians, PyTorch's best
-thread count and the duet/PyTorch ratios (both modes of bench/run.py), and, in the batch mode,
+thread count and the duet/PyTorch ratios (both modes of bench/cpu/run.py), and, in the batch mode,
 duet's GFLOP/s against the measured GEMM peak."""
 import statistics
 
@@ -23,11 +23,11 @@ def check_twins(model, duet, torch_runs, keys=("parameters", "flop_per_image")):
     for key in keys:
         if torch_runs[0][key] != duet[0][key]:
             raise BenchError(f"{model}: duet has {key} {duet[0][key]}, its PyTorch twin "
-                               f"{torch_runs[0][key]}; bench/torch_models.py no longer matches nn/models/")
+                               f"{torch_runs[0][key]}; bench/cpu/torch_models.py no longer matches nn/models/")
 
 
 def compare(duet_samples, torch_samples):
-    """What both modes of bench/run.py show of one model: each configuration's medians, PyTorch
+    """What both modes of bench/cpu/run.py show of one model: each configuration's medians, PyTorch
     at its best thread count (by median training img/s), and duet's ratios to it.
     torch_samples: {threads: [run, ...]}."""
     duet = medians(duet_samples)

@@ -1,4 +1,4 @@
-"""The PyTorch training loop's pieces that bench/torch_bench.py and bench/torch_epochs.py share:
+"""The PyTorch training loop's pieces that bench/cpu/torch_bench.py and bench/cpu/torch_epochs.py share:
 the data as tensors with the seeded twin model, shuffled batches, duet's training step, and the timed
 evaluation. Import it after torch_setup.start_torch, so nothing runs in parallel before the thread
 count is set."""

@@ -1,5 +1,5 @@
-// duet's side of bench/gpu.sh: training throughput of one model on one device, as the median
-// of several timed windows after a warm-up, printed as one JSON line. bench/gpu_torch_bench.py
+// duet's side of bench/gpu/gpu.sh: training throughput of one model on one device, as the median
+// of several timed windows after a warm-up, printed as one JSON line. bench/gpu/gpu_torch_bench.py
 // is its PyTorch twin. Uses Fashion-MNIST when its files are found, else random images of its
 // shape (the throughput does not depend on the pixel values), and says which. Its JSON names the
 // paths convolution and batch norm took (cuDNN with deterministic algorithms, or duet's own

@@ -4,18 +4,18 @@
 # long it should take and what a failure would mean). Run it as (README, "GPU check and benchmark"):
 #
 #   export OUT=${OUT:-$PWD/build-gpu/gpu-bench}; mkdir -p "$OUT"; set -o pipefail
-#   bash bench/gpu.sh 2>&1 | tee "$OUT/gpu.log"
+#   bash bench/gpu/gpu.sh 2>&1 | tee "$OUT/gpu.log"
 #
 # In order, each step with a time limit and its full log in $OUT (the only folder that comes
 # back from a lent machine); the time plan is printed first:
-#   1. the environment: duet's build dependencies from gpu-deps/ (bench/gpu_deps.sh), cuDNN,
+#   1. the environment: duet's build dependencies from gpu-deps/ (bench/gpu/gpu_deps.sh), cuDNN,
 #      NCCL and, if need be, cuBLAS's development files from PyTorch's packages (gpu_env.sh);
 #      meanwhile, once, whether PyTorch imports and sees CUDA;
 #   2. configure for sm_90, build the preflight (a few seconds) and run it: a GPU, a kernel of
 #      this build, cuBLAS, a one-rank NCCL all-reduce and a small cuDNN convolution
 #      (tests/preflight/cuda_preflight.cu);
 #   3. build duet_cuda_tests alone (ninja -k 0: every broken file in one log), run
-#      `ctest -L cuda` and count what really ran (bench/ctest_summary.py: all Skipped is a failure);
+#      `ctest -L cuda` and count what really ran (bench/gpu/ctest_summary.py: all Skipped is a failure);
 #   4. only then build the benchmarks (a benchmark that does not compile stops no test: they ran)
 #      and measure training throughput of lenet, lenet-relu and resnet18 at batch 256 on cuda:0
 #      (median img/s of 5 timed windows after a warm-up): duet eager, duet with the step replayed
@@ -39,7 +39,7 @@
 #   --no-bench      no benchmark;  --no-torch: duet's rows only
 #   --full          the slow PyTorch rows too (torch.compile, cudnn.benchmark); budget 780 s
 #   --plan          print the time plan and exit
-#   --dry-run       the CI's check of this script on a machine without a GPU (bench/gpu_dry_run.sh)
+#   --dry-run       the CI's check of this script on a machine without a GPU (bench/gpu/gpu_dry_run.sh)
 # Environment: OUT (default $BUILD_DIR/gpu-bench), BUILD_DIR (default build-gpu), DATA_DIR
 # (default /usr/share/datasets/fashion-mnist: Fashion-MNIST if its files are there, else
 # synthetic batches of its shape; the table says which), PYTHON (default python3), BUDGET_S
@@ -49,12 +49,12 @@
 # GPU_PAST_FAILED_PREFLIGHT=1 (go on after a failed preflight, to check the order of the rest).
 set -u
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RUN_TESTS=1 RUN_BENCH=1 RUN_TORCH=1 FULL=0 PLAN_ONLY=0 TESTS_REGEX=""
 MODELS=(lenet lenet-relu resnet18)
 while (($#)); do
   case $1 in
-    --dry-run) exec bash "$ROOT/bench/gpu_dry_run.sh" ;;
+    --dry-run) exec bash "$ROOT/bench/gpu/gpu_dry_run.sh" ;;
     --tests) TESTS_REGEX=$2; shift ;;
     --no-tests) RUN_TESTS=0 ;;
     --models) read -ra MODELS <<<"$2"; shift ;;
@@ -78,7 +78,7 @@ read -ra EXTRA_CMAKE_ARGS <<<"${GPU_CMAKE_ARGS:-}"
 read -ra TEST_TARGETS <<<"${GPU_TEST_TARGETS:-duet_cuda_tests}"
 read -ra BENCH_TARGETS <<<"${GPU_BENCH_TARGETS:-gpu_duet_bench overhead_bench}"
 START=$(date +%s)
-source "$ROOT/bench/gpu_steps.sh"
+source "$ROOT/bench/gpu/gpu_steps.sh"
 
 # Each step's cap (seconds), and what it should take on 16 cores and one H100/H200 (an estimate
 # until a GPU run measures it; docs/first-gpu-run.md says what it rests on).
@@ -155,7 +155,7 @@ ctest_step() {
     --output-junit "$OUT/$prefix.xml" "$@"
   local ran=$?
   cp "$BUILD_DIR/Testing/Temporary/LastTest.log" "$OUT/LastTest-$prefix.log" 2>/dev/null
-  "$PYTHON" "$ROOT/bench/ctest_summary.py" "$OUT/$prefix.xml" --what "$what" | tee "$OUT/$prefix-summary.txt" |
+  "$PYTHON" "$ROOT/bench/gpu/ctest_summary.py" "$OUT/$prefix.xml" --what "$what" | tee "$OUT/$prefix-summary.txt" |
     sed 's/^/   /'
   local counted=${PIPESTATUS[0]}
   if ((ran == 0 && counted != 0)); then FAILURES+=("$name (nothing ran: every test skipped)"); fi
@@ -182,7 +182,7 @@ fi
 
 # 1. The environment. The GPU machine has no OpenBLAS, Catch2, CLI11 or nlohmann-json, and no
 # network: they come in gpu-deps/, cuDNN and NCCL from PyTorch's packages.
-source "$ROOT/bench/gpu_env.sh" >"$OUT/env.log" 2>&1
+source "$ROOT/bench/gpu/gpu_env.sh" >"$OUT/env.log" 2>&1
 cat "$OUT/env.log"
 {
   echo "CMAKE_ARGS: ${CMAKE_ARGS[*]} ${EXTRA_CMAKE_ARGS[*]}"
@@ -290,21 +290,21 @@ fi
 if ((TORCH_OK)); then
   for model in "${MODELS[@]}"; do
     bench_row "PyTorch eager $model" "eager-$model" "$CAP_ROW" \
-      "$PYTHON" "$ROOT/bench/gpu_torch_bench.py" --model "$model" --mode eager "${BENCH_ARGS[@]}"
+      "$PYTHON" "$ROOT/bench/gpu/gpu_torch_bench.py" --model "$model" --mode eager "${BENCH_ARGS[@]}"
   done
   # The host's cost per op on the GPU (dispatch, autograd, launch): what paces the small models.
   ((BENCH_BUILT)) && retried_step "host overhead per op" "$CAP_OVERHEAD" "$OUT/overhead.log" \
-    "$PYTHON" "$ROOT/bench/overhead.py" --build-dir "$BUILD_DIR" --device cuda:0 --python "$PYTHON"
+    "$PYTHON" "$ROOT/bench/overhead/overhead.py" --build-dir "$BUILD_DIR" --device cuda:0 --python "$PYTHON"
   if ((FULL)); then
     # Compiling costs tens of seconds per model, and the rows with cudnn.benchmark show what
     # duet's deterministic algorithms leave on the table: the second pass's rows.
     for model in "${MODELS[@]}"; do
       bench_row "PyTorch torch.compile $model" "compile-$model" "$CAP_COMPILE" \
-        "$PYTHON" "$ROOT/bench/gpu_torch_bench.py" --model "$model" --mode compile "${BENCH_ARGS[@]}"
+        "$PYTHON" "$ROOT/bench/gpu/gpu_torch_bench.py" --model "$model" --mode compile "${BENCH_ARGS[@]}"
     done
     for model in "${MODELS[@]}"; do
       bench_row "PyTorch eager, cudnn.benchmark $model" "eager-benchmark-$model" "$CAP_ROW" "$PYTHON" \
-        "$ROOT/bench/gpu_torch_bench.py" --model "$model" --mode eager --cudnn benchmark "${BENCH_ARGS[@]}"
+        "$ROOT/bench/gpu/gpu_torch_bench.py" --model "$model" --mode eager --cudnn benchmark "${BENCH_ARGS[@]}"
     done
   else
     note "torch.compile and cudnn.benchmark rows are left for a second pass (--full)"
@@ -312,7 +312,7 @@ if ((TORCH_OK)); then
 fi
 
 echo
-"$PYTHON" "$ROOT/bench/gpu_table.py" "$OUT" | tee "$OUT/table.md" || echo "(the table script failed)"
+"$PYTHON" "$ROOT/bench/gpu/gpu_table.py" "$OUT" | tee "$OUT/table.md" || echo "(the table script failed)"
 echo
 grep '^|' "$OUT/overhead.log" "$OUT/overhead.retry.log" 2>/dev/null | cut -d: -f2-
 finish $((${#FAILURES[@]} ? 1 : 0))

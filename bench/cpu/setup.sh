@@ -8,6 +8,6 @@ if "$python" -c "import torch, numpy" 2>/dev/null; then
   exit 0
 fi
 
-echo "bench/setup.sh: $python cannot import torch; installing python3-torch python3-numpy" >&2
-"$(dirname "${BASH_SOURCE[0]}")/../scripts/install-missing-debs.sh" python3-torch python3-numpy
-"$python" -c "import torch" || { echo "bench/setup.sh: torch still cannot be imported" >&2; exit 1; }
+echo "bench/cpu/setup.sh: $python cannot import torch; installing python3-torch python3-numpy" >&2
+"$(dirname "${BASH_SOURCE[0]}")/../../scripts/install-missing-debs.sh" python3-torch python3-numpy
+"$python" -c "import torch" || { echo "bench/cpu/setup.sh: torch still cannot be imported" >&2; exit 1; }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's side of bench/overhead.py, the twin of bench/overhead_bench.cpp: microseconds per
+"""PyTorch's side of bench/overhead/overhead.py, the twin of bench/overhead/overhead_bench.cpp: microseconds per
 iteration of six ops forward on 8-element tensors and their backward (median of --runs timings).
 Prints one JSON line."""
 import argparse

@@ -39,5 +39,5 @@ class Placement:
         return ns is not None and self.fastest is not None and ns > FAR * self.fastest
 
 
-# bench/run.py sets the probe once it knows where the programs are.
+# bench/cpu/run.py sets the probe once it knows where the programs are.
 placement = Placement()

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# bench/gpu.sh's steps and their accounting, sourced by gpu.sh and by its CPU test
+# bench/gpu/gpu.sh's steps and their accounting, sourced by gpu.sh and by its CPU test
 # (tests/bench/test_gpu_steps.sh). Needs START (the run's start, in epoch seconds) and BUDGET_S.
 #
 # Every step runs under a time limit: its own cap, or what is left of the budget less a reserve

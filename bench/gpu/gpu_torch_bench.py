@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's side of bench/gpu.sh, the twin of bench/gpu_duet_bench.cpp: the same model, batch,
+"""PyTorch's side of bench/gpu/gpu.sh, the twin of bench/gpu/gpu_duet_bench.cpp: the same model, batch,
 plain SGD and timing (median images/s of timed windows after a warm-up) on one CUDA device,
 eager or under torch.compile. Convolutions run as duet's do by default (--cudnn deterministic:
 cuDNN's heuristic choice among deterministic algorithms, no timing runs); --cudnn benchmark
@@ -21,7 +21,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The PyTorch twins of the models and the data loading, shared with the CPU benchmark.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cpu"))
 import fashion_mnist_np  # noqa: E402
 import torch_models  # noqa: E402
 

@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""PyTorch's side of `bench/run.py --epochs N`: a plain training loop over whole epochs of
+"""PyTorch's side of `bench/cpu/run.py --epochs N`: a plain training loop over whole epochs of
 Fashion-MNIST, as `duet train` runs them (the twin model and init, batches shuffled each epoch,
 plain SGD, the test set evaluated after every epoch). Each epoch's training passes and its
 evaluation are timed apart, without start-up and data loading. Prints one JSON line.
 
-Run with Debian's python3-torch:  /usr/bin/python3 bench/torch_epochs.py --model mlp --epochs 1 --lr 0.2
+Run with Debian's python3-torch:  /usr/bin/python3 bench/cpu/torch_epochs.py --model mlp --epochs 1 --lr 0.2
 """
 import json
 import sys

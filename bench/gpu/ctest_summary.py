@@ -4,7 +4,7 @@ failed and were skipped, and the names of those that failed or were skipped.
 
 ctest alone cannot say whether a GPU run tested anything: a test that exits 77 (no usable GPU)
 is Skipped, and ctest still prints "100% tests passed" and exits 0 when every test skipped. This
-exits 0 only when at least one test ran and none failed; bench/gpu.sh uses it for its preflight
+exits 0 only when at least one test ran and none failed; bench/gpu/gpu.sh uses it for its preflight
 and for the CUDA tests.
 
 Usage: ctest_summary.py JUNIT_XML [--what "CUDA tests"]

@@ -1,7 +1,7 @@
-// duet's side of bench/overhead.py: the host's cost per op, which sets the pace of a small
+// duet's side of bench/overhead/overhead.py: the host's cost per op, which sets the pace of a small
 // model's step on a GPU (its kernels take a few microseconds each). One iteration is six ops
 // forward on 8-element tensors and their backward; prints the median of `--runs` timings of
-// `--iterations` iterations as one JSON line. bench/overhead_torch.py is its PyTorch twin.
+// `--iterations` iterations as one JSON line. bench/overhead/overhead_torch.py is its PyTorch twin.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>

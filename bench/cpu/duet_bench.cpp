@@ -1,6 +1,6 @@
 // duet's side of `make bench`: trains one model for a fixed number of batches on Fashion-MNIST
 // and prints one JSON line with its training and evaluation throughput and the process's peak
-// RSS. bench/torch_bench.py is its PyTorch twin; bench/run.py runs both and compares them.
+// RSS. bench/cpu/torch_bench.py is its PyTorch twin; bench/cpu/run.py runs both and compares them.
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>

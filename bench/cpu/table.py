@@ -1,4 +1,4 @@
-"""The comparison tables bench/run.py prints, as Markdown (docs/performance.md holds copies): one
+"""The comparison tables bench/cpu/run.py prints, as Markdown (docs/performance.md holds copies): one
 for `make bench`, one for its --epochs mode."""
 
 
@@ -11,7 +11,7 @@ def _runs_note(summaries, other_cpu_load, json_path):
     return (f"Medians of {len(summaries[0]['duet']['samples']) if summaries else 0} alternating runs. Other "
             f"processes used over 10% of the CPUs during {other_cpu_load['disturbed_runs']} of the "
             f"{other_cpu_load['runs']} runs kept (at most {100 * other_cpu_load['max']:.0f}%), and the two cores "
-            f"were placed apart during {other_cpu_load.get('apart_runs', 0)} (bench/placement.py); "
+            f"were placed apart during {other_cpu_load.get('apart_runs', 0)} (bench/cpu/placement.py); "
             f"{json_path} has each run's other_cpu_load and cross_core_ns.")
 
 
@@ -56,7 +56,7 @@ def table(summaries, gemm_peak, other_cpu_load, json_path):
 
 
 def epochs_table(summaries, other_cpu_load, json_path):
-    """`bench/run.py --epochs N`'s table: duet train against the plain PyTorch loop (bench/epochs.py)."""
+    """`bench/cpu/run.py --epochs N`'s table: duet train against the plain PyTorch loop (bench/cpu/epochs.py)."""
     header = ["model", "epochs", "duet train img/s", "PyTorch img/s (torch threads)", "duet/PyTorch",
               "eval img/s duet", "eval img/s PyTorch", "eval duet/PyTorch", "test acc duet", "test acc PyTorch",
               "RSS MiB duet", "RSS MiB PyTorch"]
@@ -76,7 +76,7 @@ def epochs_table(summaries, other_cpu_load, json_path):
                  f"(evaluation, start-up and data loading excluded); eval: the {summaries[0]['test_images']:,} "
                  f"test images after each epoch; test acc after the last epoch. duet train ran with its defaults "
                  f"(batch {summaries[0]['batch_size']}, SGD with the model's lr: {lrs}) on "
-                 f"{summaries[0]['duet']['threads']} threads; bench/torch_epochs.py with the same batch and lr "
+                 f"{summaries[0]['duet']['threads']} threads; bench/cpu/torch_epochs.py with the same batch and lr "
                  f"on each PyTorch thread count (torch.set_num_threads).")
     lines.append(_runs_note(summaries, other_cpu_load, json_path))
     return "\n".join(lines)
