@@ -95,10 +95,11 @@ class DataLoader {
   Iterator begin();
   Iterator end() { return Iterator(); }
 
-  // The thread that makes the running epoch's batches ahead; none when prefetch is 0 or no epoch
-  // runs. The same thread id for all of the epoch, never the consumer's or a pool worker's.
+  // The thread that makes the batches of the epoch begun last ahead of the consumer: one thread
+  // for all of the epoch, never the consumer or a worker of the kernels' pools. None before the
+  // first epoch, or with prefetch 0.
   std::thread::id prefetch_thread() const;
-  // Batches of the running epoch made whole so far, taken or not.
+  // Batches of the epoch begun last made whole so far, taken or not.
   int64_t batches_made() const;
 
  private:

@@ -182,8 +182,8 @@ ThreadPool::~ThreadPool() = default;
 int ThreadPool::size() const { return impl_->size(); }
 const std::vector<int>& ThreadPool::cpus() const { return impl_->cpus(); }
 void ThreadPool::resize(int threads) {
-  DUET_CHECK(threads >= 1, "set_num_threads: expected at least 1 thread, got ", threads);
-  DUET_CHECK(!t_in_parallel_region, "set_num_threads: called from inside a parallel loop");
+  DUET_CHECK(threads >= 1, "ThreadPool::resize: expected at least 1 thread, got ", threads);
+  DUET_CHECK(!t_in_parallel_region, "ThreadPool::resize: called from inside a parallel loop");
   if (threads != impl_->size()) impl_->resize(threads);
 }
 void ThreadPool::run(int64_t n, int64_t chunks, RangeFn fn) { impl_->run(n, chunks, fn); }
@@ -206,7 +206,11 @@ const std::shared_ptr<ThreadPool>& thread_pool() { return t_pool; }
 
 int pool_size() { return current_pool().size(); }
 
-void set_pool_size(int threads) { shared_pool().resize(threads); }
+void set_pool_size(int threads) {
+  DUET_CHECK(threads >= 1, "set_num_threads: expected at least 1 thread, got ", threads);
+  DUET_CHECK(!t_in_parallel_region, "set_num_threads: called from inside a parallel loop");
+  shared_pool().resize(threads);
+}
 
 bool in_parallel_region() { return t_in_parallel_region; }
 
