@@ -54,9 +54,9 @@ train: $(CONFIGURED)
 
 # duet against PyTorch on this machine's CPU (docs/performance.md); ARGS=--strategies adds duet compare.
 bench: $(CONFIGURED)
-	@bench/setup.sh
+	@bench/cpu/setup.sh
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target duet_bench gemm_peak duet_cli core_latency
-	/usr/bin/python3 bench/run.py --build-dir $(BUILD_DIR) $(ARGS)
+	/usr/bin/python3 bench/cpu/run.py --build-dir $(BUILD_DIR) $(ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(BUILD_DIR).configure.log

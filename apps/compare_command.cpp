@@ -13,8 +13,8 @@
 #include "cli_common.h"
 #include "compare_prediction.h"
 #include "compare_report.h"
+#include "duet/core/placement.h"
 #include "duet/data/fashion_mnist.h"
-#include "duet/kernels/cpu/thread_pool.h"
 #include "duet/kernels/kernels.h"
 #include "duet/nn/models/models.h"
 #include "duet/parallel/comm/mpi_communicator.h"
@@ -228,7 +228,7 @@ std::vector<int> place_sweep(const CompareArgs& args, Device device, const paral
   const int largest = counts.empty() ? 1 : std::max(1, counts.back());
   const std::string placed = place_devices(comm ? 1 : largest, per_device, share);
   report.notes.push_back((comm ? "this rank's device: " : "") + placed);
-  const kernels::cpu::CpuPlacement placement = kernels::cpu::cpu_placement();
+  const CpuPlacement placement = cpu_placement();
   report.device_kind = placement.pinned()
                            ? std::string(comm ? "one MPI rank per process, " : "logical CPU devices, ") +
                                  std::to_string(placement.cores_per_device) + " core(s) each, pinned"

@@ -4,7 +4,8 @@
 #include <cstdlib>
 #include <thread>
 
-#include "duet/kernels/cpu/thread_pool.h"
+#include "duet/core/cpu_affinity.h"
+#include "duet/core/placement.h"
 #include "duet/parallel/comm/mpi_communicator.h"
 
 namespace duet::apps {
@@ -17,7 +18,7 @@ bool started_by_mpirun() {
 }
 
 CoreShare process_cores() {
-  const int available = static_cast<int>(kernels::cpu::available_cores().size());
+  const int available = static_cast<int>(available_cores().size());
   const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (!started_by_mpirun() || available < machine) return {0, std::max(1, available)};
   const parallel::MpiLocality local = parallel::mpi_locality();
@@ -29,7 +30,7 @@ CoreShare process_cores() {
 
 std::string place_devices(int devices, int cores_per_device, const CoreShare& share) {
   const int k = cores_per_device > 0 ? cores_per_device : std::max(1, share.count / devices);
-  const kernels::cpu::CpuPlacement placement = kernels::cpu::place_cpu_devices(devices, k, share.first);
+  const CpuPlacement placement = place_cpu_devices(devices, k, share.first);
   if (!placement.pinned()) return placement.note;
   std::string where;
   for (size_t d = 0; d < placement.cores.size(); ++d) {

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "duet/kernels/cpu/thread_pool.h"
+#include "duet/autograd/cpu_device_binding.h"
 
 namespace duet::autograd {
 namespace {
@@ -60,7 +60,7 @@ class Worker {
       lock.unlock();
       // A logical CPU device with cores of its own runs its backward there (cheap when the
       // placement has not changed since the last job).
-      if (device_.is_cpu()) kernels::cpu::bind_thread_to_cpu_device(device_.index);
+      if (device_.is_cpu()) bind_thread_to_cpu_device(device_.index);
       job();
       job = nullptr;  // drop what it captured before sleeping again
       lock.lock();

@@ -10,7 +10,7 @@
 #endif
 
 #include "duet/autograd/factory.h"
-#include "duet/kernels/cpu/thread_pool.h"
+#include "duet/kernels/cpu/thread_pool.h"  // spin_while
 
 namespace duet::data {
 namespace {
@@ -26,8 +26,9 @@ template <class Probe> void check_option(const char* option, Probe&& probe) {
 }
 
 // A slice of a batch made in the background has about this many bytes of f32 output: a few
-// microseconds of work (10 Fashion-MNIST images), so that a pool worker busy with one delays
-// the next parallel loop by no more than that. A slice holds one example at least.
+// microseconds of work (10 Fashion-MNIST images), so that the consumer, which fills the slices
+// still missing from the batch it takes, shares the work at a fine grain with the loader's
+// thread. A slice holds one example at least.
 constexpr int64_t kSliceBytes = 32 << 10;
 
 // While one example is converted, the one this many places further in the order is prefetched:
@@ -66,11 +67,9 @@ struct PendingBatch {
 
 // The host batches of one epoch, made ahead in slices of kSliceBytes. The consumer
 // allocates each batch `prefetch` batches ahead of the one it takes. Their slices are filled by
-// whoever is free first: an idle worker of the compute pools between two parallel loops (this
-// is its IdleWork), the loader's own thread at idle priority when a core is free, and for the
-// batch it needs now, the consumer itself.
-class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
-                                       public std::enable_shared_from_this<HostPipeline> {
+// the loader's own thread at idle priority when a core is free, and for the batch it needs now,
+// by the consumer itself.
+class DataLoader::HostPipeline {
  public:
   HostPipeline(const DataLoader& loader, int64_t batches)
       : loader_(loader),
@@ -78,7 +77,6 @@ class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
         per_slice_(std::max<int64_t>(1, kSliceBytes / std::max<int64_t>(1, 4 * loader.example_numel()))) {}
 
   void start() {
-    kernels::cpu::offer_idle_work(shared_from_this());
     helper_ = std::thread([this] {
       std::unique_lock lock(mutex_);
       for (;;) {
@@ -93,10 +91,8 @@ class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
     set_idle_priority(helper_);
   }
 
-  // After this no other thread touches the loader: the pools' workers have left this work, and
-  // the helper thread has ended.
+  // After this no other thread touches the loader: the helper thread has ended.
   void stop() {
-    kernels::cpu::withdraw_idle_work(this);
     stopped_ = true;
     notify();
     if (helper_.joinable()) helper_.join();
@@ -129,18 +125,21 @@ class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
     return std::move(pending->batch);
   }
 
-  bool run_slice() override {
+  std::thread::id thread() const { return helper_.get_id(); }
+  int64_t made() const { return made_.load(); }
+
+ private:
+  // Fills one slice of the first batch that has one unclaimed; false when none has.
+  bool run_slice() {
     if (stopped_) return false;
     std::shared_ptr<PendingBatch> pending;
     {
-      std::unique_lock lock(mutex_, std::try_to_lock);  // a pool worker never waits here
-      if (!lock.owns_lock()) return false;
+      std::lock_guard lock(mutex_);
       pending = first_unclaimed_locked();
     }
     return pending && fill_slice(*pending);
   }
 
- private:
   static bool filled(const PendingBatch& p) { return p.filled.load() == p.slices; }
 
   std::shared_ptr<PendingBatch> first_unclaimed_locked() const {
@@ -156,7 +155,10 @@ class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
     if (slice >= p.slices) return false;
     const int64_t begin = slice * per_slice_, end = std::min(begin + per_slice_, p.batch.y.size(0));
     loader_.fill_examples(loader_.order_, p.index * loader_.options_.batch_size, begin, end, p.batch);
-    if (p.filled.fetch_add(1) + 1 == p.slices) notify();
+    if (p.filled.fetch_add(1) + 1 == p.slices) {
+      made_.fetch_add(1);
+      notify();
+    }
     return true;
   }
 
@@ -174,6 +176,7 @@ class DataLoader::HostPipeline final : public kernels::cpu::IdleWork,
   int64_t created_ = 0;
   std::thread helper_;
   std::atomic<bool> stopped_{false};
+  std::atomic<int64_t> made_{0};  // batches whose every slice is filled
 };
 
 DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options, std::shared_ptr<const Sampler> sampler)
@@ -196,8 +199,8 @@ DataLoader::DataLoader(TensorDataset dataset, DataLoaderOptions options, std::sh
     if (options_.shuffle) sampler_ = std::make_shared<RandomSampler>(options_.seed);
     else sampler_ = std::make_shared<SequentialSampler>();
   }
-  // Batches are f32: f64 images are converted once here. A slice of a batch runs on a pool
-  // worker, where an error could not reach the caller, so every input is checked up front.
+  // Batches are f32: f64 images are converted once here. A slice of a batch runs on the loader's
+  // thread, where an error could not reach the caller, so every input is checked up front.
   dataset_.images = (image_dtype == DType::u8 ? dataset_.images : dataset_.images.to(DType::f32)).contiguous();
   // Integer targets (class labels) become i64, floating-point ones f32, as the inputs.
   dataset_.labels = dataset_.labels.to(is_floating(dataset_.labels.dtype()) ? DType::f32 : DType::i64).contiguous();
@@ -292,7 +295,7 @@ void DataLoader::start_epoch() {
   if (options_.prefetch == 0) return;
   int64_t batches = num_batches();
   if (!options_.device) {
-    host_ = std::make_shared<HostPipeline>(*this, batches);
+    host_ = std::make_unique<HostPipeline>(*this, batches);
     host_->start();
     return;
   }
@@ -348,6 +351,17 @@ std::optional<Batch> DataLoader::next_batch() {
   lock.unlock();
   changed_.notify_all();
   return batch;
+}
+
+std::thread::id DataLoader::prefetch_thread() const {
+  if (host_) return host_->thread();
+  return producer_.get_id();
+}
+
+int64_t DataLoader::batches_made() const {
+  if (host_) return host_->made();
+  std::lock_guard lock(mutex_);
+  return produced_;
 }
 
 DataLoader::Iterator DataLoader::begin() {

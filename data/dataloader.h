@@ -7,14 +7,11 @@
 // y is the dataset's targets, batched whatever their shape [N, ...]: integer ones as i64,
 // floating-point ones (regression targets) as f32.
 //
-// Batches for the host are made in slices of a few microseconds each, by whoever is free: the
-// CPU thread pool's workers between two parallel loops of a training step, where they would
-// otherwise spin (kernels/cpu/thread_pool.h, IdleWork); the loader's own thread, which runs at
-// the lowest priority (Linux's SCHED_IDLE) so that it takes a free core and never one of the
-// compute threads'; and the consumer, for whatever of its next batch is still missing. A
-// training step on every core leaves no core free for a background thread: made by that thread
-// alone, most of each batch was made while the consumer waited for it (docs/performance.md,
-// "The data loader").
+// Batches for the host are made ahead in slices of a few microseconds each, by the loader's own
+// worker thread, which runs at the lowest priority (Linux's SCHED_IDLE) so that it takes a free
+// core and never one of the compute threads'; and by the consumer, for whatever of its next
+// batch is still missing when it takes it. The kernels' thread pool has no part in it
+// (docs/performance.md, "The data loader").
 // PyTorch's DataLoader makes batches in worker processes instead (num_workers).
 //
 // Batches for another device are made whole by the loader's thread, which then sends them. For
@@ -101,6 +98,13 @@ class DataLoader {
   Iterator begin();
   Iterator end() { return Iterator(); }
 
+  // The thread that makes the batches of the epoch begun last ahead of the consumer: one thread
+  // for all of the epoch, never the consumer or a worker of the kernels' pools. None before the
+  // first epoch, or with prefetch 0.
+  std::thread::id prefetch_thread() const;
+  // Batches of the epoch begun last made whole so far, taken or not.
+  int64_t batches_made() const;
+
  private:
   class HostPipeline;
 
@@ -124,9 +128,9 @@ class DataLoader {
   // The running epoch.
   std::vector<int64_t> order_;
   int64_t consumed_ = 0;
-  std::shared_ptr<HostPipeline> host_;  // host batches: made in slices (dataloader.cpp)
+  std::unique_ptr<HostPipeline> host_;  // host batches: made in slices (dataloader.cpp)
   std::thread producer_;                // batches for options().device: made whole, then sent
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Batch> ready_;
   int64_t produced_ = 0;

@@ -7,6 +7,7 @@
 
 #include "duet/autograd/ops.h"
 #include "duet/core/error.h"
+#include "duet/core/placement.h"
 
 namespace duet::parallel {
 
@@ -55,7 +56,7 @@ void run_on_devices(const std::vector<Device>& devices, const std::function<void
   try {
     for (size_t k = 0; k < devices.size(); ++k) {
       threads.emplace_back(guarded, k);
-      if (devices[k].is_cpu()) kernels::cpu::place_new_thread(threads.back(), devices[k].index);
+      if (devices[k].is_cpu()) place_new_thread(threads.back(), devices[k].index);
     }
   } catch (...) {  // no thread left to start: the ones that exist run, then the error goes on
     all_started.count_down();

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
+#include "duet/autograd/cpu_device_binding.h"
 #include "duet/core/device.h"
 #include "duet/core/tensor.h"
-#include "duet/kernels/cpu/thread_pool.h"
 
 namespace duet::parallel {
 
 // The calling thread works for `device` during the scope: on a logical CPU device with cores
-// of its own (kernels::cpu::place_cpu_devices), its kernels' loops run on those cores. Nothing
+// of its own (core/placement.h), its kernels' loops run on those cores. Nothing
 // changes for other devices. run_on_devices gives each replica's thread one; the strategies'
 // own steps run under one for their first device.
 class DeviceThreadScope {
@@ -24,7 +24,7 @@ class DeviceThreadScope {
   }
 
  private:
-  std::optional<kernels::cpu::CpuDeviceScope> scope_;
+  std::optional<autograd::CpuDeviceScope> scope_;
 };
 
 // Runs fn(k) for k in [0, devices.size()), each on its own thread working for devices[k] (a

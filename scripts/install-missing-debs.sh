@@ -2,7 +2,7 @@
 # Installs those of the Debian packages named on the command line that dpkg does not list as
 # installed, with sudo when not root; when none is missing it returns at once without touching
 # apt, so that a second `make` costs a fraction of a second. Used by scripts/install-deps.sh
-# (duet's build dependencies) and bench/setup.sh (PyTorch for `make bench`).
+# (duet's build dependencies) and bench/cpu/setup.sh (PyTorch for `make bench`).
 #
 #   scripts/install-missing-debs.sh PACKAGE...
 set -euo pipefail

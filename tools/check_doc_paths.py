@@ -22,7 +22,7 @@ import sys
 
 # Outputs a command writes, which git ignores: cited as where to look, never committed.
 GENERATED = {
-    "bench/results.json": "bench/run.py's results",
+    "bench/results.json": "bench/cpu/run.py's results",
 }
 
 # A relative path: folders, then a file name with an extension; not part of a URL, an absolute

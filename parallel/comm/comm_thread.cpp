@@ -2,8 +2,8 @@
 
 #include <exception>
 
+#include "duet/autograd/cpu_device_binding.h"
 #include "duet/core/error.h"
-#include "duet/kernels/cpu/thread_pool.h"
 
 namespace duet::parallel {
 
@@ -96,7 +96,7 @@ void CommThread::loop() {
 // A rank's copies and additions run on its device's cores when it has cores of its own.
 std::shared_ptr<Work> QueuedCommunicator::queue(std::function<void()> task) {
   return thread_.submit([this, task = std::move(task)] {
-    if (device().is_cpu()) kernels::cpu::bind_thread_to_cpu_device(device().index);
+    if (device().is_cpu()) autograd::bind_thread_to_cpu_device(device().index);
     task();
   });
 }

@@ -1,5 +1,5 @@
 // Which device counts a scaling sweep of logical CPU devices can run on this machine: each
-// device needs cores of its own (kernels::cpu::place_cpu_devices), so a count the cores cannot
+// device needs cores of its own (place_cpu_devices, core/placement.h), so a count the cores cannot
 // serve is left out, with a message, rather than measured as devices taking turns.
 #pragma once
 

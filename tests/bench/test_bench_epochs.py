@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/run.py --epochs without running it: duet train's output read back from fixed samples,
+"""bench/cpu/run.py --epochs without running it: duet train's output read back from fixed samples,
 the per-run figures, the comparison and its table, and the process runner both modes share
 (peak RSS, failures, timeouts, retries of disturbed runs), on tiny child processes."""
 import os
@@ -7,7 +7,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "cpu"))
 import epoch_runs  # noqa: E402
 import processes  # noqa: E402
 from placement import Placement, placement  # noqa: E402

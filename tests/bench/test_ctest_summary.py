@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench/ctest_summary.py on JUnit files shaped as ctest 3.25 writes them: a run where every test
+"""bench/gpu/ctest_summary.py on JUnit files shaped as ctest 3.25 writes them: a run where every test
 skipped (no GPU) must fail, as must one where a test failed or nothing was found; one where a test
 passed and others skipped must succeed."""
 import os
@@ -7,7 +7,7 @@ import sys
 import tempfile
 import unittest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "gpu"))
 import ctest_summary  # noqa: E402
 
 SKIPPED = """<testcase name="cuda:{0}" status="notrun"><skipped message="SKIP_RETURN_CODE=77"/>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/gpu_steps.sh's accounting, without a GPU: a row that fails and then passes on its retry
+# bench/gpu/gpu_steps.sh's accounting, without a GPU: a row that fails and then passes on its retry
 # counts as passed and keeps both logs; one that fails twice is one failure naming both logs; a
 # graph row's retry runs under the environment RETRY_ENV derives from the first log; a step
 # past the budget is skipped and counted; a row that passes at once leaves no retry log.
@@ -8,7 +8,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 START=$(date +%s) BUDGET_S=600
-source "$ROOT/bench/gpu_steps.sh"
+source "$ROOT/bench/gpu/gpu_steps.sh"
 
 problems=0
 expect() {  # expect DESCRIPTION COMMAND...: the command must succeed

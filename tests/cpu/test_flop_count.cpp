@@ -1,4 +1,4 @@
-// bench/flop_count.h: FLOPs per image from the layer shapes, grouped and dilated convolutions
+// bench/cpu/flop_count.h: FLOPs per image from the layer shapes, grouped and dilated convolutions
 // included.
 #include <catch2/catch.hpp>
 

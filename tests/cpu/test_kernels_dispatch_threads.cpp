@@ -1,4 +1,6 @@
 // The kernel table's dispatch and the CPU thread pool the kernels split their work over.
+#include <pthread.h>
+
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -8,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "duet/core/cpu_affinity.h"
 #include "duet/kernels/backend.h"
 #include "duet/kernels/cpu/thread_pool.h"
 #include "duet/kernels/kernels.h"
@@ -54,47 +57,30 @@ TEST_CASE("the thread pool covers a range once, runs nested loops inline, rethro
   CHECK(num_threads() == saved);
 }
 
-namespace {
-// Counts its slices, up to `limit`, and the ones run by a thread other than `caller`.
-class CountingWork final : public cpu::IdleWork {
- public:
-  CountingWork(int limit, std::thread::id caller) : limit(limit), caller_(caller) {}
-  bool run_slice() override {
-    if (slices.fetch_add(1) >= limit.load()) {
-      slices.fetch_sub(1);
-      return false;
+TEST_CASE("a pool handed to a thread runs that thread's loops, on workers pinned to its cpus", "[kernels][pool]") {
+  const std::vector<int> cpus = duet::available_cores();
+  REQUIRE(!cpus.empty());
+  auto pool = std::make_shared<cpu::ThreadPool>(2, std::vector<int>{cpus.back()});
+  CHECK(pool->size() == 2);
+  cpu::use_thread_pool(pool);
+  CHECK(cpu::pool_size() == 2);
+  // Two chunks that wait for each other (for 10 s at most): the pool's one worker must take one.
+  std::atomic<int> started{0};
+  std::atomic<bool> worker_ran{false};
+  std::vector<int> worker_cpus;
+  const std::thread::id caller = std::this_thread::get_id();
+  cpu::parallel_for(2, 1, [&](int64_t, int64_t) {
+    started++;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    if (std::this_thread::get_id() != caller) {
+      worker_cpus = duet::thread_cores(pthread_self());
+      worker_ran = true;
     }
-    if (std::this_thread::get_id() != caller_) ++by_workers;
-    return true;
-  }
-  std::atomic<int> limit, slices{0}, by_workers{0};
-
- private:
-  const std::thread::id caller_;
-};
-
-// Short parallel loops, `loops` of them or until done() holds (within 10 s): the pool's worker
-// spins between them.
-template <class Done> bool run_loops(int loops, Done&& done) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  std::atomic<int64_t> sink{0};
-  for (int i = 0; i < loops && !done() && std::chrono::steady_clock::now() < until; ++i) {
-    cpu::parallel_for(2, 1, [&](int64_t begin, int64_t end) { sink += end - begin; });
-  }
-  return done();
-}
-}  // namespace
-
-TEST_CASE("the pool's idle workers run offered work between loops, and withdrawn work no more", "[kernels][pool]") {
-  const int saved = num_threads();
-  set_num_threads(2);
-  auto work = std::make_shared<CountingWork>(50, std::this_thread::get_id());
-  cpu::offer_idle_work(work);
-  CHECK(run_loops(1 << 30, [&] { return work->slices.load() == 50; }));
-  CHECK(work->by_workers.load() == 50);  // the caller never runs idle work
-  cpu::withdraw_idle_work(work.get());
-  work->limit = 1000;  // there is more, but it is no longer offered
-  run_loops(2000, [] { return false; });
-  CHECK(work->slices.load() == 50);
-  set_num_threads(saved);
+  });
+  cpu::use_thread_pool(nullptr);
+  CHECK(worker_ran.load());
+  CHECK(worker_cpus == std::vector<int>{cpus.back()});
+  CHECK(cpu::pool_size() == num_threads());  // back on the shared pool
+  REQUIRE_THROWS_WITH(cpu::ThreadPool(0), Contains("at least 1 thread"));
 }

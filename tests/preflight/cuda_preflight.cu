@@ -1,4 +1,4 @@
-// The first thing bench/gpu.sh runs on a GPU machine, in seconds, before the rest of duet is
+// The first thing bench/gpu/gpu.sh runs on a GPU machine, in seconds, before the rest of duet is
 // built: does this machine run what duet was built with? It prints the GPU, the driver and the
 // library versions, then checks, each step named on failure, that
 //   - the CUDA runtime finds a GPU (else exit 77: ctest reports Skipped, and gpu.sh stops, since
@@ -78,7 +78,7 @@ bool cudnn_matches_runtime() {
   if (static_cast<int>(built_for / 1000) == runtime / 1000) return true;
   std::printf(
       "FAILED: cuDNN was built for CUDA %zu but the runtime is CUDA %d: use the cuDNN package for CUDA %d "
-      "(pip: nvidia-cudnn-cu%d; CUDNN_ROOT or bench/gpu_env.sh picks where it is)\n",
+      "(pip: nvidia-cudnn-cu%d; CUDNN_ROOT or bench/gpu/gpu_env.sh picks where it is)\n",
       built_for / 1000, runtime / 1000, runtime / 1000, runtime / 1000);
   return false;
 }
