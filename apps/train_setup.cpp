@@ -89,7 +89,8 @@ data::DataLoaderOptions loader_options(int64_t batch_size, const std::vector<Dev
   options.batch_size = batch_size;
   if (group[0].is_cuda()) {
     options.pin_memory = true;
-    if ((group.size() == 1 || args.strategy == "dp") && !args.cuda_graph) options.device = group[0];
+    if ((group.size() == 1 || args.strategy == parallel::StrategyKind::dp) && !args.cuda_graph)
+      options.device = group[0];
   }
   return options;
 }
@@ -97,7 +98,7 @@ data::DataLoaderOptions loader_options(int64_t batch_size, const std::vector<Dev
 }  // namespace
 
 std::string check_combination(const TrainArgs& args) {
-  if (args.strategy == "single" && (args.devices > 1 || args.device_ids.size() > 1)) {
+  if (args.strategy == parallel::StrategyKind::single && (args.devices > 1 || args.device_ids.size() > 1)) {
     return "several devices need --strategy dp or ddp";
   }
   if (args.devices > 1 && !args.device_ids.empty()) return "give --devices or --device-ids, not both";
@@ -109,7 +110,8 @@ std::string check_combination(const TrainArgs& args) {
     return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";
   }
   if (args.cuda_graph) {
-    if (args.strategy != "single") return "--cuda-graph records a single device's step: it needs --strategy single";
+    if (args.strategy != parallel::StrategyKind::single)
+      return "--cuda-graph records a single device's step: it needs --strategy single";
     if (args.device.rfind("cuda", 0) != 0) return "--cuda-graph needs --device cuda";
     if (args.optimizer.name != "sgd") return "--cuda-graph needs --optimizer sgd: Adam's step cannot be replayed";
     if (args.profile)

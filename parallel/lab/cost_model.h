@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "duet/parallel/strategy_kind.h"
+
 namespace duet::parallel {
 
 struct Link {
@@ -55,8 +57,7 @@ struct Prediction {
   double step_ms() const { return compute_ms + comm_ms; }
 };
 
-// strategy: "single", "dp", "ddp", "ddp-naive" or "ddp-unbucketed" (experiment.h's names);
-// throws for another name or devices < 1.
-Prediction predict(const std::string& strategy, int devices, const Link& link, const StepProfile& profile);
+// Throws for devices < 1.
+Prediction predict(StrategyKind strategy, int devices, const Link& link, const StepProfile& profile);
 
 }  // namespace duet::parallel

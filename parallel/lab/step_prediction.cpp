@@ -49,15 +49,15 @@ Links pcie_links() { return gpu_links("PCIe (NCCL)", 3.0, 22); }
 
 namespace {
 
-SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
+SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, const StepProfile& p,
                        const Links& links) {
   DUET_CHECK(devices >= 1, "predict_step: devices must be at least 1, got ", devices);
   DUET_CHECK(p.batch_size > 0, "predict_step: the profile has no measured batch size");
   DUET_CHECK(batch_size > 0, "predict_step: batch_size must be positive, got ", batch_size);
-  const int n = strategy == "single" ? 1 : devices;
+  const int n = strategy == StrategyKind::single ? 1 : devices;
   // Compute scales with the rows a device works on (the slowest device holds the largest shard),
   // and with how much slower n devices compute at once than the single-device run did.
-  const double contention = strategy != "single" ? links.compute_slowdown : 1.0;
+  const double contention = strategy != StrategyKind::single ? links.compute_slowdown : 1.0;
   const double share =
       contention * static_cast<double>(rows_per_device(batch_size, n)) / static_cast<double>(p.batch_size);
   const double whole = static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
@@ -65,7 +65,7 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
                              .loss_ms = p.loss_ms * share,
                              .backward_ms = p.backward_ms * share,
                              .step_ms = p.step_ms};
-  if (strategy == "single" || (n == 1 && strategy == "dp")) {
+  if (strategy == StrategyKind::single || (n == 1 && strategy == StrategyKind::dp)) {
     // dp on one device is single-device training with a loss over the whole (same) batch.
     SimulatedStep out;
     out.step_ms = (p.forward_ms + p.loss_ms + p.backward_ms) * whole * contention + p.step_ms;
@@ -74,7 +74,7 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
   }
   const int64_t image_bytes = p.input_bytes / p.batch_size, logit_bytes = p.output_bytes / p.batch_size;
   const int64_t rows = rows_per_device(batch_size, n);
-  if (strategy == "dp") {
+  if (strategy == StrategyKind::dp) {
     DpStepInput in{.devices = n,
                    .replica = device,
                    .loss_ms = p.loss_ms * whole,
@@ -100,17 +100,16 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
     }
     return simulate_dp_step(in);
   }
-  DUET_CHECK(strategy == "ddp" || strategy == "ddp-naive" || strategy == "ddp-unbucketed",
-             "predict_step: unknown strategy '", strategy, "' (expected single, dp, ddp, ddp-naive or ddp-unbucketed)");
+  DUET_CHECK(is_ddp(strategy), "predict_step: no simulation of ", strategy);
   DUET_CHECK(p.grad_ready_ms.size() == p.parameter_sizes.size(),
              "predict_step: the profile has no per-parameter gradient times for ", strategy);
   DdpStepInput in;
   in.compute = device;
-  in.all_reduce = links.all_reduce_at(n, strategy == "ddp-naive");
-  in.all_reduce_on_cores = links.all_reduce_on_cores_at(n, strategy == "ddp-naive");
+  in.all_reduce = links.all_reduce_at(n, strategy == StrategyKind::ddp_naive);
+  in.all_reduce_on_cores = links.all_reduce_on_cores_at(n, strategy == StrategyKind::ddp_naive);
   in.collectives_use_compute = links.collectives_use_compute;
   const double map_bytes = 4.0 * static_cast<double>(p.parameter_sizes.size());  // f32 per parameter
-  if (strategy == "ddp-unbucketed") {
+  if (strategy == StrategyKind::ddp_unbucketed) {
     // After backward: the map of used parameters, then each parameter alone, last first.
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});
     for (size_t i = p.parameter_sizes.size(); i-- > 0;)
@@ -144,12 +143,12 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
 
 }  // namespace
 
-SimulatedStep predict_step(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
+SimulatedStep predict_step(StrategyKind strategy, int devices, int64_t batch_size, const StepProfile& p,
                            const Links& links) {
   SimulatedStep out = simulate(strategy, devices, batch_size, p, links);
   // dp and ddp start a thread per local device for every step, and join them at its end.
   if (auto threads = links.replica_threads_ms.find(devices);
-      strategy != "single" && threads != links.replica_threads_ms.end()) {
+      strategy != StrategyKind::single && threads != links.replica_threads_ms.end()) {
     out.step_ms += threads->second;
   }
   // The single run's time outside its phases (the loader's batches, the host between phases)

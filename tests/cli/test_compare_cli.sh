@@ -4,7 +4,7 @@
 set -uo pipefail
 source "$(dirname "$0")/expect.sh" "$1" compare
 
-expect_bad "pipeline not in" --strategies single,pipeline
+expect_bad "unknown strategy 'pipeline': expected one of single, dp" --strategies single,pipeline
 expect_bad "expected a positive integer from 1 to 9223372036854775807, got '0'" --devices 1,0
 expect_bad "add single to --strategies" --strategies dp,ddp --predict
 expect_bad "--devices 65 from cpu:0 would run to cpu:64, but duet has 64 logical CPU devices" --devices 2,65
