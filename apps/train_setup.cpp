@@ -104,7 +104,8 @@ std::string check_combination(const TrainArgs& args) {
   if (args.devices > 1 && !args.device_ids.empty()) return "give --devices or --device-ids, not both";
   std::set<int> distinct(args.device_ids.begin(), args.device_ids.end());
   if (distinct.size() != args.device_ids.size()) return "--device-ids lists a device twice";
-  if (args.comm == "mpi" && !parallel::is_ddp(args.strategy)) return "--comm mpi needs --strategy ddp (or a variant)";
+  if (args.comm == "mpi" && !parallel::runs_across_processes(args.strategy))
+    return "--comm mpi needs --strategy ddp (or a variant other than ddp-d2l)";
   if (std::string problem = optimizer_args_problem(args.optimizer); !problem.empty()) return problem;
   if (args.comm == "mpi" && (args.devices > 1 || args.device_ids.size() > 1)) {
     return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";

@@ -22,8 +22,8 @@ std::unique_ptr<Strategy> make_strategy(StrategyKind kind, std::shared_ptr<nn::M
              "make_strategy: a CUDA graph records a single device's step, "
              "not ",
              name, "'s");
-  DUET_CHECK(!options.comm || is_ddp(kind), "make_strategy: only ddp runs over a multi-process communicator, not ",
-             name);
+  DUET_CHECK(!options.comm || runs_across_processes(kind),
+             "make_strategy: only ddp and its variants but ddp-d2l run over a multi-process communicator, not ", name);
   if (kind == StrategyKind::single) {
     if (options.cuda_graph) {
       return std::make_unique<GraphedSingleDevice>(model, make_optimizer(model->parameters()), devices[0],
@@ -38,7 +38,8 @@ std::unique_ptr<Strategy> make_strategy(StrategyKind kind, std::shared_ptr<nn::M
              " is emulated between the devices of one process, not across processes");
   DDPOptions ddp = options.ddp;
   if (options.link.emulated()) ddp.link = options.link;
-  ddp.bucketed = kind != StrategyKind::ddp_unbucketed;
+  ddp.bucketed = kind != StrategyKind::ddp_unbucketed && kind != StrategyKind::ddp_d2l;
+  ddp.reduce_through_first_device = kind == StrategyKind::ddp_d2l;
   ddp.loss = options.loss;
   if (kind == StrategyKind::ddp_naive) ddp.algorithm = LocalAlgorithm::naive;
   if (!options.comm) return std::make_unique<DistributedDataParallel>(model, make_optimizer, devices, ddp);

@@ -29,6 +29,8 @@ const std::vector<StrategyInfo>& strategy_table() {
       {StrategyKind::ddp, "ddp", "DDP: per-device loss, bucketed ring all-reduce overlapping backward"},
       {StrategyKind::ddp_unbucketed, "ddp-unbucketed", "DDP with one all-reduce per gradient after backward"},
       {StrategyKind::ddp_naive, "ddp-naive", "DDP, bucketed, with a reduce-then-broadcast all-reduce"},
+      {StrategyKind::ddp_d2l, "ddp-d2l",
+       "d2l's from-scratch DDP: after backward, each gradient summed on device 0 and copied back, one at a time"},
   };
   return table;
 }
@@ -51,7 +53,10 @@ std::string to_string(StrategyKind kind) { return std::string(info(kind).name); 
 std::ostream& operator<<(std::ostream& out, StrategyKind kind) { return out << info(kind).name; }
 
 bool is_ddp(StrategyKind kind) {
-  return kind == StrategyKind::ddp || kind == StrategyKind::ddp_unbucketed || kind == StrategyKind::ddp_naive;
+  return kind == StrategyKind::ddp || kind == StrategyKind::ddp_unbucketed || kind == StrategyKind::ddp_naive ||
+         kind == StrategyKind::ddp_d2l;
 }
+
+bool runs_across_processes(StrategyKind kind) { return is_ddp(kind) && kind != StrategyKind::ddp_d2l; }
 
 }  // namespace duet::parallel

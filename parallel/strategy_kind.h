@@ -16,6 +16,7 @@ enum class StrategyKind {
   ddp,             // B: DistributedDataParallel, bucketed, ring all-reduce (distributed.h)
   ddp_unbucketed,  // B with one all-reduce per gradient after backward
   ddp_naive,       // B, bucketed, with the naive reduce-then-broadcast all-reduce
+  ddp_d2l,         // B as d2l's book writes it: each gradient summed on device 0 and copied back
 };
 
 struct StrategyInfo {
@@ -36,5 +37,8 @@ std::ostream& operator<<(std::ostream& out, StrategyKind kind);
 
 // ddp and its variants: one replica per device, gradients all-reduced.
 bool is_ddp(StrategyKind kind);
+// The ddp variants that run one rank per process too (mpirun): all but ddp-d2l, whose
+// all-reduce copies every replica's gradients within one process.
+bool runs_across_processes(StrategyKind kind);
 
 }  // namespace duet::parallel

@@ -96,7 +96,7 @@ Experiment::Experiment(ExperimentConfig config, data::TensorDataset train)
 
 RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step) {
   DUET_CHECK(run.devices >= 1, "Experiment: ", run.strategy, " needs at least one device, got ", run.devices);
-  const bool across_processes = config_.comm && is_ddp(run.strategy);
+  const bool across_processes = config_.comm && runs_across_processes(run.strategy);
   const int devices = run.strategy == StrategyKind::single ? 1
                       : across_processes                   ? config_.comm->world_size()
                                                            : run.devices;

@@ -27,8 +27,8 @@ TEST_CASE("every strategy name parses to its kind and prints back the same", "[s
   }
   CHECK(kinds.size() == table.size());  // no kind twice
   CHECK(names.size() == table.size());  // no name twice
-  CHECK(strategy_names() ==
-        std::vector<std::string>({"single", "dp", "ddp", "ddp-unbucketed", "ddp-naive"}));  // what scripts read
+  CHECK(strategy_names() == std::vector<std::string>({"single", "dp", "ddp", "ddp-unbucketed", "ddp-naive",
+                                                      "ddp-d2l"}));  // what scripts read
 }
 
 TEST_CASE("an unknown strategy name is refused with the valid ones listed", "[strategy-kind]") {
@@ -45,4 +45,8 @@ TEST_CASE("is_ddp: the kinds with one replica per device and all-reduced gradien
   CHECK(is_ddp(StrategyKind::ddp));
   CHECK(is_ddp(StrategyKind::ddp_unbucketed));
   CHECK(is_ddp(StrategyKind::ddp_naive));
+  CHECK(is_ddp(StrategyKind::ddp_d2l));
+  CHECK(runs_across_processes(StrategyKind::ddp));
+  CHECK_FALSE(runs_across_processes(StrategyKind::ddp_d2l));  // it copies gradients within one process
+  CHECK_FALSE(runs_across_processes(StrategyKind::dp));
 }
