@@ -49,7 +49,12 @@ Prediction predict(StrategyKind strategy, int devices, const Link& link, const S
     if (n > 1) {
       const double buffers = p.buffer_bytes > 0 ? root_bound_ms(link, n, static_cast<double>(p.buffer_bytes)) : 0;
       double exposed = 0;
-      if (strategy != StrategyKind::ddp_unbucketed) {
+      if (strategy == StrategyKind::ddp_d2l) {
+        // After backward, each parameter tensor alone through device 0: n-1 whole copies in,
+        // each added there, and n-1 back out, one after another; every copy pays the latency.
+        exposed =
+            2.0 * (n - 1) * (static_cast<double>(p.parameter_count) * latency_ms(link) + transfer_ms(link, params));
+      } else if (strategy != StrategyKind::ddp_unbucketed) {
         // Buckets all-reduce while backward runs; the last one is ready only when backward
         // ends, so at least it is exposed, and all of them are once they outlast backward.
         // Ring: 2(n-1) messages of 1/n of the bucket. Naive: reduce onto rank 0, then

@@ -28,6 +28,13 @@ AffineCost ring(const AffineCost& link, int n) {
 
 int64_t rows_per_device(int64_t batch, int devices) { return (batch + devices - 1) / devices; }
 
+// ddp-d2l's all-reduce of one tensor (d2l_all_reduce.h): n-1 copies onto device 0, each added
+// there, then n-1 copies back, one after another.
+AffineCost through_first_device(const Links& links, int n) {
+  return {(n - 1) * (links.reduce_add.alpha_ms + links.copy.alpha_ms),
+          (n - 1) * (links.reduce_add.ms_per_byte + links.copy.ms_per_byte)};
+}
+
 }  // namespace
 
 AffineCost Links::all_reduce_at(int devices, bool naive) const {
@@ -109,7 +116,14 @@ SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, c
   in.all_reduce_on_cores = links.all_reduce_on_cores_at(n, strategy == StrategyKind::ddp_naive);
   in.collectives_use_compute = links.collectives_use_compute;
   const double map_bytes = 4.0 * static_cast<double>(p.parameter_sizes.size());  // f32 per parameter
-  if (strategy == StrategyKind::ddp_unbucketed) {
+  if (strategy == StrategyKind::ddp_d2l) {
+    // After backward, each parameter alone through device 0, first parameter first; the sums
+    // land in .grad directly (no copy back, no map of used parameters).
+    in.all_reduce = through_first_device(links, n);
+    in.all_reduce_on_cores.reset();
+    for (int64_t bytes : p.parameter_sizes) in.buckets.push_back({device.backward_ms, bytes});
+    in.last_gradient_ms = device.backward_ms;
+  } else if (strategy == StrategyKind::ddp_unbucketed) {
     // After backward: the map of used parameters, then each parameter alone, last first.
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});
     for (size_t i = p.parameter_sizes.size(); i-- > 0;)
@@ -130,7 +144,7 @@ SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, c
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});  // after the buckets
   }
   // On CPU devices the reduced buckets are copied back into .grad at memory speed.
-  if (links.collectives_use_compute)
+  if (links.collectives_use_compute && strategy != StrategyKind::ddp_d2l)
     in.after_ms = links.memory_copy.transfer_ms(static_cast<double>(p.parameter_bytes));
   // Rank 0's buffers to every rank before forward (BatchNorm models).
   if (p.buffer_bytes > 0) in.before_forward_ms += (n - 1) * links.link.ms(static_cast<double>(p.buffer_bytes));
@@ -146,10 +160,11 @@ SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, c
 SimulatedStep predict_step(StrategyKind strategy, int devices, int64_t batch_size, const StepProfile& p,
                            const Links& links) {
   SimulatedStep out = simulate(strategy, devices, batch_size, p, links);
-  // dp and ddp start a thread per local device for every step, and join them at its end.
+  // dp and ddp start a thread per local device for every step, and join them at its end;
+  // ddp-d2l twice, for backward and for the step after its all-reduce.
   if (auto threads = links.replica_threads_ms.find(devices);
       strategy != StrategyKind::single && threads != links.replica_threads_ms.end()) {
-    out.step_ms += threads->second;
+    out.step_ms += threads->second * (strategy == StrategyKind::ddp_d2l ? 2 : 1);
   }
   // The single run's time outside its phases (the loader's batches, the host between phases)
   // recurs in every strategy's step, in proportion to the batch the loader assembles.

@@ -86,7 +86,8 @@ TEST_CASE("the per-step check: every correct step within a few ulps, a wrong one
     Experiment experiment(small_config(model), random_images());
     CHECK(experiment.run({StrategyKind::single, 1}).max_check_ulps == 0.0);  // the same math, the same roundings
     for (int n : {2, 3}) {                                                   // 16 rows over 3 devices: 6 + 5 + 5
-      for (StrategyKind strategy : {StrategyKind::dp, StrategyKind::ddp, StrategyKind::ddp_unbucketed}) {
+      for (StrategyKind strategy :
+           {StrategyKind::dp, StrategyKind::ddp, StrategyKind::ddp_unbucketed, StrategyKind::ddp_d2l}) {
         INFO(strategy << " on " << n);
         RunMeasurement m = experiment.run({strategy, n});
         REQUIRE(m.max_check_ulps.has_value());
@@ -141,7 +142,8 @@ TEST_CASE("the per-step check covers every ddp replica: a bug on rank 1 alone fa
   CHECK_THAT(*m.replica_divergence, Contains("after step 1,") && Contains("the replica of rank 1 (cpu:1)"));
 
   Experiment right(small_config("mlp"), random_images());
-  for (StrategyKind strategy : {StrategyKind::ddp, StrategyKind::ddp_unbucketed, StrategyKind::ddp_naive}) {
+  for (StrategyKind strategy :
+       {StrategyKind::ddp, StrategyKind::ddp_unbucketed, StrategyKind::ddp_naive, StrategyKind::ddp_d2l}) {
     INFO(strategy);
     const RunMeasurement ok = right.run({strategy, 3});
     CHECK(ok.replicas_checked);
@@ -192,6 +194,14 @@ TEST_CASE("the cost model adds latency plus bytes over bandwidth", "[experiment]
   // Unbucketed: one all-reduce per tensor after backward: 4 latencies each, plus the bytes.
   Prediction u = predict(StrategyKind::ddp_unbucketed, 4, link, p);
   CHECK(u.comm_ms == Approx(6 * (4 * 0.001 + 250000 * 1e-6)));
+
+  // d2l: after backward, each of the 4 tensors whole through device 0, 3 copies in and 3 out:
+  // 6 latencies per tensor, and every byte 6 times over the link.
+  Prediction d2l = predict(StrategyKind::ddp_d2l, 4, link, p);
+  CHECK(d2l.compute_ms == Approx(b.compute_ms));
+  CHECK(d2l.comm_ms == Approx(6 * (4 * 0.001 + 1e6 * 1e-6)));
+  CHECK(d2l.comm_ms > u.comm_ms);
+  CHECK(predict(StrategyKind::ddp_d2l, 1, link, p).comm_ms == 0);
 
   // A slow link: bucket all-reduces outlast backward, and all but its length is exposed.
   Prediction slow = predict(StrategyKind::ddp, 4, Link{"slow", 1, 0.01}, p);

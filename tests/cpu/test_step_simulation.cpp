@@ -176,6 +176,39 @@ TEST_CASE("predict_step: the measured compute slowdown and replica threads cost 
   CHECK(predict_step(StrategyKind::single, 1, 8, p, links).step_ms == 25);
 }
 
+TEST_CASE("predict_step: ddp-d2l reduces each parameter through device 0, one after another, after backward",
+          "[cost-model]") {
+  StepProfile p = eight_row_profile();
+  p.parameter_sizes = {3'000'000, 2'000'000, 1'000};
+  p.parameter_bytes = 5'001'000;
+  p.grad_ready_ms = {20, 8, 4};
+  p.arrival_buckets = {{2, 1}, {0}};
+  Links links;
+  links.copy = {0.5, 1e-6};        // a copy: 0.5 ms + 1 ms per MB
+  links.reduce_add = {0.5, 2e-6};  // a copy and its add on device 0: 0.5 ms + 2 ms per MB
+  links.all_reduce[3] = {0, 0};    // never used by d2l
+  // 3 devices, 3 rows the largest shard: forward 1.5, backward 7.5. Then each tensor alone:
+  // 2 copies in and adds (1 + 4 ms per MB), 2 copies out (1 + 2 ms per MB): 2 ms + 6 ms per MB.
+  const SimulatedStep s = predict_step(StrategyKind::ddp_d2l, 3, 8, p, links);
+  REQUIRE(s.launch_ms.size() == 3);
+  CHECK(s.backward_end_ms == Approx(9));
+  CHECK(s.launch_ms[0] == Approx(9));  // nothing starts before backward ends
+  CHECK(s.finish_ms[0] == Approx(9 + 2 + 18));
+  CHECK(s.launch_ms[1] == Approx(s.finish_ms[0]));  // one after another, in parameter order
+  CHECK(s.finish_ms[1] == Approx(29 + 2 + 12));
+  CHECK(s.finish_ms[2] == Approx(43 + 2 + 0.006));
+  CHECK(s.step_ms == Approx(45.006 + 1));
+  CHECK(s.hidden_share() == 0);
+  // Per-tensor latency: the same bytes in more tensors cost more.
+  StepProfile split = p;
+  split.parameter_sizes = {1'000'000, 1'000'000, 1'000'000, 1'000'000, 1'000'000, 1'000};
+  split.grad_ready_ms = {20, 20, 20, 20, 8, 4};
+  CHECK(predict_step(StrategyKind::ddp_d2l, 3, 8, split, links).step_ms == Approx(s.step_ms + 3 * 2));
+  // Starting and joining the replica threads twice: for backward, and for the step.
+  links.replica_threads_ms[3] = 0.25;
+  CHECK(predict_step(StrategyKind::ddp_d2l, 3, 8, p, links).step_ms == Approx(s.step_ms + 0.5));
+}
+
 TEST_CASE("fit_link recovers alpha and beta from exact times, and refuses too few samples", "[cost-model]") {
   std::vector<TimedSize> samples;
   for (int64_t b : calibration_sizes()) samples.push_back({b, 0.02 + static_cast<double>(b) / 5e6});  // 20 us, 5 GB/s
