@@ -261,7 +261,7 @@ std::string strategies_problem(const CompareArgs& args) {
   if (args.comm == "mpi") {
     for (parallel::StrategyKind s : args.strategies) {
       if (s != parallel::StrategyKind::single && !parallel::runs_across_processes(s)) {
-        return "--comm mpi runs the ddp variants (but ddp-d2l) across processes (and single on rank 0); drop " +
+        return "--comm mpi runs the ddp variants across processes (all but ddp-d2l; single on rank 0); drop " +
                parallel::to_string(s) + " from --strategies";
       }
     }
