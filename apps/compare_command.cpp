@@ -24,6 +24,7 @@
 #include "plot.h"
 #include "process_cores.h"
 #include "rank_agreement.h"
+#include "strategy_flags.h"
 #include "trace.h"
 
 namespace duet::apps {
@@ -38,7 +39,9 @@ struct CompareArgs {
   int64_t batch_size = 256;
   int64_t steps = 100;
   int64_t warmup = 5;
-  std::vector<std::string> strategies = {"single", "dp", "ddp", "ddp-unbucketed"};
+  std::vector<parallel::StrategyKind> strategies = {parallel::StrategyKind::single, parallel::StrategyKind::dp,
+                                                    parallel::StrategyKind::ddp,
+                                                    parallel::StrategyKind::ddp_unbucketed};
   OptimizerArgs optimizer{.lr = 0.1};
   uint64_t seed = 0;
   std::string data_dir = data::kFashionMnistDir;
@@ -60,8 +63,6 @@ struct CompareArgs {
 
 // What every rank of `duet compare --comm mpi` must share (rank_agreement.h).
 NamedSettings compare_rank_settings(const CompareArgs& args) {
-  std::string strategies;
-  for (const std::string& s : args.strategies) strategies += (strategies.empty() ? "" : ",") + s;
   auto number = [](double value) {
     std::ostringstream text;
     text << std::setprecision(17) << value;
@@ -72,7 +73,7 @@ NamedSettings compare_rank_settings(const CompareArgs& args) {
           {"batch_per_device", std::to_string(args.batch_per_device)},
           {"steps", std::to_string(args.steps)},
           {"warmup", std::to_string(args.warmup)},
-          {"strategies", strategies},
+          {"strategies", joined_names(args.strategies)},
           {"optimizer", args.optimizer.name},
           {"lr", number(args.optimizer.lr)},
           {"momentum", number(args.optimizer.momentum)},
@@ -84,8 +85,8 @@ NamedSettings compare_rank_settings(const CompareArgs& args) {
           {"check", args.check ? "true" : "false"}};
 }
 
-bool has_strategy(const CompareArgs& args, const std::string& name) {
-  return std::count(args.strategies.begin(), args.strategies.end(), name) > 0;
+bool has_strategy(const CompareArgs& args, parallel::StrategyKind kind) {
+  return std::count(args.strategies.begin(), args.strategies.end(), kind) > 0;
 }
 
 // The runs in order: single first (the reference for the parameter differences and the cost
@@ -94,10 +95,10 @@ bool has_strategy(const CompareArgs& args, const std::string& name) {
 std::vector<parallel::StrategyRun> plan_runs(const CompareArgs& args, const std::vector<int>& counts) {
   std::vector<parallel::StrategyRun> runs;
   const int64_t b = args.batch_per_device;
-  if (has_strategy(args, "single")) runs.push_back({"single", 1, b});
+  if (has_strategy(args, parallel::StrategyKind::single)) runs.push_back({parallel::StrategyKind::single, 1, b});
   for (int n : counts) {
-    for (const std::string& s : args.strategies) {
-      if (s != "single") runs.push_back({s, n, b * n});
+    for (parallel::StrategyKind s : args.strategies) {
+      if (s != parallel::StrategyKind::single) runs.push_back({s, n, b * n});
     }
   }
   return runs;
@@ -134,9 +135,10 @@ std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::
   counts.insert({2, 4, 8});
   const parallel::Links nvlink = parallel::nvlink_links(), pcie = parallel::pcie_links();
   std::vector<PredictionRow> rows;
-  auto add = [&](const std::string& strategy, int n) {
-    const int64_t batch =
-        args.batch_per_device > 0 ? args.batch_per_device * (strategy == "single" ? 1 : n) : args.batch_size;
+  auto add = [&](parallel::StrategyKind strategy, int n) {
+    const int64_t batch = args.batch_per_device > 0
+                              ? args.batch_per_device * (strategy == parallel::StrategyKind::single ? 1 : n)
+                              : args.batch_size;
     PredictionRow row{.strategy = strategy, .devices = n};
     row.batch_size = batch;
     for (const auto& run : runs) {
@@ -150,9 +152,9 @@ std::vector<PredictionRow> predictions(const CompareArgs& args, const parallel::
     }
     rows.push_back(row);
   };
-  add("single", 1);
-  for (const std::string& s : args.strategies) {
-    if (s == "single") continue;
+  add(parallel::StrategyKind::single, 1);
+  for (parallel::StrategyKind s : args.strategies) {
+    if (s == parallel::StrategyKind::single) continue;
     for (int n : counts) add(s, n);
   }
   return rows;
@@ -249,7 +251,7 @@ void predict_runs(const parallel::StepProfile& profile, const parallel::Links& l
 
 // What is wrong with --strategies given the other flags, or "".
 std::string strategies_problem(const CompareArgs& args) {
-  if (args.predict && !has_strategy(args, "single")) {
+  if (args.predict && !has_strategy(args, parallel::StrategyKind::single)) {
     return "--predict needs the measured single-device compute: add single to --strategies";
   }
   if (args.comm == "mpi" && args.link != "none") {
@@ -257,10 +259,10 @@ std::string strategies_problem(const CompareArgs& args) {
            "own links: drop --link";
   }
   if (args.comm == "mpi") {
-    for (const std::string& s : args.strategies) {
-      if (s != "single" && !parallel::is_ddp(s)) {
-        return "--comm mpi runs the ddp variants across processes (and single on rank 0); drop " + s +
-               " from --strategies";
+    for (parallel::StrategyKind s : args.strategies) {
+      if (s != parallel::StrategyKind::single && !parallel::runs_across_processes(s)) {
+        return "--comm mpi runs the ddp variants across processes (all but ddp-d2l; single on rank 0); drop " +
+               parallel::to_string(s) + " from --strategies";
       }
     }
   }
@@ -299,12 +301,13 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
   const Device device = report.config.first_device;
   const std::shared_ptr<parallel::Communicator>& comm = report.config.comm;
   const bool leader = !comm || comm->rank() == 0;
-  const bool has_single = has_strategy(args, "single");
+  const bool has_single = has_strategy(args, parallel::StrategyKind::single);
   // Measure the links in use before the sweep, with nothing else running.
   CalibratedLinks links;
   const bool parallel_runs = comm || std::any_of(counts.begin(), counts.end(), [](int n) { return n >= 2; });
   if (has_single && parallel_runs) {
-    links = calibrate_links(device, counts, has_strategy(args, "ddp-naive"), comm, report.config.link);
+    links = calibrate_links(device, counts, has_strategy(args, parallel::StrategyKind::ddp_naive), comm,
+                            report.config.link);
     report.calibration = links.fits;
     report.replica_threads_ms = links.links.replica_threads_ms;
   }
@@ -321,15 +324,18 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
   };
   std::vector<int64_t> shards;
   for (const parallel::StrategyRun& run : runs) {
-    if (run.strategy != "single") shards.push_back(shard_rows(run, comm ? comm->world_size() : run.devices));
+    if (run.strategy != parallel::StrategyKind::single)
+      shards.push_back(shard_rows(run, comm ? comm->world_size() : run.devices));
   }
   for (size_t i = 0; i < runs.size(); ++i) {
     // Across processes single-device training runs on rank 0 alone; the others wait for it
     // in the compute load's barrier, or the next run's first collective.
-    const bool single = runs[i].strategy == "single";
+    const bool single = runs[i].strategy == parallel::StrategyKind::single;
     if (comm && single && !leader) continue;
     const int devices = single ? 1 : comm ? comm->world_size() : runs[i].devices;
-    if (leader) progress.start(i, runs.size(), runs[i].strategy + " on " + std::to_string(devices) + " device(s)");
+    if (leader)
+      progress.start(i, runs.size(),
+                     parallel::to_string(runs[i].strategy) + " on " + std::to_string(devices) + " device(s)");
     std::optional<double> slowdown;
     if (!report.calibration.empty()) {
       if (single) load.before_single(shards);
@@ -388,9 +394,9 @@ int run_compare(CompareArgs args) {
     if (!comm && !args.devices.empty()) device_group(device, args.devices.back(), "--devices");
     check_room_for_step_check(args, device, comm.get());
     counts = place_sweep(args, device, comm.get(), report);
-    DUET_CHECK(!counts.empty() || args.strategies == std::vector<std::string>{"single"},
-               "--devices: no device count fits the cores of this machine (--cores-per-device ", args.cores_per_device,
-               ")");
+    DUET_CHECK(
+        !counts.empty() || args.strategies == std::vector<parallel::StrategyKind>{parallel::StrategyKind::single},
+        "--devices: no device count fits the cores of this machine (--cores-per-device ", args.cores_per_device, ")");
     if (!comm || comm->rank() == 0) {
       // Every output path first: a bad one fails now, not after every strategy has run.
       check_no_collisions(output_files(args));
@@ -446,10 +452,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--batch-size", args->batch_size, "Images per global batch")->check(kPositive)->capture_default_str();
   cmd->add_option("--steps", args->steps, "Timed steps per strategy")->check(kPositive)->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed steps before them")->check(kNonNegative)->capture_default_str();
-  cmd->add_option("--strategies", args->strategies, "Comma-separated: single, dp, ddp, ddp-unbucketed, ddp-naive")
-      ->delimiter(',')
-      ->check(CLI::IsMember(parallel::strategy_names()))
-      ->capture_default_str();
+  add_strategies_flag(*cmd, "--strategies", args->strategies);
   add_optimizer_flags(*cmd, args->optimizer);
   cmd->add_option("--seed", args->seed, "Seed for the initial weights and the batch order")
       ->check(kSeed)

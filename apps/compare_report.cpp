@@ -63,8 +63,8 @@ void print_replica_check(const CompareReport& report, std::FILE* out) {
     if (!run.replicas_checked) continue;
     checked = true;
     if (run.replica_divergence) {
-      drifted += (drifted.empty() ? "" : "; ") + run.strategy + " on " + std::to_string(run.devices) + ": " +
-                 *run.replica_divergence;
+      drifted += (drifted.empty() ? "" : "; ") + parallel::to_string(run.strategy) + " on " +
+                 std::to_string(run.devices) + ": " + *run.replica_divergence;
     }
   }
   if (!checked) return;
@@ -83,8 +83,8 @@ void print_check(const CompareReport& report, std::FILE* out) {
     if (!run.max_check_ulps) continue;
     checked = true;
     if (*run.max_check_ulps > kCheckUlps) {
-      failed += (failed.empty() ? "" : ", ") + run.strategy + " on " + std::to_string(run.devices) + " (" +
-                ulps_cell(run.max_check_ulps) + " ulps)";
+      failed += (failed.empty() ? "" : ", ") + parallel::to_string(run.strategy) + " on " +
+                std::to_string(run.devices) + " (" + ulps_cell(run.max_check_ulps) + " ulps)";
     }
   }
   if (!checked) return;
@@ -137,8 +137,8 @@ void print_overlap(const CompareReport& report, std::FILE* out) {
     std::fprintf(out,
                  "%s on %d: %.0f%% of the all-reduced bytes done before backward's last gradient%s; all-reduce "
                  "%.2f ms per step and rank, %.2f ms of it exposed after backward\n",
-                 run.strategy.c_str(), run.devices, 100 * o.hidden_share(), predicted, per_step(o.busy_ms, o),
-                 per_step(o.exposed_ms, o));
+                 parallel::to_string(run.strategy).c_str(), run.devices, 100 * o.hidden_share(), predicted,
+                 per_step(o.busy_ms, o), per_step(o.exposed_ms, o));
   }
 }
 
@@ -168,8 +168,8 @@ void print_results(const CompareReport& report, std::FILE* out) {
   std::fprintf(out, " | %9s  %-17s %10s %10s %10s %10s\n", "MB/step", "peak MiB/device", "final loss", "check ulps",
                "diff@1", "diff@end");
   for (const auto& run : report.runs) {
-    std::fprintf(out, "%-15s %3d %8.0f %8.2f |", run.strategy.c_str(), run.devices, run.images_per_second,
-                 run.ms_per_step);
+    std::fprintf(out, "%-15s %3d %8.0f %8.2f |", parallel::to_string(run.strategy).c_str(), run.devices,
+                 run.images_per_second, run.ms_per_step);
     for (double ms : run.phase_ms) std::fprintf(out, " %7.2f", ms);
     std::fprintf(out, " | %9.3f  %-17s %10.5f %10s %10s %10s\n", run.bytes_per_step / 1e6, memory_cell(run).c_str(),
                  run.final_loss, ulps_cell(run.max_check_ulps).c_str(), diff_cell(run.first_step_param_diff).c_str(),
@@ -197,7 +197,7 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
   const parallel::RunMeasurement* single = nullptr;
   const parallel::SimulatedStep* single_predicted = nullptr;
   for (size_t i = 0; i < report.runs.size(); ++i) {
-    if (report.runs[i].strategy == "single" && report.simulated[i]) {
+    if (report.runs[i].strategy == parallel::StrategyKind::single && report.simulated[i]) {
       single = &report.runs[i];
       single_predicted = &*report.simulated[i];
     }
@@ -226,8 +226,8 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
       std::snprintf(predicted_hidden, sizeof predicted_hidden, "%.0f%%", 100 * sim.hidden_share());
     }
     std::fprintf(out, "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s | %6.2fx\n",
-                 run.strategy.c_str(), run.devices, static_cast<long long>(run.batch_size), run.ms_per_step,
-                 sim.step_ms, 100 * error, speedup, predicted_speedup, 100 * speedup / run.devices,
+                 parallel::to_string(run.strategy).c_str(), run.devices, static_cast<long long>(run.batch_size),
+                 run.ms_per_step, sim.step_ms, 100 * error, speedup, predicted_speedup, 100 * speedup / run.devices,
                  100 * predicted_speedup / run.devices, hidden, predicted_hidden,
                  report.compute_slowdown[i].value_or(1));
   }
@@ -260,7 +260,7 @@ void print_predictions(const CompareReport& report, std::FILE* out) {
   // Speedup: throughput over single-device training's, so that it reads alike for weak scaling.
   double single_nvlink = 0, single_pcie = 0;
   for (const auto& row : report.predictions) {
-    if (row.strategy != "single") continue;
+    if (row.strategy != parallel::StrategyKind::single) continue;
     single_nvlink = static_cast<double>(row.batch_size) / row.nvlink.step_ms;
     single_pcie = static_cast<double>(row.batch_size) / row.pcie.step_ms;
   }
@@ -275,7 +275,7 @@ void print_predictions(const CompareReport& report, std::FILE* out) {
       std::fprintf(out, " %10.3f %9.3f %7.2fx %10s", p.step_ms, p.comm_ms, single > 0 ? throughput / single : 0.0,
                    closed_ms);
     };
-    std::fprintf(out, "%-15s %3d %11s |", row.strategy.c_str(), row.devices, measured);
+    std::fprintf(out, "%-15s %3d %11s |", parallel::to_string(row.strategy).c_str(), row.devices, measured);
     cells(row.nvlink, single_nvlink, row.closed_nvlink);
     std::fprintf(out, " |");
     cells(row.pcie, single_pcie, row.closed_pcie);
@@ -301,7 +301,7 @@ void write_results_json(const CompareReport& report, const std::string& path) {
     for (size_t i = 0; i < kNumPhases; ++i) phases[parallel::name(static_cast<Phase>(i))] = run.phase_ms[i];
     for (const auto& m : run.memory) memory.push_back({{"device", m.device}, {"peak_bytes", m.peak_bytes}});
     results.push_back(
-        {{"strategy", run.strategy},
+        {{"strategy", parallel::to_string(run.strategy)},
          {"devices", run.devices},
          {"images_per_second", run.images_per_second},
          {"ms_per_step", run.ms_per_step},
@@ -331,7 +331,7 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                             {"comm_ms", p.comm_ms},
                             {"closed_form_step_ms", closed ? nlohmann::json(closed->step_ms()) : nlohmann::json()}};
     };
-    predictions.push_back({{"strategy", row.strategy},
+    predictions.push_back({{"strategy", parallel::to_string(row.strategy)},
                            {"devices", row.devices},
                            {"batch_size", row.batch_size},
                            {"measured_ms", optional_json(row.measured_ms)},

@@ -18,7 +18,7 @@ namespace duet::apps {
 // --predict: one strategy on `devices` GPUs, simulated on each preset, with the closed-form
 // alpha-beta model (cost_model.h) beside it as a cross-check.
 struct PredictionRow {
-  std::string strategy;
+  parallel::StrategyKind strategy = parallel::StrategyKind::single;
   int devices = 1;
   int64_t batch_size = 0;             // global
   std::optional<double> measured_ms;  // per step here, when this run was measured

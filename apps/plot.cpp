@@ -50,7 +50,8 @@ void run_gnuplot(const std::string& png_path, const std::string& data_name, cons
 }
 
 std::string label(const parallel::RunMeasurement& run) {
-  return run.strategy + (run.strategy == "single" ? "" : " x" + std::to_string(run.devices));
+  return parallel::to_string(run.strategy) +
+         (run.strategy == parallel::StrategyKind::single ? "" : " x" + std::to_string(run.devices));
 }
 
 }  // namespace
@@ -103,7 +104,7 @@ void plot_phases(const std::vector<parallel::RunMeasurement>& runs, const std::s
 
 void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const std::string& png_path,
                      const std::string& title) {
-  std::map<std::string, std::vector<const parallel::RunMeasurement*>> by_strategy;
+  std::map<parallel::StrategyKind, std::vector<const parallel::RunMeasurement*>> by_strategy;
   int max_devices = 1;
   for (const auto& run : runs) {
     by_strategy[run.strategy].push_back(&run);
@@ -111,10 +112,10 @@ void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const st
   }
   DUET_CHECK(!by_strategy.empty(), "plot_throughput: no runs to plot");
   run_gnuplot(png_path, "throughput.dat", [&](std::ostream& out, const std::string& data, std::ostream& gp) {
-    std::vector<std::string> titles;
+    std::vector<parallel::StrategyKind> titles;
     for (const auto& [strategy, list] : by_strategy) {
       // single runs on one device, but is drawn across the range as the baseline to beat.
-      if (strategy == "single") {
+      if (strategy == parallel::StrategyKind::single) {
         out << 1 << ' ' << list.front()->images_per_second << '\n'
             << max_devices << ' ' << list.front()->images_per_second << "\n\n\n";
       } else {
@@ -128,7 +129,7 @@ void plot_throughput(const std::vector<parallel::RunMeasurement>& runs, const st
        << "set xtics 1\nset yrange [0:*]\nset key bottom right\nplot ";
     for (size_t i = 0; i < titles.size(); ++i) {
       gp << (i ? ", " : "") << "'" << data << "' index " << i << " with linespoints title '" << titles[i] << "'"
-         << (titles[i] == "single" ? " dashtype 2" : "");
+         << (titles[i] == parallel::StrategyKind::single ? " dashtype 2" : "");
     }
     gp << '\n';
   });
@@ -138,16 +139,19 @@ void plot_speedup(const CompareReport& report, const std::string& png_path, cons
   const parallel::RunMeasurement* single = nullptr;
   double single_predicted = 0;
   for (size_t i = 0; i < report.runs.size(); ++i) {
-    if (report.runs[i].strategy == "single" && i < report.simulated.size() && report.simulated[i]) {
+    if (report.runs[i].strategy == parallel::StrategyKind::single && i < report.simulated.size() &&
+        report.simulated[i]) {
       single = &report.runs[i];
       single_predicted = static_cast<double>(single->batch_size) / report.simulated[i]->step_ms;
     }
   }
   DUET_CHECK(single, "plot_speedup: no predicted single-device run to compare with");
-  std::map<std::string, std::vector<size_t>> by_strategy;
+  std::map<parallel::StrategyKind, std::vector<size_t>> by_strategy;
   int max_devices = 1;
   for (size_t i = 0; i < report.runs.size(); ++i) {
-    if (report.runs[i].strategy == "single" || i >= report.simulated.size() || !report.simulated[i]) continue;
+    if (report.runs[i].strategy == parallel::StrategyKind::single || i >= report.simulated.size() ||
+        !report.simulated[i])
+      continue;
     by_strategy[report.runs[i].strategy].push_back(i);
     max_devices = std::max(max_devices, report.runs[i].devices);
   }
@@ -164,7 +168,7 @@ void plot_speedup(const CompareReport& report, const std::string& png_path, cons
           out << run.devices << ' ' << speedup << '\n';
         }
         out << "\n\n";
-        titles.push_back(strategy + (predicted ? " predicted" : " measured"));
+        titles.push_back(parallel::to_string(strategy) + (predicted ? " predicted" : " measured"));
       }
     }
     gp << "set terminal pngcairo noenhanced size 800,500 font ',10'\n"

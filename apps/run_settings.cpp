@@ -143,9 +143,8 @@ const std::vector<Setting>& settings() {
        [](const TrainArgs& a) { return at_least_one(a.accumulate); }},
       {"sync_bn", "--sync-bn", Kind::tunable, [](const TrainArgs& a) { return boolean(a.sync_bn); },
        [](TrainArgs& a, const std::string& v) { a.sync_bn = parse_boolean(v); }, no_problem},
-      {"strategy", "--strategy", Kind::placement, [](const TrainArgs& a) { return a.strategy; },
-       [](TrainArgs& a, const std::string& v) { a.strategy = v; },
-       [](const TrainArgs& a) { return one_of(a.strategy, parallel::strategy_names()); }},
+      {"strategy", "--strategy", Kind::placement, [](const TrainArgs& a) { return parallel::to_string(a.strategy); },
+       [](TrainArgs& a, const std::string& v) { a.strategy = parallel::parse_strategy_kind(v); }, no_problem},
       {"comm", "--comm", Kind::placement, [](const TrainArgs& a) { return a.comm; },
        [](TrainArgs& a, const std::string& v) { a.comm = v; },
        [](const TrainArgs& a) {
@@ -177,6 +176,8 @@ void check_recorded(const std::map<std::string, std::string>& checkpoint, const 
     try {
       s.set(scratch, it->second);
       problem = s.problem(scratch);
+    } catch (const Error& e) {
+      problem = "a value of " + std::string(s.flag) + " (" + e.what() + ")";  // the parser's own reason
     } catch (const std::exception&) {
       problem = "a value of " + std::string(s.flag);
     }

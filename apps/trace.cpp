@@ -28,7 +28,7 @@ void add_comm_tracks(const parallel::RunMeasurement& run, size_t pid, nlohmann::
     }
     const double start = std::max(e.launch_us, previous_finish[track]);
     events.push_back({{"name", e.name + " ready"},
-                      {"cat", run.strategy},
+                      {"cat", parallel::to_string(run.strategy)},
                       {"ph", "i"},
                       {"s", "t"},
                       {"pid", pid},
@@ -36,7 +36,7 @@ void add_comm_tracks(const parallel::RunMeasurement& run, size_t pid, nlohmann::
                       {"ts", e.ready_us}});
     events.push_back(
         {{"name", e.name},
-         {"cat", run.strategy},
+         {"cat", parallel::to_string(run.strategy)},
          {"ph", "X"},
          {"pid", pid},
          {"tid", tid},
@@ -55,10 +55,12 @@ void write_chrome_trace(const std::vector<parallel::RunMeasurement>& runs, const
   for (size_t pid = 0; pid < runs.size(); ++pid) {
     const parallel::RunMeasurement& run = runs[pid];
     // Metadata events name the rows: "ddp on 2 devices" and its "cpu:0", "cpu:1".
-    events.push_back({{"name", "process_name"},
-                      {"ph", "M"},
-                      {"pid", pid},
-                      {"args", {{"name", run.strategy + " on " + std::to_string(run.devices) + " device(s)"}}}});
+    events.push_back(
+        {{"name", "process_name"},
+         {"ph", "M"},
+         {"pid", pid},
+         {"args",
+          {{"name", parallel::to_string(run.strategy) + " on " + std::to_string(run.devices) + " device(s)"}}}});
     events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"args", {{"sort_index", pid}}}});
     for (size_t tid = 0; tid < run.device_names.size(); ++tid) {
       events.push_back({{"name", "thread_name"},
@@ -69,7 +71,7 @@ void write_chrome_trace(const std::vector<parallel::RunMeasurement>& runs, const
     }
     for (const parallel::PhaseEvent& e : run.events) {
       events.push_back({{"name", parallel::name(e.phase)},
-                        {"cat", run.strategy},
+                        {"cat", parallel::to_string(run.strategy)},
                         {"ph", "X"},
                         {"pid", pid},
                         {"tid", e.track},

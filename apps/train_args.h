@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "duet/data/fashion_mnist.h"
 #include "duet/parallel/comm/communicator.h"
+#include "duet/parallel/strategy_kind.h"
 
 namespace duet::apps {
 
@@ -20,7 +21,7 @@ struct TrainArgs {
   std::string data_dir = data::kFashionMnistDir;
   int threads = 0;
   std::string device = "cpu";
-  std::string strategy = "single";
+  parallel::StrategyKind strategy = parallel::StrategyKind::single;
   int devices = 1;
   std::vector<int> device_ids;  // instead of --devices: these indices of --device's type
   std::string comm = "local";

@@ -7,6 +7,7 @@
 #include "duet/optim/checkpoint.h"
 #include "duet/parallel/trainer.h"
 #include "run_settings.h"
+#include "strategy_flags.h"
 #include "train_args.h"
 #include "train_report.h"
 #include "train_setup.h"
@@ -86,10 +87,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(kNonNegative)
       ->capture_default_str();
   cmd->add_option("--device", args->device, "cpu, cpu:N, cuda or cuda:N")->capture_default_str();
-  cmd->add_option("--strategy", args->strategy,
-                  "single, dp (DataParallel), ddp (DistributedDataParallel), ddp-unbucketed or ddp-naive")
-      ->check(CLI::IsMember(parallel::strategy_names()))
-      ->capture_default_str();
+  add_strategy_flag(*cmd, "--strategy", args->strategy);
   cmd->add_option("--devices", args->devices, "Number of devices for dp and ddp in this process")
       ->check(kPositive)
       ->capture_default_str();

@@ -22,7 +22,7 @@ nlohmann::json metrics_line(const TrainArgs& args, const TrainSetup& setup, cons
   line["optimizer"] = args.optimizer.name;
   line["lr"] = args.optimizer.lr;
   line["batch_size"] = setup.batch_size;
-  line["strategy"] = args.strategy;
+  line["strategy"] = parallel::to_string(args.strategy);
   line["devices"] = setup.strategy->devices();
   line["seed"] = args.seed;
   return line;

@@ -89,7 +89,8 @@ data::DataLoaderOptions loader_options(int64_t batch_size, const std::vector<Dev
   options.batch_size = batch_size;
   if (group[0].is_cuda()) {
     options.pin_memory = true;
-    if ((group.size() == 1 || args.strategy == "dp") && !args.cuda_graph) options.device = group[0];
+    if ((group.size() == 1 || args.strategy == parallel::StrategyKind::dp) && !args.cuda_graph)
+      options.device = group[0];
   }
   return options;
 }
@@ -97,19 +98,21 @@ data::DataLoaderOptions loader_options(int64_t batch_size, const std::vector<Dev
 }  // namespace
 
 std::string check_combination(const TrainArgs& args) {
-  if (args.strategy == "single" && (args.devices > 1 || args.device_ids.size() > 1)) {
+  if (args.strategy == parallel::StrategyKind::single && (args.devices > 1 || args.device_ids.size() > 1)) {
     return "several devices need --strategy dp or ddp";
   }
   if (args.devices > 1 && !args.device_ids.empty()) return "give --devices or --device-ids, not both";
   std::set<int> distinct(args.device_ids.begin(), args.device_ids.end());
   if (distinct.size() != args.device_ids.size()) return "--device-ids lists a device twice";
-  if (args.comm == "mpi" && !parallel::is_ddp(args.strategy)) return "--comm mpi needs --strategy ddp (or a variant)";
+  if (args.comm == "mpi" && !parallel::runs_across_processes(args.strategy))
+    return "--comm mpi needs --strategy ddp (or a variant other than ddp-d2l)";
   if (std::string problem = optimizer_args_problem(args.optimizer); !problem.empty()) return problem;
   if (args.comm == "mpi" && (args.devices > 1 || args.device_ids.size() > 1)) {
     return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";
   }
   if (args.cuda_graph) {
-    if (args.strategy != "single") return "--cuda-graph records a single device's step: it needs --strategy single";
+    if (args.strategy != parallel::StrategyKind::single)
+      return "--cuda-graph records a single device's step: it needs --strategy single";
     if (args.device.rfind("cuda", 0) != 0) return "--cuda-graph needs --device cuda";
     if (args.optimizer.name != "sgd") return "--cuda-graph needs --optimizer sgd: Adam's step cannot be replayed";
     if (args.profile)

@@ -16,6 +16,10 @@ struct DDPOptions {
   // Bucketed all-reduce from backward hooks; false: one all-reduce per gradient after backward
   // (for comparison: no overlap, more latency).
   bool bucketed = true;
+  // d2l's all-reduce (ddp-d2l, d2l_all_reduce.h), in one process only, not bucketed: once every
+  // replica's backward is done, the host sums each gradient on device 0 and copies the sum back,
+  // one parameter at a time, every copy a message over `link`; no communicator takes part.
+  bool reduce_through_first_device = false;
   // The bucket caps in MiB, as PyTorch's: bucket 0 small, so that communication starts early
   // (its _DEFAULT_FIRST_BUCKET_BYTES, 1 MiB), and every later bucket (bucket_cap_mb, 25).
   double first_bucket_mb = 1;

@@ -11,7 +11,9 @@
 #include "duet/kernels/cuda/runtime.h"
 #include "duet/nn/functional.h"
 #include "duet/parallel/broadcast_coalesced.h"
+#include "duet/parallel/comm/comm_counter.h"
 #include "duet/parallel/comm/nccl_communicator.h"
+#include "duet/parallel/d2l_all_reduce.h"
 #include "duet/parallel/replica_threads.h"
 #include "duet/parallel/sync_batch_norm.h"
 
@@ -83,6 +85,10 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   check_loss_reduction(options_.loss, "DistributedDataParallel");
   DUET_CHECK(!devices_.empty(), "DistributedDataParallel: needs at least one device");
   check_model_on(*model, devices_[0], "DistributedDataParallel");
+  if (options_.reduce_through_first_device) {
+    DUET_CHECK(!options_.bucketed && !options_.mean_of_means,
+               "DistributedDataParallel: the all-reduce through the first device is unbucketed, and sums");
+  }
   if (options_.sync_batchnorm) model = convert_sync_batchnorm(std::move(model));
   std::vector<std::shared_ptr<Communicator>> comms = make_ddp_group(devices_, options_);
   layout_ = std::make_shared<const BucketLayout>(plan_for(*model, options_));
@@ -101,6 +107,9 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
              "DistributedDataParallel: needs a model, an optimizer factory and a "
              "communicator");
   check_loss_reduction(options_.loss, "DistributedDataParallel");
+  DUET_CHECK(!options_.reduce_through_first_device,
+             "DistributedDataParallel: the all-reduce through the first device copies every replica's gradients "
+             "within one process, not across processes");
   devices_ = {comm->device()};
   check_model_on(*model, comm->device(), "DistributedDataParallel");
   if (options_.sync_batchnorm) model = convert_sync_batchnorm(std::move(model));
@@ -180,6 +189,7 @@ StepResult DistributedDataParallel::train_accumulated(const std::vector<data::Ba
   run_on_devices(
       devices_, [&](size_t r) { results[r] = run_rank(r, shards[r], global_count); },
       [&](size_t r, const std::string& what) { ranks_[r].comm->abort(what); });
+  if (options_.reduce_through_first_device) reduce_through_first_device_and_step();
   ++steps_;
   overlap_of_ranks();
   for (const PhaseTimes& times : rank_phases_) {
@@ -300,6 +310,10 @@ StepResult DistributedDataParallel::run_rank(size_t r, const std::vector<Shard>&
     result.count += n;
   }
   if (result.count > 0) result.loss = loss_sum / static_cast<double>(result.count);
+  if (options_.reduce_through_first_device) {  // the caller reduces and steps once every rank is here
+    rank_phases_[r].bytes_moved = rank.comm->stats().bytes_sent;
+    return result;
+  }
 
   const double backward_end = now_us();
   std::vector<CommEvent> events;
@@ -345,6 +359,29 @@ void DistributedDataParallel::all_reduce_unbucketed(Rank& rank, ReduceOp op, std
     if (!params[i].grad().defined()) params[i].set_grad(zeros_like(params[i]));  // used by another rank
     timed("parameter " + std::to_string(i), params[i].grad());
   }
+}
+
+// d2l's train_batch after its backward: the host, working for device 0, all-reduces every
+// gradient through it, one parameter at a time; then every replica steps on its own device.
+void DistributedDataParallel::reduce_through_first_device_and_step() {
+  PhaseTimes& first = rank_phases_[0];
+  const double backward_end = now_us();
+  backward_ends_[0] = {backward_end, backward_end};  // nothing overlaps backward
+  const int64_t bytes_before = comm_counter().bytes_moved();
+  {
+    DeviceThreadScope on_first(devices_[0]);
+    PhaseTimer timer(first, 0, {devices_[0]});
+    std::vector<std::vector<Tensor>> replicas;
+    for (const Rank& rank : ranks_) replicas.push_back(rank.model->parameters());
+    first.comm_events = d2l_all_reduce(replicas, options_.link);
+    timer.lap(Phase::all_reduce);
+  }
+  first.bytes_moved += comm_counter().bytes_moved() - bytes_before;
+  run_on_devices(devices_, [&](size_t r) {
+    PhaseTimer timer(rank_phases_[r], static_cast<int>(r), {devices_[r]});
+    ranks_[r].optimizer->step();
+    timer.lap(Phase::step);
+  });
 }
 
 // After the first step, as PyTorch's rebuild_buckets: the buckets are planned again in the order

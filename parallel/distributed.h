@@ -22,6 +22,9 @@
 // PyTorch's).
 //   - Every rank then applies the same optimizer step to its own replica, so the replicas stay
 //     identical without being broadcast (an optional check verifies it).
+//   - reduce_through_first_device (ddp-d2l, one process): no buckets and no communicator for
+//     the gradients; once every rank's backward is done, the calling thread all-reduces them
+//     through device 0, one parameter at a time (d2l_all_reduce.h), then every rank steps.
 //   - A rank that fails aborts its group, so the others fail at once instead of waiting out
 //     the communication timeout. The DDP object is unusable after a failed step.
 #pragma once
@@ -121,6 +124,7 @@ class DistributedDataParallel final : public Strategy {
   // The rank's loss (the mean over its shards) and counts.
   StepResult run_rank(size_t r, const std::vector<Shard>& shards, int64_t global_count);
   void all_reduce_unbucketed(Rank& rank, ReduceOp op, std::vector<CommEvent>& events);
+  void reduce_through_first_device_and_step();
   void rebuild_buckets();
   void overlap_of_ranks();  // after the ranks' step: each rank's CommOverlap
   StepResult global_result(const std::vector<StepResult>& results);

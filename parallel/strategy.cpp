@@ -12,28 +12,19 @@
 
 namespace duet::parallel {
 
-const std::vector<std::string>& strategy_names() {
-  static const std::vector<std::string> names = {"single", "dp", "ddp", "ddp-unbucketed", "ddp-naive"};
-  return names;
-}
-
-bool is_ddp(const std::string& name) { return name.rfind("ddp", 0) == 0; }
-
-std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr<nn::Module> model,
+std::unique_ptr<Strategy> make_strategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
                                         const OptimizerFactory& make_optimizer, const std::vector<Device>& devices,
                                         const StrategyOptions& options) {
-  const std::vector<std::string>& names = strategy_names();
-  DUET_CHECK(std::find(names.begin(), names.end(), name) != names.end(), "unknown strategy '", name,
-             "' (expected single, dp, ddp, ddp-unbucketed or ddp-naive)");
+  const std::string name = to_string(kind);  // for the messages
   DUET_CHECK(model && make_optimizer, "make_strategy: ", name, " needs a model and an optimizer factory");
   DUET_CHECK(!devices.empty(), "make_strategy: ", name, " needs at least one device");
-  DUET_CHECK(!options.cuda_graph || name == "single",
+  DUET_CHECK(!options.cuda_graph || kind == StrategyKind::single,
              "make_strategy: a CUDA graph records a single device's step, "
              "not ",
              name, "'s");
-  DUET_CHECK(!options.comm || is_ddp(name), "make_strategy: only ddp runs over a multi-process communicator, not ",
-             name);
-  if (name == "single") {
+  DUET_CHECK(!options.comm || runs_across_processes(kind),
+             "make_strategy: only ddp and its variants but ddp-d2l run over a multi-process communicator, not ", name);
+  if (kind == StrategyKind::single) {
     if (options.cuda_graph) {
       return std::make_unique<GraphedSingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss,
                                                    GraphedSingleDevice::kWarmupSteps, options.loss_fn);
@@ -41,17 +32,18 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr
     return std::make_unique<SingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss,
                                           options.loss_fn);
   }
-  if (name == "dp")
+  if (kind == StrategyKind::dp)
     return std::make_unique<DataParallel>(model, make_optimizer(model->parameters()), devices, options.loss,
                                           options.link, options.loss_fn);
   DUET_CHECK(!options.comm || !options.link.emulated(), "make_strategy: link ", options.link.name,
              " is emulated between the devices of one process, not across processes");
   DDPOptions ddp = options.ddp;
   if (options.link.emulated()) ddp.link = options.link;
-  ddp.bucketed = name != "ddp-unbucketed";
+  ddp.bucketed = kind != StrategyKind::ddp_unbucketed && kind != StrategyKind::ddp_d2l;
+  ddp.reduce_through_first_device = kind == StrategyKind::ddp_d2l;
   ddp.loss = options.loss;
   ddp.loss_fn = options.loss_fn;
-  if (name == "ddp-naive") ddp.algorithm = LocalAlgorithm::naive;
+  if (kind == StrategyKind::ddp_naive) ddp.algorithm = LocalAlgorithm::naive;
   if (!options.comm) return std::make_unique<DistributedDataParallel>(model, make_optimizer, devices, ddp);
   DUET_CHECK(devices.size() == 1 && devices[0] == options.comm->device(), "make_strategy: ", name,
              " over a multi-process communicator runs on its rank's device ", options.comm->device(), ", not on ",

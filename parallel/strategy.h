@@ -2,7 +2,7 @@
 // and `duet train`/`duet compare` only see this interface.
 //
 // This file has the single-device strategy and make_strategy, which builds any strategy by
-// name; DataParallel (A, data_parallel.h), DistributedDataParallel (B, distributed.h) and
+// kind (strategy_kind.h); DataParallel (A, data_parallel.h), DistributedDataParallel (B, distributed.h) and
 // GraphedSingleDevice (graphed_single_device.h) implement the same interface.
 #pragma once
 
@@ -22,6 +22,7 @@
 #include "duet/parallel/ddp_options.h"
 #include "duet/parallel/loss_fn.h"
 #include "duet/parallel/phase_times.h"
+#include "duet/parallel/strategy_kind.h"
 
 namespace duet::parallel {
 
@@ -111,12 +112,6 @@ class MicroBatches {
 // replica they hold.
 using OptimizerFactory = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor> params)>;
 
-// "single", "dp", "ddp" (bucketed, ring), "ddp-unbucketed", "ddp-naive" (bucketed, with the
-// naive reduce-then-broadcast all-reduce).
-const std::vector<std::string>& strategy_names();
-// ddp and its variants: one replica per device, gradients all-reduced.
-bool is_ddp(const std::string& name);
-
 struct StrategyOptions {
   // single: record the step once as a CUDA graph and replay it (GraphedSingleDevice: one CUDA
   // device, an optimizer whose step is replayable).
@@ -132,16 +127,16 @@ struct StrategyOptions {
   LossReduction loss = LossReduction::mean;
   // ddp: bucket caps, SyncBatchNorm, buffer broadcast, comm timeout. make_strategy sets its
   // `loss` and `loss_fn` from the ones above, `bucketed` and `algorithm` from the strategy's
-  // name, and `link` from the one below.
+  // kind, and `link` from the one below.
   DDPOptions ddp;
   // dp and ddp in one process: an emulated interconnect between the devices (link_model.h).
   LinkModel link;
 };
 
-// Builds the named strategy (strategy_names()) over `devices`; `model` must live on
-// devices[0], and single uses devices[0] only. Throws naming the strategy and the reason when
-// the name, the devices or the options do not fit together.
-std::unique_ptr<Strategy> make_strategy(const std::string& name, std::shared_ptr<nn::Module> model,
+// Builds a strategy of `kind` over `devices`; `model` must live on devices[0], and single uses
+// devices[0] only. Throws naming the strategy and the reason when the kind, the devices or the
+// options do not fit together.
+std::unique_ptr<Strategy> make_strategy(StrategyKind kind, std::shared_ptr<nn::Module> model,
                                         const OptimizerFactory& make_optimizer, const std::vector<Device>& devices,
                                         const StrategyOptions& options = {});
 

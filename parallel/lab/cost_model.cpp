@@ -27,14 +27,14 @@ double ring_all_reduce_ms(const Link& link, int n, double bytes) {
 Link nvlink() { return {"NVLink", 10, 350}; }
 Link pcie() { return {"PCIe", 15, 24}; }
 
-Prediction predict(const std::string& strategy, int devices, const Link& link, const StepProfile& p) {
+Prediction predict(StrategyKind strategy, int devices, const Link& link, const StepProfile& p) {
   DUET_CHECK(devices >= 1, "predict: devices must be at least 1, got ", devices);
   const int n = devices;
   const double params = static_cast<double>(p.parameter_bytes);
   Prediction out;
-  if (strategy == "single") {
+  if (strategy == StrategyKind::single) {
     out.compute_ms = p.forward_ms + p.loss_ms + p.backward_ms + p.step_ms;
-  } else if (strategy == "dp") {
+  } else if (strategy == StrategyKind::dp) {
     // Scatter the inputs, broadcast parameters and buffers, forward, gather the outputs; loss
     // and backward, whose broadcast node reduce-adds every replica's gradients onto device 0
     // after the replicas' backward; then the step on device 0.
@@ -44,12 +44,17 @@ Prediction predict(const std::string& strategy, int devices, const Link& link, c
                     root_bound_ms(link, n, params + static_cast<double>(p.buffer_bytes)) +
                     root_bound_ms(link, n, static_cast<double>(p.output_bytes) / n) + root_bound_ms(link, n, params);
     }
-  } else if (strategy == "ddp" || strategy == "ddp-naive" || strategy == "ddp-unbucketed") {
+  } else if (is_ddp(strategy)) {
     out.compute_ms = (p.forward_ms + p.loss_ms + p.backward_ms) / n + p.step_ms;
     if (n > 1) {
       const double buffers = p.buffer_bytes > 0 ? root_bound_ms(link, n, static_cast<double>(p.buffer_bytes)) : 0;
       double exposed = 0;
-      if (strategy != "ddp-unbucketed") {
+      if (strategy == StrategyKind::ddp_d2l) {
+        // After backward, each parameter tensor alone through device 0: n-1 whole copies in,
+        // each added there, and n-1 back out, one after another; every copy pays the latency.
+        exposed =
+            2.0 * (n - 1) * (static_cast<double>(p.parameter_count) * latency_ms(link) + transfer_ms(link, params));
+      } else if (strategy != StrategyKind::ddp_unbucketed) {
         // Buckets all-reduce while backward runs; the last one is ready only when backward
         // ends, so at least it is exposed, and all of them are once they outlast backward.
         // Ring: 2(n-1) messages of 1/n of the bucket. Naive: reduce onto rank 0, then
@@ -57,7 +62,7 @@ Prediction predict(const std::string& strategy, int devices, const Link& link, c
         double total = 0, last = 0;
         for (int64_t b : p.bucket_bytes) {
           const double bytes = static_cast<double>(b);
-          last = strategy == "ddp" ? ring_all_reduce_ms(link, n, bytes) : 2 * root_bound_ms(link, n, bytes);
+          last = strategy == StrategyKind::ddp ? ring_all_reduce_ms(link, n, bytes) : 2 * root_bound_ms(link, n, bytes);
           total += last;
         }
         exposed = std::max(last, total - p.backward_ms / n);
@@ -70,7 +75,7 @@ Prediction predict(const std::string& strategy, int devices, const Link& link, c
       out.comm_ms = buffers + exposed;
     }
   } else {
-    DUET_FAIL("predict: unknown strategy '", strategy, "' (expected single, dp, ddp, ddp-naive or ddp-unbucketed)");
+    DUET_FAIL("predict: no closed form for ", strategy);
   }
   return out;
 }

@@ -5,7 +5,8 @@
 //     device 0 sends or receives every other device's share one after another: (N-1) messages.
 //   - Ring all-reduce (DDP): 2(N-1) steps of 1/N of the tensor each, so every device sends
 //     2(N-1)/N of it: 2(N-1) alpha + 2(N-1)/N b / beta, whatever N. The naive all-reduce is
-//     root-bound: a reduce and a broadcast, 2(N-1) whole tensors through device 0.
+//     root-bound: a reduce and a broadcast, 2(N-1) whole tensors through device 0. d2l's
+//     (ddp-d2l) is the same per parameter tensor, after backward: 2(N-1) latencies per tensor.
 // Compute divides by N where it runs on every device (forward, backward), and does not where it
 // runs on device 0 alone (A's loss and optimizer step; B's step runs everywhere at once).
 #pragma once
@@ -13,6 +14,8 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "duet/parallel/strategy_kind.h"
 
 namespace duet::parallel {
 
@@ -55,8 +58,7 @@ struct Prediction {
   double step_ms() const { return compute_ms + comm_ms; }
 };
 
-// strategy: "single", "dp", "ddp", "ddp-naive" or "ddp-unbucketed" (experiment.h's names);
-// throws for another name or devices < 1.
-Prediction predict(const std::string& strategy, int devices, const Link& link, const StepProfile& profile);
+// Throws for devices < 1.
+Prediction predict(StrategyKind strategy, int devices, const Link& link, const StepProfile& profile);
 
 }  // namespace duet::parallel

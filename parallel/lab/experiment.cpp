@@ -104,8 +104,10 @@ std::shared_ptr<nn::Module> Experiment::new_model() const {
 
 RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(int64_t, int64_t)>& on_step) {
   DUET_CHECK(run.devices >= 1, "Experiment: ", run.strategy, " needs at least one device, got ", run.devices);
-  const bool across_processes = config_.comm && is_ddp(run.strategy);
-  const int devices = run.strategy == "single" ? 1 : across_processes ? config_.comm->world_size() : run.devices;
+  const bool across_processes = config_.comm && runs_across_processes(run.strategy);
+  const int devices = run.strategy == StrategyKind::single ? 1
+                      : across_processes                   ? config_.comm->world_size()
+                                                           : run.devices;
   const int64_t batch_size = run.batch_size > 0 ? run.batch_size : config_.batch_size;
   std::vector<Device> group;
   if (across_processes) {
@@ -143,7 +145,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   if (across_processes) options.comm = config_.comm;
   else options.link = config_.link;
   std::unique_ptr<Strategy> strategy = make_strategy(run.strategy, model, config_.make_optimizer, group, options);
-  const bool is_reference = !reference_ && run.strategy == "single";
+  const bool is_reference = !reference_ && run.strategy == StrategyKind::single;
   // The parameter differences compare runs over the same batches only.
   const bool comparable = is_reference || (reference_ && reference_->batch_size == batch_size);
   std::optional<GradReadyClock> ready_clock;

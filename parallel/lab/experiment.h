@@ -5,8 +5,8 @@
 // directly.
 //
 //   parallel::Experiment experiment(config, data::FashionMNIST::train());
-//   auto single = experiment.run({"single", 1});
-//   auto ddp = experiment.run({"ddp", 2});   // ddp.max_check_ulps: per step, vs single
+//   auto single = experiment.run({StrategyKind::single, 1});
+//   auto ddp = experiment.run({StrategyKind::ddp, 2});   // ddp.max_check_ulps: per step, vs single
 //
 // Any model, loss and dataset: config.make_model builds the model (a class of one's own),
 // config.loss_fn is its loss, and the TensorDataset may hold any targets (f32 regression targets
@@ -51,12 +51,12 @@ struct ExperimentConfig {
   bool check = true;
   // Across processes (mpirun): this rank's communicator. The ddp variants then run one rank per
   // process, each on its rows of every global batch, and the per-step check runs on rank 0;
-  // "single" runs wherever it is called (duet compare calls it on rank 0 only).
+  // single runs wherever it is called (duet compare calls it on rank 0 only).
   std::shared_ptr<Communicator> comm;
 };
 
 struct StrategyRun {
-  std::string strategy;
+  StrategyKind strategy = StrategyKind::single;
   int devices = 1;
   int64_t batch_size = 0;  // global; 0: the config's (weak scaling grows it with the devices)
 };
@@ -67,7 +67,7 @@ struct DeviceMemory {
 };
 
 struct RunMeasurement {
-  std::string strategy;
+  StrategyKind strategy = StrategyKind::single;
   int devices = 1;
   int64_t batch_size = 0;                 // global
   std::vector<std::string> device_names;  // the trace's tracks, in the strategy's device order
@@ -101,7 +101,7 @@ class Experiment {
   Experiment(ExperimentConfig config, data::TensorDataset train);
 
   // Trains `run.strategy` on run.devices devices for warmup + steps batches, checking every
-  // step (config.check). The first "single" run becomes the reference that later runs'
+  // step (config.check). The first single-device run becomes the reference that later runs'
   // max_param_diff compares against, and whose compute the cost model starts from: its phases,
   // and when each parameter's gradient was ready in its backward. on_step(done, total)
   // reports progress.

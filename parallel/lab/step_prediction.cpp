@@ -28,6 +28,13 @@ AffineCost ring(const AffineCost& link, int n) {
 
 int64_t rows_per_device(int64_t batch, int devices) { return (batch + devices - 1) / devices; }
 
+// ddp-d2l's all-reduce of one tensor (d2l_all_reduce.h): n-1 copies onto device 0, each added
+// there, then n-1 copies back, one after another.
+AffineCost through_first_device(const Links& links, int n) {
+  return {(n - 1) * (links.reduce_add.alpha_ms + links.copy.alpha_ms),
+          (n - 1) * (links.reduce_add.ms_per_byte + links.copy.ms_per_byte)};
+}
+
 }  // namespace
 
 AffineCost Links::all_reduce_at(int devices, bool naive) const {
@@ -49,15 +56,15 @@ Links pcie_links() { return gpu_links("PCIe (NCCL)", 3.0, 22); }
 
 namespace {
 
-SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
+SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, const StepProfile& p,
                        const Links& links) {
   DUET_CHECK(devices >= 1, "predict_step: devices must be at least 1, got ", devices);
   DUET_CHECK(p.batch_size > 0, "predict_step: the profile has no measured batch size");
   DUET_CHECK(batch_size > 0, "predict_step: batch_size must be positive, got ", batch_size);
-  const int n = strategy == "single" ? 1 : devices;
+  const int n = strategy == StrategyKind::single ? 1 : devices;
   // Compute scales with the rows a device works on (the slowest device holds the largest shard),
   // and with how much slower n devices compute at once than the single-device run did.
-  const double contention = strategy != "single" ? links.compute_slowdown : 1.0;
+  const double contention = strategy != StrategyKind::single ? links.compute_slowdown : 1.0;
   const double share =
       contention * static_cast<double>(rows_per_device(batch_size, n)) / static_cast<double>(p.batch_size);
   const double whole = static_cast<double>(batch_size) / static_cast<double>(p.batch_size);
@@ -65,7 +72,7 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
                              .loss_ms = p.loss_ms * share,
                              .backward_ms = p.backward_ms * share,
                              .step_ms = p.step_ms};
-  if (strategy == "single" || (n == 1 && strategy == "dp")) {
+  if (strategy == StrategyKind::single || (n == 1 && strategy == StrategyKind::dp)) {
     // dp on one device is single-device training with a loss over the whole (same) batch.
     SimulatedStep out;
     out.step_ms = (p.forward_ms + p.loss_ms + p.backward_ms) * whole * contention + p.step_ms;
@@ -74,7 +81,7 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
   }
   const int64_t image_bytes = p.input_bytes / p.batch_size, logit_bytes = p.output_bytes / p.batch_size;
   const int64_t rows = rows_per_device(batch_size, n);
-  if (strategy == "dp") {
+  if (strategy == StrategyKind::dp) {
     DpStepInput in{.devices = n,
                    .replica = device,
                    .loss_ms = p.loss_ms * whole,
@@ -100,17 +107,23 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
     }
     return simulate_dp_step(in);
   }
-  DUET_CHECK(strategy == "ddp" || strategy == "ddp-naive" || strategy == "ddp-unbucketed",
-             "predict_step: unknown strategy '", strategy, "' (expected single, dp, ddp, ddp-naive or ddp-unbucketed)");
+  DUET_CHECK(is_ddp(strategy), "predict_step: no simulation of ", strategy);
   DUET_CHECK(p.grad_ready_ms.size() == p.parameter_sizes.size(),
              "predict_step: the profile has no per-parameter gradient times for ", strategy);
   DdpStepInput in;
   in.compute = device;
-  in.all_reduce = links.all_reduce_at(n, strategy == "ddp-naive");
-  in.all_reduce_on_cores = links.all_reduce_on_cores_at(n, strategy == "ddp-naive");
+  in.all_reduce = links.all_reduce_at(n, strategy == StrategyKind::ddp_naive);
+  in.all_reduce_on_cores = links.all_reduce_on_cores_at(n, strategy == StrategyKind::ddp_naive);
   in.collectives_use_compute = links.collectives_use_compute;
   const double map_bytes = 4.0 * static_cast<double>(p.parameter_sizes.size());  // f32 per parameter
-  if (strategy == "ddp-unbucketed") {
+  if (strategy == StrategyKind::ddp_d2l) {
+    // After backward, each parameter alone through device 0, first parameter first; the sums
+    // land in .grad directly (no copy back, no map of used parameters).
+    in.all_reduce = through_first_device(links, n);
+    in.all_reduce_on_cores.reset();
+    for (int64_t bytes : p.parameter_sizes) in.buckets.push_back({device.backward_ms, bytes});
+    in.last_gradient_ms = device.backward_ms;
+  } else if (strategy == StrategyKind::ddp_unbucketed) {
     // After backward: the map of used parameters, then each parameter alone, last first.
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});
     for (size_t i = p.parameter_sizes.size(); i-- > 0;)
@@ -131,7 +144,7 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});  // after the buckets
   }
   // On CPU devices the reduced buckets are copied back into .grad at memory speed.
-  if (links.collectives_use_compute)
+  if (links.collectives_use_compute && strategy != StrategyKind::ddp_d2l)
     in.after_ms = links.memory_copy.transfer_ms(static_cast<double>(p.parameter_bytes));
   // Rank 0's buffers to every rank before forward (BatchNorm models).
   if (p.buffer_bytes > 0) in.before_forward_ms += (n - 1) * links.link.ms(static_cast<double>(p.buffer_bytes));
@@ -144,13 +157,14 @@ SimulatedStep simulate(const std::string& strategy, int devices, int64_t batch_s
 
 }  // namespace
 
-SimulatedStep predict_step(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& p,
+SimulatedStep predict_step(StrategyKind strategy, int devices, int64_t batch_size, const StepProfile& p,
                            const Links& links) {
   SimulatedStep out = simulate(strategy, devices, batch_size, p, links);
-  // dp and ddp start a thread per local device for every step, and join them at its end.
+  // dp and ddp start a thread per local device for every step, and join them at its end;
+  // ddp-d2l twice, for backward and for the step after its all-reduce.
   if (auto threads = links.replica_threads_ms.find(devices);
-      strategy != "single" && threads != links.replica_threads_ms.end()) {
-    out.step_ms += threads->second;
+      strategy != StrategyKind::single && threads != links.replica_threads_ms.end()) {
+    out.step_ms += threads->second * (strategy == StrategyKind::ddp_d2l ? 2 : 1);
   }
   // The single run's time outside its phases (the loader's batches, the host between phases)
   // recurs in every strategy's step, in proportion to the batch the loader assembles.

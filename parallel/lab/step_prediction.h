@@ -58,9 +58,9 @@ struct Links {
 Links nvlink_links();
 Links pcie_links();
 
-// The step of `strategy` (single, dp, ddp, ddp-naive, ddp-unbucketed) on `devices` devices at
-// global batch `batch_size`: every device computes in proportion to its largest shard's rows.
-SimulatedStep predict_step(const std::string& strategy, int devices, int64_t batch_size, const StepProfile& profile,
+// The step of `strategy` on `devices` devices at global batch `batch_size`: every device
+// computes in proportion to its largest shard's rows.
+SimulatedStep predict_step(StrategyKind strategy, int devices, int64_t batch_size, const StepProfile& profile,
                            const Links& links);
 
 }  // namespace duet::parallel

@@ -4,7 +4,7 @@
 set -uo pipefail
 source "$(dirname "$0")/expect.sh" "$1" compare
 
-expect_bad "pipeline not in" --strategies single,pipeline
+expect_bad "unknown strategy 'pipeline': expected one of single, dp" --strategies single,pipeline
 expect_bad "expected a positive integer from 1 to 9223372036854775807, got '0'" --devices 1,0
 expect_bad "add single to --strategies" --strategies dp,ddp --predict
 expect_bad "--devices 65 from cpu:0 would run to cpu:64, but duet has 64 logical CPU devices" --devices 2,65
@@ -20,6 +20,7 @@ expect_bad "expected a size in MiB from 1e-06 to 1048576, got '0'" --bucket-mb 0
 expect_bad "no device count fits the cores of this machine" --devices 2 --cores-per-device 100000
 expect_bad "this process was not started by mpirun" --comm mpi --strategies single,ddp
 expect_bad "--comm mpi runs the ddp variants across processes" --comm mpi --strategies single,dp
+expect_bad "drop ddp-d2l from --strategies" --comm mpi --strategies single,ddp-d2l
 expect_bad "link 'infiniband': expected none, nvlink, pcie, pcie-no-p2p, 10gbe, 1gbe or ALPHA_US,BETA_GBPS" --link infiniband
 expect_bad "--link emulates links between the devices of one process" --comm mpi --strategies single,ddp --link pcie
 expect_bad "--predict needs the measured single-device compute: add single to --strategies" --predict --strategies dp,ddp
@@ -100,6 +101,25 @@ grep -q "^duet compare: mlp, .*, link 1gbe (emulated: 50 us + bytes / 0.117 GB/s
 grep -qE "^ +local-ring all-reduce, 2 ranks over 1gbe +alpha" "$work/run5" \
   || fail "no all-reduce calibrated over the link in: $(cat "$work/run5")"
 grep -q '"name": "1gbe"' "$work/link/results.json" || fail "results.json does not name the emulated link"
+
+# ddp-d2l beside the others over an emulated PCIe link: its check passes, and the trace shows
+# one collective per parameter tensor (mlp has 4) in each of its 3 steps.
+if ! "$duet" compare --model mlp --devices 2 --cores-per-device 1 --steps 2 --warmup 1 --batch-size 64 \
+     --strategies single,dp,ddp,ddp-d2l --link pcie --no-plots --out "$work/d2l" --trace "$work/d2l.json" \
+     > "$work/run6" 2>&1; then
+  fail "ddp-d2l run: $(cat "$work/run6")"
+fi
+grep -qE "^ddp-d2l +2 +[0-9]+ " "$work/run6" || fail "no ddp-d2l row in: $(cat "$work/run6")"
+grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/run6" \
+  || fail "ddp-d2l failed the per-step check: $(cat "$work/run6")"
+d2l_collectives=$(python3 -c '
+import collections, json, sys
+events = json.load(open(sys.argv[1]))["traceEvents"]
+pid = next(e["pid"] for e in events if e["name"] == "process_name" and e["args"]["name"].startswith("ddp-d2l "))
+names = collections.Counter(e["name"] for e in events if e["pid"] == pid and e["ph"] == "X" and e["name"].startswith("parameter "))
+print(" ".join(f"{n}={c}" for n, c in sorted(names.items())))' "$work/d2l.json")
+[ "$d2l_collectives" = "parameter 0=3 parameter 1=3 parameter 2=3 parameter 3=3" ] \
+  || fail "ddp-d2l's trace should show one collective per parameter tensor and step, not: $d2l_collectives"
 
 # A BatchNorm model fails the check under dp, rightly, and the output says why.
 if ! "$duet" compare --model resnet18 --devices 2 --steps 1 --warmup 0 --batch-size 8 --strategies single,dp \

@@ -45,7 +45,7 @@ std::shared_ptr<nn::Module> conv_bn_net() {
 
 // lenet-relu (or conv_bn_net with sync_bn) with momentum SGD under `strategy` on cpu:0..1,
 // from the initial weights of seed 3.
-std::unique_ptr<parallel::Strategy> make(const std::string& strategy, const RunSetting& setting = {},
+std::unique_ptr<parallel::Strategy> make(parallel::StrategyKind strategy, const RunSetting& setting = {},
                                          const optim::Checkpoint* checkpoint = nullptr) {
   manual_seed(3);
   std::shared_ptr<nn::Module> model = setting.sync_bn ? conv_bn_net() : nn::models::lenet_relu();
@@ -142,20 +142,20 @@ TEST_CASE(
     "[checkpoint][strategies]") {
   const Data data;
   struct Case {
-    std::string strategy;
+    parallel::StrategyKind strategy;
     RunSetting setting;
   };
-  const std::vector<Case> cases = {{"single", {}},
-                                   {"dp", {}},
-                                   {"ddp", {}},
-                                   {"single", {.accumulate = 2}},
-                                   {"dp", {.accumulate = 2}},
-                                   {"ddp", {.accumulate = 2}},
-                                   {"ddp", {.sync_bn = true}},
-                                   {"ddp", {.accumulate = 2, .sync_bn = true}}};
+  const std::vector<Case> cases = {{parallel::StrategyKind::single, {}},
+                                   {parallel::StrategyKind::dp, {}},
+                                   {parallel::StrategyKind::ddp, {}},
+                                   {parallel::StrategyKind::single, {.accumulate = 2}},
+                                   {parallel::StrategyKind::dp, {.accumulate = 2}},
+                                   {parallel::StrategyKind::ddp, {.accumulate = 2}},
+                                   {parallel::StrategyKind::ddp, {.sync_bn = true}},
+                                   {parallel::StrategyKind::ddp, {.accumulate = 2, .sync_bn = true}}};
   for (const Case& c : cases) {
     INFO(c.strategy << ", accumulate " << c.setting.accumulate << ", sync_bn " << c.setting.sync_bn);
-    const std::string path = temp_path(c.strategy + ".safetensors");
+    const std::string path = temp_path(parallel::to_string(c.strategy) + ".safetensors");
     auto straight = make(c.strategy, c.setting);
     fit(*straight, data, 0, 2, c.setting.accumulate);
 

@@ -38,7 +38,7 @@ ExperimentConfig small_config(const std::string& model) {
 
 TEST_CASE("Experiment runs every strategy on the same batches and measures it", "[experiment]") {
   Experiment experiment(small_config("mlp"), random_images());
-  RunMeasurement single = experiment.run({"single", 2});  // single ignores the device count
+  RunMeasurement single = experiment.run({StrategyKind::single, 2});  // single ignores the device count
   CHECK(single.devices == 1);
   CHECK(single.max_param_diff == 0.0);
   CHECK(single.first_step_param_diff == 0.0);
@@ -50,7 +50,8 @@ TEST_CASE("Experiment runs every strategy on the same batches and measures it", 
   CHECK(single.memory[0].peak_bytes > 0);
   CHECK(single.events.size() == 5 * 4);  // forward, loss, backward, step in each of 5 steps
 
-  for (const std::string& strategy : {"dp", "ddp", "ddp-unbucketed", "ddp-naive"}) {
+  for (StrategyKind strategy :
+       {StrategyKind::dp, StrategyKind::ddp, StrategyKind::ddp_unbucketed, StrategyKind::ddp_naive}) {
     INFO(strategy);
     RunMeasurement m = experiment.run({strategy, 2});
     CHECK(m.device_names == std::vector<std::string>{"cpu:0", "cpu:1"});
@@ -73,7 +74,6 @@ TEST_CASE("Experiment runs every strategy on the same batches and measures it", 
   CHECK(profile.parameter_count == 4);
   CHECK(profile.input_bytes == 16 * 28 * 28 * 4);
   CHECK(profile.forward_ms > 0);
-  CHECK_THROWS_WITH(experiment.run({"zero", 2}), Contains("unknown strategy 'zero'"));
 }
 
 TEST_CASE("the per-step check: every correct step within a few ulps, a wrong one caught at once", "[experiment]") {
@@ -84,9 +84,10 @@ TEST_CASE("the per-step check: every correct step within a few ulps, a wrong one
   for (const char* model : {"mlp", "lenet-relu"}) {
     INFO(model);
     Experiment experiment(small_config(model), random_images());
-    CHECK(experiment.run({"single", 1}).max_check_ulps == 0.0);  // the same math, the same roundings
-    for (int n : {2, 3}) {                                       // 16 rows over 3 devices: 6 + 5 + 5
-      for (const std::string& strategy : {"dp", "ddp", "ddp-unbucketed"}) {
+    CHECK(experiment.run({StrategyKind::single, 1}).max_check_ulps == 0.0);  // the same math, the same roundings
+    for (int n : {2, 3}) {                                                   // 16 rows over 3 devices: 6 + 5 + 5
+      for (StrategyKind strategy :
+           {StrategyKind::dp, StrategyKind::ddp, StrategyKind::ddp_unbucketed, StrategyKind::ddp_d2l}) {
         INFO(strategy << " on " << n);
         RunMeasurement m = experiment.run({strategy, n});
         REQUIRE(m.max_check_ulps.has_value());
@@ -98,7 +99,7 @@ TEST_CASE("the per-step check: every correct step within a few ulps, a wrong one
     ExperimentConfig config = small_config("mlp");
     config.ddp.mean_of_means = true;
     Experiment experiment(config, random_images());
-    CHECK(*experiment.run({"ddp", 3}).max_check_ulps > 1000);
+    CHECK(*experiment.run({StrategyKind::ddp, 3}).max_check_ulps > 1000);
   }
   SECTION("a missing shard, at the first step") {
     // Single-device training that drops each batch's last row.
@@ -133,7 +134,7 @@ TEST_CASE("the per-step check covers every ddp replica: a bug on rank 1 alone fa
     return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = lr});
   };
   Experiment wrong(config, random_images());
-  const RunMeasurement m = wrong.run({"ddp", 2});
+  const RunMeasurement m = wrong.run({StrategyKind::ddp, 2});
   REQUIRE(m.max_check_ulps.has_value());
   CHECK(*m.max_check_ulps <= 8);
   CHECK(m.replicas_checked);
@@ -141,14 +142,15 @@ TEST_CASE("the per-step check covers every ddp replica: a bug on rank 1 alone fa
   CHECK_THAT(*m.replica_divergence, Contains("after step 1,") && Contains("the replica of rank 1 (cpu:1)"));
 
   Experiment right(small_config("mlp"), random_images());
-  for (const std::string& strategy : {"ddp", "ddp-unbucketed", "ddp-naive"}) {
+  for (StrategyKind strategy :
+       {StrategyKind::ddp, StrategyKind::ddp_unbucketed, StrategyKind::ddp_naive, StrategyKind::ddp_d2l}) {
     INFO(strategy);
     const RunMeasurement ok = right.run({strategy, 3});
     CHECK(ok.replicas_checked);
     CHECK_FALSE(ok.replica_divergence.has_value());
   }
-  CHECK_FALSE(right.run({"ddp", 1}).replicas_checked);  // one replica: nothing to compare
-  CHECK_FALSE(right.run({"dp", 2}).replicas_checked);   // dp's replicas are copies of the master's
+  CHECK_FALSE(right.run({StrategyKind::ddp, 1}).replicas_checked);  // one replica: nothing to compare
+  CHECK_FALSE(right.run({StrategyKind::dp, 2}).replicas_checked);   // dp's replicas are copies of the master's
 }
 
 TEST_CASE("Experiment needs a single-device run before it can profile", "[experiment]") {
@@ -172,35 +174,43 @@ TEST_CASE("the cost model adds latency plus bytes over bandwidth", "[experiment]
                 .parameter_count = 4};
   auto message = [](double bytes) { return 0.001 + bytes * 1e-6; };
 
-  CHECK(predict("single", 1, link, p).step_ms() == Approx(27));
-  for (const char* s : {"dp", "ddp", "ddp-unbucketed"}) CHECK(predict(s, 1, link, p).comm_ms == 0);
+  CHECK(predict(StrategyKind::single, 1, link, p).step_ms() == Approx(27));
+  for (StrategyKind s : {StrategyKind::dp, StrategyKind::ddp, StrategyKind::ddp_unbucketed})
+    CHECK(predict(s, 1, link, p).comm_ms == 0);
 
   // A on 4 devices: the root sends 3 input quarters, 3 parameter copies, receives 3 output
   // quarters and 3 gradient sets; loss and step stay on device 0.
-  Prediction a = predict("dp", 4, link, p);
+  Prediction a = predict(StrategyKind::dp, 4, link, p);
   CHECK(a.compute_ms == Approx((8 + 16) / 4.0 + 1 + 2));
   CHECK(a.comm_ms == Approx(3 * message(100000) + 3 * message(1e6) + 3 * message(1000) + 3 * message(1e6)));
 
   // B: each bucket's ring all-reduce is 2(n-1) messages of 1/n of it. Together they take
   // 6 * (message(50000) + message(200000)) = 1.512 ms, less than backward's 16 / 4 ms, so
   // only the last bucket's 6 * message(200000) = 1.206 ms is exposed.
-  Prediction b = predict("ddp", 4, link, p);
+  Prediction b = predict(StrategyKind::ddp, 4, link, p);
   CHECK(b.compute_ms == Approx((8 + 1 + 16) / 4.0 + 2));
   CHECK(b.comm_ms == Approx(6 * message(200000)));
 
   // Unbucketed: one all-reduce per tensor after backward: 4 latencies each, plus the bytes.
-  Prediction u = predict("ddp-unbucketed", 4, link, p);
+  Prediction u = predict(StrategyKind::ddp_unbucketed, 4, link, p);
   CHECK(u.comm_ms == Approx(6 * (4 * 0.001 + 250000 * 1e-6)));
 
+  // d2l: after backward, each of the 4 tensors whole through device 0, 3 copies in and 3 out:
+  // 6 latencies per tensor, and every byte 6 times over the link.
+  Prediction d2l = predict(StrategyKind::ddp_d2l, 4, link, p);
+  CHECK(d2l.compute_ms == Approx(b.compute_ms));
+  CHECK(d2l.comm_ms == Approx(6 * (4 * 0.001 + 1e6 * 1e-6)));
+  CHECK(d2l.comm_ms > u.comm_ms);
+  CHECK(predict(StrategyKind::ddp_d2l, 1, link, p).comm_ms == 0);
+
   // A slow link: bucket all-reduces outlast backward, and all but its length is exposed.
-  Prediction slow = predict("ddp", 4, Link{"slow", 1, 0.01}, p);
+  Prediction slow = predict(StrategyKind::ddp, 4, Link{"slow", 1, 0.01}, p);
   double total = 6 * (0.001 + 50000 * 1e-4) + 6 * (0.001 + 200000 * 1e-4);
   CHECK(slow.comm_ms == Approx(total - 16 / 4.0));
 
   // Naive: each bucket reduced onto rank 0 and broadcast back, (n-1) whole buckets each way.
-  Prediction naive = predict("ddp-naive", 4, link, p);
+  Prediction naive = predict(StrategyKind::ddp_naive, 4, link, p);
   CHECK(naive.comm_ms == Approx(std::max(6 * message(800000), 6 * message(200000) + 6 * message(800000) - 4)));
 
-  CHECK_THROWS_WITH(predict("pipeline", 2, link, p), Contains("unknown strategy 'pipeline'"));
-  CHECK_THROWS_WITH(predict("ddp", 0, link, p), Contains("at least 1"));
+  CHECK_THROWS_WITH(predict(StrategyKind::ddp, 0, link, p), Contains("at least 1"));
 }

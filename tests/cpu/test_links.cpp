@@ -142,7 +142,7 @@ TEST_CASE("messages through host memory share one channel", "[links]") {
 TEST_CASE("an emulated link changes the time of dp and ddp, not their results", "[links]") {
   const std::vector<data::Batch> batches = test::five_batches();
   const LinkModel link = link_model("20,5");
-  for (const std::string& strategy : {"dp", "ddp", "ddp-naive"}) {
+  for (StrategyKind strategy : {StrategyKind::dp, StrategyKind::ddp, StrategyKind::ddp_naive}) {
     INFO(strategy);
     auto run = [&](const LinkModel& over) {
       StrategyOptions options;
@@ -158,6 +158,6 @@ TEST_CASE("an emulated link changes the time of dp and ddp, not their results", 
   StrategyOptions options;
   options.link = link;
   options.comm = make_local_group({cpu(0)})[0];
-  CHECK_THROWS_WITH(make_strategy("ddp", test::fresh("mlp"), test::sgd, {cpu(0)}, options),
+  CHECK_THROWS_WITH(make_strategy(StrategyKind::ddp, test::fresh("mlp"), test::sgd, {cpu(0)}, options),
                     Contains("not across processes"));
 }

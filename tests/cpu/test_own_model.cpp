@@ -63,8 +63,8 @@ Tensor multi_label_bce(const Tensor& logits, const Tensor& target) {
 
 // Trains `name` on `devices` devices over `batches`, checking every step against single-device
 // training's; returns the worst step's distance in float ulps.
-double worst_step_ulps(const std::string& name, int devices, const LossFn& loss_fn,
-                       const std::vector<data::Batch>& batches, int64_t outputs = 1) {
+double worst_step_ulps(StrategyKind name, int devices, const LossFn& loss_fn, const std::vector<data::Batch>& batches,
+                       int64_t outputs = 1) {
   StrategyOptions options;
   options.loss_fn = loss_fn;
   std::unique_ptr<Strategy> strategy =
@@ -87,8 +87,9 @@ double worst_step_ulps(const std::string& name, int devices, const LossFn& loss_
 TEST_CASE("an MSE loss on f32 [N, 1] targets: dp and every ddp give single-device training's step",
           "[own_model][strategies]") {
   const std::vector<data::Batch> batches = regression_batches();
-  CHECK(worst_step_ulps("single", 1, mse, batches) == 0);
-  for (const std::string name : {"dp", "ddp", "ddp-unbucketed", "ddp-naive"}) {
+  CHECK(worst_step_ulps(StrategyKind::single, 1, mse, batches) == 0);
+  for (const StrategyKind name :
+       {StrategyKind::dp, StrategyKind::ddp, StrategyKind::ddp_unbucketed, StrategyKind::ddp_naive}) {
     for (int devices : {2, 3}) {
       INFO(name << " on " << devices << " devices");
       CHECK(worst_step_ulps(name, devices, mse, batches) <= 8);
@@ -102,7 +103,7 @@ TEST_CASE("the per-step check sees a wrongly weighted custom loss on unequal sha
   StrategyOptions options;
   options.loss_fn = mse;
   options.ddp.mean_of_means = true;
-  auto ddp = make_strategy("ddp", seeded_net(), test::sgd, test::cpus(2), options);
+  auto ddp = make_strategy(StrategyKind::ddp, seeded_net(), test::sgd, test::cpus(2), options);
   StepCheck check(regression_net(), test::sgd, cpu(2), mse);
   const data::Batch batch = regression_batch(7, 3);
   check.before(*ddp, batch);
@@ -113,7 +114,7 @@ TEST_CASE("the per-step check sees a wrongly weighted custom loss on unequal sha
 TEST_CASE("a multi-label loss on 0/1 f32 targets [N, 3] trains the same step under dp and ddp",
           "[own_model][strategies]") {
   const std::vector<data::Batch> batches = regression_batches(3, true);
-  for (const std::string name : {"dp", "ddp"}) {
+  for (const StrategyKind name : {StrategyKind::dp, StrategyKind::ddp}) {
     INFO(name);
     CHECK(worst_step_ulps(name, 2, multi_label_bce, batches, 3) <= 8);
   }
@@ -125,7 +126,7 @@ TEST_CASE("StepResult counts correct predictions only for class labels", "[own_m
     return nn::functional::cross_entropy(logits, labels, {.label_smoothing = 0.1});
   };
   const data::Batch labelled = test::random_batch(7, 5);
-  for (const std::string name : {"single", "dp", "ddp"}) {
+  for (const StrategyKind name : {StrategyKind::single, StrategyKind::dp, StrategyKind::ddp}) {
     INFO(name);
     StrategyOptions options;
     options.loss_fn = smoothed;
@@ -140,7 +141,7 @@ TEST_CASE("StepResult counts correct predictions only for class labels", "[own_m
 
 TEST_CASE("a sum reduction with a loss_fn sums its mean over the rows", "[own_model][strategies]") {
   const std::vector<data::Batch> batches = regression_batches();
-  auto trained_with = [&](const std::string& name, LossReduction reduction) {
+  auto trained_with = [&](StrategyKind name, LossReduction reduction) {
     StrategyOptions options;
     options.loss_fn = mse;
     options.loss = reduction;
@@ -149,14 +150,14 @@ TEST_CASE("a sum reduction with a loss_fn sums its mean over the rows", "[own_mo
   };
   // Six steps of a summed loss are large ones, which amplify roundings; a mean instead of the
   // sum lands a hundred times further.
-  const test::Params single = trained_with("single", LossReduction::sum);
-  CHECK(test::max_relative_diff(trained_with("dp", LossReduction::sum), single) < 1e-4);
-  CHECK(test::max_relative_diff(trained_with("ddp", LossReduction::sum), single) < 1e-4);
-  CHECK(test::max_relative_diff(trained_with("single", LossReduction::mean), single) > 1e-2);
+  const test::Params single = trained_with(StrategyKind::single, LossReduction::sum);
+  CHECK(test::max_relative_diff(trained_with(StrategyKind::dp, LossReduction::sum), single) < 1e-4);
+  CHECK(test::max_relative_diff(trained_with(StrategyKind::ddp, LossReduction::sum), single) < 1e-4);
+  CHECK(test::max_relative_diff(trained_with(StrategyKind::single, LossReduction::mean), single) > 1e-2);
 }
 
 TEST_CASE("set_lr reaches every replica's optimizer", "[own_model][schedule]") {
-  for (const std::string name : {"single", "dp", "ddp"}) {
+  for (const StrategyKind name : {StrategyKind::single, StrategyKind::dp, StrategyKind::ddp}) {
     INFO(name);
     auto strategy = make_strategy(name, seeded_net(), test::sgd, test::cpus(2));
     strategy->set_lr(0.025);
@@ -172,7 +173,7 @@ TEST_CASE("a step schedule applied through set_lr keeps every strategy on single
           "[own_model][schedule]") {
   const std::vector<data::Batch> batches = regression_batches();
   const optim::StepLR schedule(2, 0.5);  // halves the lr every 2 steps
-  for (const std::string name : {"single", "dp", "ddp"}) {
+  for (const StrategyKind name : {StrategyKind::single, StrategyKind::dp, StrategyKind::ddp}) {
     INFO(name);
     StrategyOptions options;
     options.loss_fn = mse;
@@ -214,10 +215,10 @@ TEST_CASE("Experiment runs, checks and measures a model of one's own with its ow
   config.make_model = [] { return regression_net(); };
   config.loss_fn = mse;
   Experiment experiment(config, {all.x, all.y});
-  const RunMeasurement single = experiment.run({"single", 1});
+  const RunMeasurement single = experiment.run({StrategyKind::single, 1});
   CHECK(single.max_check_ulps == 0.0);
   CHECK(std::isfinite(single.final_loss));
-  for (const std::string name : {"dp", "ddp"}) {
+  for (const StrategyKind name : {StrategyKind::dp, StrategyKind::ddp}) {
     INFO(name);
     const RunMeasurement m = experiment.run({name, 2});
     REQUIRE(m.max_check_ulps.has_value());

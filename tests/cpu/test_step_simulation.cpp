@@ -132,20 +132,19 @@ TEST_CASE("predict_step scales compute by the largest shard and builds buckets f
   links.all_reduce[2] = {1, 1e-6};
   // 2 devices, 4 rows each: forward 2, backward 10; buckets of 2 MB ready at 4, of 3 MB at 10,
   // then the 8-byte map of used parameters (1 ms) after backward.
-  const SimulatedStep s = predict_step("ddp", 2, 8, p, links);
+  const SimulatedStep s = predict_step(StrategyKind::ddp, 2, 8, p, links);
   CHECK(s.launch_ms[0] == 6);
   CHECK(s.finish_ms[0] == Approx(9));
   CHECK(s.finish_ms[1] == Approx(12 + 4));
   CHECK(s.step_ms == Approx(16 + 1 + 1));
   // Weak scaling: 16 rows on 2 devices is the profile's 8 per device, compute unscaled.
-  CHECK(predict_step("single", 1, 8, p, links).step_ms == 25);
-  CHECK(predict_step("ddp", 2, 16, p, links).backward_end_ms == 24);
+  CHECK(predict_step(StrategyKind::single, 1, 8, p, links).step_ms == 25);
+  CHECK(predict_step(StrategyKind::ddp, 2, 16, p, links).backward_end_ms == 24);
   // One device: collectives that cost nothing, on the device's cores, with ready times that
   // are not round numbers: the simulation still ends, at single-device training's step.
   p.grad_ready_ms = {19.7, 0.1 + 0.2};
   links.collectives_use_compute = true;
-  CHECK(predict_step("ddp", 1, 8, p, links).step_ms == Approx(25));
-  REQUIRE_THROWS_WITH(predict_step("pipeline", 2, 8, p, links), Contains("unknown strategy 'pipeline'"));
+  CHECK(predict_step(StrategyKind::ddp, 1, 8, p, links).step_ms == Approx(25));
 }
 
 TEST_CASE("predict_step: the measured compute slowdown and replica threads cost every strategy but single",
@@ -160,20 +159,54 @@ TEST_CASE("predict_step: the measured compute slowdown and replica threads cost 
   links.all_reduce[1] = links.all_reduce[2] = {0, 0};
   links.compute_slowdown = 1.5;
   // Single-device training is the profile itself: nothing scales it.
-  CHECK(predict_step("single", 1, 8, p, links).step_ms == 25);
+  CHECK(predict_step(StrategyKind::single, 1, 8, p, links).step_ms == 25);
   // dp on one device does single's work while the machine computes 1.5x slower: 24 * 1.5 + 1.
-  CHECK(predict_step("dp", 1, 8, p, links).step_ms == Approx(37));
+  CHECK(predict_step(StrategyKind::dp, 1, 8, p, links).step_ms == Approx(37));
   // 2 devices, 4 rows each, twice as slow: each device's forward and backward take single's 24 ms.
   links.compute_slowdown = 2;
-  CHECK(predict_step("ddp", 2, 8, p, links).backward_end_ms == Approx(24));
+  CHECK(predict_step(StrategyKind::ddp, 2, 8, p, links).backward_end_ms == Approx(24));
   links.compute_slowdown = 1;
-  CHECK(predict_step("ddp", 2, 8, p, links).backward_end_ms == Approx(12));
+  CHECK(predict_step(StrategyKind::ddp, 2, 8, p, links).backward_end_ms == Approx(12));
   // A step's replica threads, measured per device count, add once to dp's and ddp's step.
-  const double ddp_ms = predict_step("ddp", 2, 8, p, links).step_ms, dp_ms = predict_step("dp", 2, 8, p, links).step_ms;
+  const double ddp_ms = predict_step(StrategyKind::ddp, 2, 8, p, links).step_ms,
+               dp_ms = predict_step(StrategyKind::dp, 2, 8, p, links).step_ms;
   links.replica_threads_ms[2] = 0.25;
-  CHECK(predict_step("ddp", 2, 8, p, links).step_ms == Approx(ddp_ms + 0.25));
-  CHECK(predict_step("dp", 2, 8, p, links).step_ms == Approx(dp_ms + 0.25));
-  CHECK(predict_step("single", 1, 8, p, links).step_ms == 25);
+  CHECK(predict_step(StrategyKind::ddp, 2, 8, p, links).step_ms == Approx(ddp_ms + 0.25));
+  CHECK(predict_step(StrategyKind::dp, 2, 8, p, links).step_ms == Approx(dp_ms + 0.25));
+  CHECK(predict_step(StrategyKind::single, 1, 8, p, links).step_ms == 25);
+}
+
+TEST_CASE("predict_step: ddp-d2l reduces each parameter through device 0, one after another, after backward",
+          "[cost-model]") {
+  StepProfile p = eight_row_profile();
+  p.parameter_sizes = {3'000'000, 2'000'000, 1'000};
+  p.parameter_bytes = 5'001'000;
+  p.grad_ready_ms = {20, 8, 4};
+  p.arrival_buckets = {{2, 1}, {0}};
+  Links links;
+  links.copy = {0.5, 1e-6};        // a copy: 0.5 ms + 1 ms per MB
+  links.reduce_add = {0.5, 2e-6};  // a copy and its add on device 0: 0.5 ms + 2 ms per MB
+  links.all_reduce[3] = {0, 0};    // never used by d2l
+  // 3 devices, 3 rows the largest shard: forward 1.5, backward 7.5. Then each tensor alone:
+  // 2 copies in and adds (1 + 4 ms per MB), 2 copies out (1 + 2 ms per MB): 2 ms + 6 ms per MB.
+  const SimulatedStep s = predict_step(StrategyKind::ddp_d2l, 3, 8, p, links);
+  REQUIRE(s.launch_ms.size() == 3);
+  CHECK(s.backward_end_ms == Approx(9));
+  CHECK(s.launch_ms[0] == Approx(9));  // nothing starts before backward ends
+  CHECK(s.finish_ms[0] == Approx(9 + 2 + 18));
+  CHECK(s.launch_ms[1] == Approx(s.finish_ms[0]));  // one after another, in parameter order
+  CHECK(s.finish_ms[1] == Approx(29 + 2 + 12));
+  CHECK(s.finish_ms[2] == Approx(43 + 2 + 0.006));
+  CHECK(s.step_ms == Approx(45.006 + 1));
+  CHECK(s.hidden_share() == 0);
+  // Per-tensor latency: the same bytes in more tensors cost more.
+  StepProfile split = p;
+  split.parameter_sizes = {1'000'000, 1'000'000, 1'000'000, 1'000'000, 1'000'000, 1'000};
+  split.grad_ready_ms = {20, 20, 20, 20, 8, 4};
+  CHECK(predict_step(StrategyKind::ddp_d2l, 3, 8, split, links).step_ms == Approx(s.step_ms + 3 * 2));
+  // Starting and joining the replica threads twice: for backward, and for the step.
+  links.replica_threads_ms[3] = 0.25;
+  CHECK(predict_step(StrategyKind::ddp_d2l, 3, 8, p, links).step_ms == Approx(s.step_ms + 0.5));
 }
 
 TEST_CASE("fit_link recovers alpha and beta from exact times, and refuses too few samples", "[cost-model]") {

@@ -1,5 +1,5 @@
 // The strategy-equivalence tests on GPUs: after 5 SGD steps on the same batches, single-device
-// training on cuda:0, DataParallel and DistributedDataParallel (bucketed and unbucketed) agree
+// training on cuda:0, DataParallel and DistributedDataParallel (bucketed, unbucketed, d2l's) agree
 // within 1e-5 relative, as on the CPU (tests/cpu/test_strategies.cpp). On 2 and 4 virtual
 // devices of one GPU DDP uses the local communicator; on real GPUs it uses NCCL. TF32 stays off.
 #include <catch2/catch.hpp>
@@ -39,6 +39,13 @@ void check_strategies_agree(int n) {
     const double unbucketed_diff = max_relative_diff(trained(unbucketed, batches), expected);
     INFO("DDP unbucketed vs single: " << unbucketed_diff);
     CHECK(unbucketed_diff < 1e-5);
+
+    // ddp-d2l: its gradients copied between the GPUs by the host, as DataParallel's are.
+    DistributedDataParallel d2l(fresh(model, cuda_device(0)), sgd, gpus(n),
+                                {.bucketed = false, .reduce_through_first_device = true});
+    const double d2l_diff = max_relative_diff(trained(d2l, batches), expected);
+    INFO("ddp-d2l vs single: " << d2l_diff);
+    CHECK(d2l_diff < 1e-5);
   }
 }
 

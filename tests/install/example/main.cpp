@@ -101,7 +101,7 @@ int main(int argc, char** argv) {
   parallel::OptimizerFactory make_sgd = [](std::vector<Tensor> params) {
     return std::make_unique<optim::SGD>(std::move(params), optim::SGDOptions{.lr = 0.1, .momentum = 0.9});
   };
-  for (const std::string strategy : {"dp", "ddp"}) {
+  for (const parallel::StrategyKind strategy : {parallel::StrategyKind::dp, parallel::StrategyKind::ddp}) {
     manual_seed(0);  // the same initial weights as above
     auto replicated = std::make_shared<TinyNet>();
     auto trainer = parallel::make_strategy(strategy, replicated, make_sgd, {cpu(0), cpu(1)});
@@ -115,7 +115,9 @@ int main(int argc, char** argv) {
   parallel::ExperimentConfig config{.batch_size = 256, .steps = 8, .warmup = 1, .make_optimizer = make_sgd};
   config.make_model = [] { return std::make_shared<TinyNet>(); };
   parallel::Experiment experiment(config, train_set);
-  for (const auto& [strategy, devices] : {std::pair{"single", 1}, {"dp", 2}, {"ddp", 2}}) {
+  for (const auto& [strategy, devices] : {std::pair{parallel::StrategyKind::single, 1},
+                                          {parallel::StrategyKind::dp, 2},
+                                          {parallel::StrategyKind::ddp, 2}}) {
     const parallel::RunMeasurement m = experiment.run({strategy, devices});
     std::cout << strategy << ": " << m.images_per_second << " images/s, worst step " << m.max_check_ulps.value_or(-1)
               << " ulps from single-device training's\n";

@@ -62,7 +62,7 @@ struct Trained {
 };
 
 // One epoch of `strategy` on `devices`, from seed 0's weights, the lr halved every kLrEvery steps.
-Trained train(const std::string& strategy, int devices, const data::TensorDataset& set) {
+Trained train(parallel::StrategyKind strategy, int devices, const data::TensorDataset& set) {
   manual_seed(0);
   auto net = std::make_shared<Regressor>();
   std::vector<Device> group;
@@ -93,9 +93,9 @@ Trained train(const std::string& strategy, int devices, const data::TensorDatase
 int run() {
   const data::TensorDataset set = make_data(1000);
   int failures = 0;
-  const Trained single = train("single", 1, set);
+  const Trained single = train(parallel::StrategyKind::single, 1, set);
   std::cout << "single: last loss " << single.last_loss << "\n";
-  for (const std::string strategy : {"dp", "ddp"}) {
+  for (const parallel::StrategyKind strategy : {parallel::StrategyKind::dp, parallel::StrategyKind::ddp}) {
     const Trained run = train(strategy, 2, set);
     const double end_ulps = parallel::max_ulps(run.params, single.params);
     std::cout << strategy << " on 2 devices: last loss " << run.last_loss << ", worst step " << run.worst_ulps
@@ -111,7 +111,9 @@ int run() {
   config.make_model = [] { return std::make_shared<Regressor>(); };
   config.loss_fn = mse;
   parallel::Experiment experiment(config, set);
-  for (const auto& [strategy, devices] : {std::pair{"single", 1}, {"dp", 2}, {"ddp", 2}}) {
+  for (const auto& [strategy, devices] : {std::pair{parallel::StrategyKind::single, 1},
+                                          {parallel::StrategyKind::dp, 2},
+                                          {parallel::StrategyKind::ddp, 2}}) {
     const parallel::RunMeasurement m = experiment.run({strategy, devices});
     std::cout << "experiment " << strategy << ": " << m.images_per_second << " rows/s, final loss " << m.final_loss
               << ", worst step " << m.max_check_ulps.value_or(-1) << " ulps\n";
