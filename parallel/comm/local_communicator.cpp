@@ -130,7 +130,8 @@ class LocalCommunicator final : public QueuedCommunicator {
   Tensor ring_reduce_scatter(CollectiveCall& call, const Tensor& in, int64_t owned, SumInto sum_into) {
     const int n = world_size();
     const int left = (rank_ + n - 1) % n;
-    Tensor received = empty({(in.numel() + n - 1) / n}, {.dtype = in.dtype(), .device = device_});
+    const Tensor received =
+        n > 1 ? empty({(in.numel() + n - 1) / n}, {.dtype = in.dtype(), .device = device_}) : Tensor();
     Tensor sending = chunk(in, owned - 1);
     for (int s = 0; s < n - 1; ++s) {
       rendezvous_->post(call, sending, 1);
