@@ -46,7 +46,40 @@ std::vector<CommStats> collective_stats(Communicator& comm, int64_t count) {
   comm.broadcast(zeros({count}, {.device = comm.device()}), comm.world_size() - 1);
   comm.all_gather(zeros({count}, {.device = comm.device()}));
   comm.barrier();
-  return {all_reduce, comm.stats()};
+  CommStats others = comm.stats();
+  const TensorOptions on_device{.device = comm.device()};
+  comm.reset_stats();
+  comm.reduce_scatter(zeros({comm.world_size() * count}, on_device), zeros({count}, on_device));
+  CommStats reduce_scatter = comm.stats();
+  comm.reset_stats();
+  comm.all_gather_into(zeros({count}, on_device), zeros({comm.world_size() * count}, on_device));
+  return {all_reduce, others, reduce_scatter, comm.stats()};
+}
+
+std::vector<Tensor> reduce_scatters_in_flight(Communicator& comm) {
+  const int n = comm.world_size(), r = comm.rank();
+  std::vector<Tensor> inputs, outs;
+  std::vector<std::shared_ptr<Work>> works;
+  for (int64_t k = 0; k < 4; ++k) {
+    inputs.push_back(rank_tensor<float>(comm, {n * (3 + k)}, r));
+    outs.push_back(zeros({3 + k}, {.device = comm.device()}));
+    works.push_back(comm.reduce_scatter_async(inputs.back(), outs.back(), k % 2 ? ReduceOp::avg : ReduceOp::sum));
+    if (k == 1) {
+      outs.push_back(rank_tensor<float>(comm, {5}, r));
+      works.push_back(comm.all_reduce_async(outs.back()));
+    }
+  }
+  Tensor gathered = zeros({n * 4}, {.device = comm.device()});
+  Tensor own_chunk = gathered.as_strided({4}, {1}, r * 4);
+  own_chunk.copy_(rank_tensor<float>(comm, {4}, r));
+  works.push_back(comm.all_gather_into_async(own_chunk, gathered));
+  for (auto& w : works) w->wait();
+  // The all-reduce went in third: move it after the four reduce-scatter outputs.
+  Tensor all_reduced = outs[2];
+  outs.erase(outs.begin() + 2);
+  outs.push_back(all_reduced);
+  outs.push_back(gathered);
+  return outs;
 }
 
 }  // namespace duet::test

@@ -89,6 +89,73 @@ std::vector<std::vector<std::vector<Tensor>>> all_gather_each_shape(const Group&
   });
 }
 
+// Rank r's chunk of m elements of expected<T>(n * m, factor): factor * (r * m + j + 1), j < m.
+// What reduce_scatter leaves on rank r when every rank's input is a rank_tensor of n * m.
+template <class T> std::vector<T> expected_chunk(int64_t m, int r, double factor) {
+  std::vector<T> out(static_cast<size_t>(m));
+  for (size_t j = 0; j < out.size(); ++j) out[j] = static_cast<T>(factor * static_cast<double>(r * m + 1 + j));
+  return out;
+}
+
+// What all_gather_into leaves in every rank's output when rank q gave rank_tensor<T>(m, q):
+// chunk q holds (q + 1) * (j + 1).
+template <class T> std::vector<T> gathered(int n, int64_t m) {
+  std::vector<T> out;
+  for (int q = 0; q < n; ++q) {
+    std::vector<T> part = expected<T>(m, q + 1);
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+// Per rank, for each chunk size m, two tensors: at 2k the output of reduce_scatter(op) of a
+// rank_tensor<T> of world_size * m elements (the output filled with -1 first), at 2k + 1 that
+// input afterwards (reduce_scatter must leave it unchanged).
+template <class T> std::vector<std::vector<Tensor>> reduce_scatter_each_size(const Group& group, parallel::ReduceOp op,
+                                                                             const std::vector<int64_t>& chunk_sizes) {
+  return on_each_rank(group, [&](parallel::Communicator& comm) {
+    std::vector<Tensor> outs;
+    for (int64_t m : chunk_sizes) {
+      Tensor in = rank_tensor<T>(comm, {comm.world_size() * m}, comm.rank());
+      Tensor out = full({m}, -1.0, {.dtype = dtype_of<T>(), .device = comm.device()});
+      comm.reduce_scatter(in, out, op);
+      outs.push_back(out);
+      outs.push_back(in);
+    }
+    return outs;
+  });
+}
+
+// Per rank, for each chunk size m, the [world_size, m] output of all_gather_into of
+// rank_tensor<T>(m): in place (the input is the output's own row, the rest filled with -1) or
+// from a tensor of its own.
+template <class T> std::vector<std::vector<Tensor>> all_gather_into_each_size(const Group& group,
+                                                                              const std::vector<int64_t>& chunk_sizes,
+                                                                              bool in_place) {
+  return on_each_rank(group, [&](parallel::Communicator& comm) {
+    std::vector<Tensor> outs;
+    const int n = comm.world_size(), r = comm.rank();
+    for (int64_t m : chunk_sizes) {
+      Tensor out = full({n, m}, -1.0, {.dtype = dtype_of<T>(), .device = comm.device()});
+      Tensor mine = rank_tensor<T>(comm, {m}, r);
+      if (in_place) {
+        Tensor row = out.as_strided({m}, {1}, r * m);
+        row.copy_(mine);
+        mine = row;
+      }
+      comm.all_gather_into(mine, out);
+      outs.push_back(out);
+    }
+    return outs;
+  });
+}
+
+// On one rank, in flight at once and waited for in order: reduce_scatter of f32 rank_tensors of
+// world_size * (3 + k) elements (k = 0..3; summed for even k, averaged for odd), an all_reduce of
+// rank_tensor(5) between them, and an in-place all_gather_into of rank_tensor(4) after them.
+// Returns the four outputs, the all-reduced tensor and the gathered one.
+std::vector<Tensor> reduce_scatters_in_flight(parallel::Communicator& comm);
+
 // On one rank: six all-reduces in flight at once (k = 0..5: an f32 rank_tensor of 100 + k
 // elements, summed for even k, averaged for odd), while a [size, size] matmul of ones runs on
 // the rank's device. Returns the six tensors once each has been waited for (the first twice,
@@ -96,7 +163,8 @@ std::vector<std::vector<std::vector<Tensor>>> all_gather_each_shape(const Group&
 std::vector<Tensor> all_reduces_in_flight(parallel::Communicator& comm, int64_t matmul_size);
 
 // On one rank: {the stats of an all_reduce of `count` f32 zeros, then those of a broadcast from
-// the last rank, an all_gather and a barrier}, the stats reset in between.
+// the last rank, an all_gather and a barrier, then those of a reduce_scatter of world_size *
+// count f32 zeros, then those of an all_gather_into of count}, the stats reset in between.
 std::vector<parallel::CommStats> collective_stats(parallel::Communicator& comm, int64_t count);
 
 }  // namespace duet::test

@@ -124,7 +124,17 @@ std::shared_ptr<Work> QueuedCommunicator::reduce_impl(const Tensor& t, int root,
 }
 
 std::shared_ptr<Work> QueuedCommunicator::all_gather_impl(const Tensor& t, const Tensor& out) {
-  return queue([this, t, out] { run_all_gather(t, out); });
+  return queue([this, t, out] {
+    run_all_gather(t, out);
+    out.bump_version();
+  });
+}
+
+std::shared_ptr<Work> QueuedCommunicator::reduce_scatter_impl(const Tensor& in, const Tensor& out, ReduceOp op) {
+  return queue([this, in, out, op] {
+    run_reduce_scatter(in, out, op);
+    out.bump_version();
+  });
 }
 
 std::shared_ptr<Work> QueuedCommunicator::barrier_impl() {

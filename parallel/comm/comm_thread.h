@@ -52,6 +52,7 @@ class QueuedCommunicator : public Communicator {
   virtual void run_broadcast(const Tensor& t, int root) = 0;
   virtual void run_reduce(const Tensor& t, int root, ReduceOp op) = 0;
   virtual void run_all_gather(const Tensor& t, const Tensor& out) = 0;
+  virtual void run_reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) = 0;
   virtual void run_barrier() = 0;
 
   void stop() { thread_.stop(); }
@@ -62,6 +63,7 @@ class QueuedCommunicator : public Communicator {
   std::shared_ptr<Work> broadcast_impl(const Tensor& t, int root) final;
   std::shared_ptr<Work> reduce_impl(const Tensor& t, int root, ReduceOp op) final;
   std::shared_ptr<Work> all_gather_impl(const Tensor& t, const Tensor& out) final;
+  std::shared_ptr<Work> reduce_scatter_impl(const Tensor& in, const Tensor& out, ReduceOp op) final;
   std::shared_ptr<Work> barrier_impl() final;
 
   CommThread thread_;

@@ -37,7 +37,8 @@ void Communicator::check_tensor(const char* op, const Tensor& t) const {
              " is not on the rank's device ", device());
   // Flat, contiguous buffers are what ring chunks, MPI and NCCL all need; a strided view would
   // need a hidden copy and copy-back, which would also break the in-place contract of async calls.
-  DUET_CHECK(t.is_contiguous(), op, " on rank ", rank(), ": tensor ", t.describe(),
+  // An empty tensor has nothing to stride over (Tensor::is_contiguous says false for [2, 0]).
+  DUET_CHECK(t.numel() == 0 || t.is_contiguous(), op, " on rank ", rank(), ": tensor ", t.describe(),
              " is not contiguous (pass .contiguous() and copy the result back)");
 }
 
@@ -49,6 +50,27 @@ void Communicator::check_root(const char* op, int root) const {
 void Communicator::check_op(const char* op, const Tensor& t, ReduceOp reduce_op) const {
   DUET_CHECK(reduce_op != ReduceOp::avg || is_floating(t.dtype()), op, " on rank ", rank(),
              ": avg needs a floating tensor, got ", t.describe());
+}
+
+void Communicator::check_chunks(const char* op, const Tensor& in, const Tensor& out, bool gather) const {
+  check_tensor(op, in);
+  check_tensor(op, out);
+  DUET_CHECK(in.dtype() == out.dtype(), op, " on rank ", rank(), ": input ", in.describe(), " and output ",
+             out.describe(), " differ in dtype");
+  const Tensor& whole = gather ? out : in;
+  const Tensor& part = gather ? in : out;
+  const int64_t want = world_size() * part.numel();
+  DUET_CHECK(whole.numel() == want, op, " on rank ", rank(), ": ", gather ? "output " : "input ", whole.describe(),
+             " must hold world size (", world_size(), ") times the ", gather ? "input's " : "output's ", part.numel(),
+             " elements, ", want,
+             gather ? "" : " (a buffer that the world size does not divide is the caller's to pad with zeros)");
+  const bool overlap = in.storage() == out.storage() && in.numel() > 0 && in.offset() < out.offset() + out.numel() &&
+                       out.offset() < in.offset() + in.numel();
+  if (!overlap) return;
+  const bool own_chunk = gather && in.offset() == out.offset() + rank() * in.numel();
+  DUET_CHECK(own_chunk, op, " on rank ", rank(), ": input ", in.describe(), " overlaps output ", out.describe(),
+             gather ? " other than as the output's own chunk (rank " + std::to_string(rank()) + "'s, in place)"
+                    : std::string(" (reduce_scatter is out of place)"));
 }
 
 std::shared_ptr<Work> Communicator::all_reduce_async(const Tensor& t, ReduceOp op) {
@@ -77,16 +99,34 @@ void Communicator::reduce(const Tensor& t, int root, ReduceOp op) {
 
 std::vector<Tensor> Communicator::all_gather(const Tensor& t) {
   check_tensor("all_gather", t);
-  count_call();
   Shape sizes = t.sizes();
   sizes.insert(sizes.begin(), world_size());
   Tensor out = empty(sizes, {.dtype = t.dtype(), .device = device()});
-  all_gather_impl(t, out)->wait();
+  all_gather_into(t, out);
   // One buffer for all ranks (what MPI and NCCL gather into), handed out as per-rank views.
   std::vector<Tensor> parts;
   for (int r = 0; r < world_size(); ++r)
     parts.push_back(out.as_strided(t.sizes(), contiguous_strides(t.sizes()), r * t.numel()));
   return parts;
+}
+
+std::shared_ptr<Work> Communicator::all_gather_into_async(const Tensor& in, const Tensor& out) {
+  check_chunks("all_gather", in, out, /*gather=*/true);
+  count_call();
+  return all_gather_impl(in, out);
+}
+
+void Communicator::all_gather_into(const Tensor& in, const Tensor& out) { all_gather_into_async(in, out)->wait(); }
+
+std::shared_ptr<Work> Communicator::reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) {
+  check_chunks("reduce_scatter", in, out, /*gather=*/false);
+  check_op("reduce_scatter", out, op);
+  count_call();
+  return reduce_scatter_impl(in, out, op);
+}
+
+void Communicator::reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) {
+  reduce_scatter_async(in, out, op)->wait();
 }
 
 void Communicator::barrier() {

@@ -71,6 +71,26 @@ class Communicator {
   // Every rank's t, in rank order, as new tensors on this rank's device (this rank's own
   // entry is a copy too).
   std::vector<Tensor> all_gather(const Tensor& t);
+
+  // The two halves of a ring all-reduce, over flat buffers: what a sharded optimizer (ZeRO-1)
+  // runs instead of all_reduce. A rank's `in` and `out` must stay alive until wait() returns;
+  // `in` must not be written and `out` not read before then. Both may have any shape: only
+  // their number of elements matters.
+  //
+  // Reduce-scatter (MPI_Reduce_scatter_block, ncclReduceScatter): `in` holds world_size()
+  // chunks of out.numel() elements each, back to back; rank r's `out` receives chunk r reduced
+  // over all ranks. `in` is left unchanged and must not overlap `out`. A buffer whose size
+  // world_size() does not divide is refused, not split unevenly: the caller pads it (a sharded
+  // optimizer pads its flattened parameters with zeros to a multiple of world_size(), so one
+  // tensor may span two ranks' chunks, and the last chunk ends in padding).
+  std::shared_ptr<Work> reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op = ReduceOp::sum);
+  void reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op = ReduceOp::sum);
+  // All-gather into a buffer (MPI_Allgather, ncclAllGather): `out` holds world_size() chunks of
+  // in.numel() elements each, and chunk q receives rank q's `in`, on every rank. `in` may be
+  // out's own chunk rank() (in place: the rank's shard of a flat buffer) but must not overlap
+  // `out` otherwise. Issued under the same name as all_gather: the two forms match each other.
+  std::shared_ptr<Work> all_gather_into_async(const Tensor& in, const Tensor& out);
+  void all_gather_into(const Tensor& in, const Tensor& out);
   // Returns once every rank has called barrier().
   void barrier();
 
@@ -85,11 +105,14 @@ class Communicator {
 
  protected:
   // The implementations' part, with arguments already checked. all_gather_impl fills `out`,
-  // a contiguous [world_size, t.sizes()...] tensor on device().
+  // contiguous, on device(), of world_size() * t.numel() elements (t may be out's chunk
+  // rank()); reduce_scatter_impl reads world_size() * out.numel() elements of `in`, which does
+  // not overlap `out`. Both write `out` in place and bump its version.
   virtual std::shared_ptr<Work> all_reduce_impl(const Tensor& t, ReduceOp op) = 0;
   virtual std::shared_ptr<Work> broadcast_impl(const Tensor& t, int root) = 0;
   virtual std::shared_ptr<Work> reduce_impl(const Tensor& t, int root, ReduceOp op) = 0;
   virtual std::shared_ptr<Work> all_gather_impl(const Tensor& t, const Tensor& out) = 0;
+  virtual std::shared_ptr<Work> reduce_scatter_impl(const Tensor& in, const Tensor& out, ReduceOp op) = 0;
   virtual std::shared_ptr<Work> barrier_impl() = 0;
 
   void count_bytes_sent(int64_t bytes) { bytes_sent_.fetch_add(bytes, std::memory_order_relaxed); }
@@ -98,6 +121,9 @@ class Communicator {
   void check_tensor(const char* op, const Tensor& t) const;
   void check_root(const char* op, int root) const;
   void check_op(const char* op, const Tensor& t, ReduceOp reduce_op) const;
+  // The buffers of a reduce-scatter (`in` holds the chunks) or of an all-gather (gather: `out`
+  // does): one dtype, world_size() chunks, and no overlap but the all-gather's in-place one.
+  void check_chunks(const char* op, const Tensor& in, const Tensor& out, bool gather) const;
   void count_call() { calls_.fetch_add(1, std::memory_order_relaxed); }
 
   std::atomic<int64_t> bytes_sent_{0};

@@ -128,9 +128,13 @@ LinkModel link_model(const std::string& spec) {
             " or ALPHA_US,BETA_GBPS (latency in microseconds >= 0, bandwidth in GB/s > 0), e.g. 50,0.117");
 }
 
-double emulated_ring_all_reduce_ms(const LinkModel& link, int ranks, int64_t bytes) {
+double emulated_ring_phase_ms(const LinkModel& link, int ranks, int64_t bytes) {
   if (ranks <= 1) return 0;
-  return 2.0 * (ranks - 1) * link.message_ms(bytes / ranks);
+  return (ranks - 1) * link.message_ms(bytes / ranks);
+}
+
+double emulated_ring_all_reduce_ms(const LinkModel& link, int ranks, int64_t bytes) {
+  return 2 * emulated_ring_phase_ms(link, ranks, bytes);
 }
 
 double emulated_naive_all_reduce_ms(const LinkModel& link, int ranks, int64_t bytes) {

@@ -8,12 +8,12 @@
 // cores the way a DMA engine's or a NIC's transfer does.
 //
 // Every point-to-point message is one: each read of a post in the local communicator (so a
-// ring all-reduce pays one per step and chunk, the naive one per hop), and each copy between
-// devices in DataParallel's scatter, broadcast, gather and gradient reduce (transfers.h). Each
-// pair of devices has a full-duplex link of its own, except through host memory
-// (`pcie-no-p2p`), where every message crosses two hops and all such messages of the process
-// share one host channel, one after another. docs/parallel-strategies.md lists the presets
-// and what the emulation leaves out.
+// ring all-reduce, reduce-scatter or all-gather pays one per step and chunk, the naive one per
+// hop), and each copy between devices in DataParallel's scatter, broadcast, gather and
+// gradient reduce (transfers.h). Each pair of devices has a full-duplex link of its own, except
+// through host memory (`pcie-no-p2p`), where every message crosses two hops and all such
+// messages of the process share one host channel, one after another.
+// docs/parallel-strategies.md lists the presets and what the emulation leaves out.
 #pragma once
 
 #include <chrono>
@@ -46,9 +46,12 @@ struct LinkModel {
 LinkModel link_model(const std::string& spec);
 const std::vector<std::string>& link_preset_names();
 
-// The emulated time of one ring all-reduce of `bytes` among `ranks` (2(n-1) messages of 1/n of
-// the data, one after another) and of the naive one (n-1 whole messages into rank 0, then n-1
-// out of it at once), in ms: what the link adds, whatever the copies and additions take.
+// The emulated time of one phase of the ring over a buffer of `bytes` among `ranks`: a
+// reduce-scatter of `bytes` or an all-gather into `bytes`, n-1 messages of 1/n of the buffer,
+// one after another; of one ring all-reduce of `bytes` (the two phases, 2(n-1) messages); and
+// of the naive all-reduce (n-1 whole messages into rank 0, then n-1 out of it at once), in ms:
+// what the link adds, whatever the copies and additions take.
+double emulated_ring_phase_ms(const LinkModel& link, int ranks, int64_t bytes);
 double emulated_ring_all_reduce_ms(const LinkModel& link, int ranks, int64_t bytes);
 double emulated_naive_all_reduce_ms(const LinkModel& link, int ranks, int64_t bytes);
 

@@ -63,15 +63,24 @@ class LocalCommunicator final : public QueuedCommunicator {
 
   void run_all_gather(const Tensor& t, const Tensor& out) override {
     collective(describe_collective("all_gather", t), [&](CollectiveCall& call) {
-      rendezvous_->post(call, t, world_size() - 1);
-      for (int q = 0; q < world_size(); ++q) {
-        Tensor part = flat_slice(out, {q * t.numel(), (q + 1) * t.numel()});
-        if (q == rank_) {
-          if (t.numel() > 0) kernels::copy(flat_slice(t, {0, t.numel()}), part);
-        } else {
-          rendezvous_->fetch(call, q, part);
-        }
+      Tensor mine = flat_slice(out, {rank_ * t.numel(), (rank_ + 1) * t.numel()});
+      if (t.numel() > 0 && t.data_ptr() != mine.data_ptr()) kernels::copy(flat_slice(t, {0, t.numel()}), mine);
+      if (algorithm_ == LocalAlgorithm::ring) {
+        ring_all_gather(call, out, rank_);
+        return;
       }
+      // Naive: every rank reads every other rank's tensor directly.
+      rendezvous_->post(call, t, world_size() - 1);
+      for (int q = 0; q < world_size(); ++q)
+        if (q != rank_) rendezvous_->fetch(call, q, flat_slice(out, {q * t.numel(), (q + 1) * t.numel()}));
+    });
+  }
+
+  void run_reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {
+    collective(describe_collective("reduce_scatter", in, parallel::name(op)), [&](CollectiveCall& call) {
+      if (algorithm_ == LocalAlgorithm::ring) ring_reduce_scatter_into(call, in, out);
+      else naive_reduce_scatter(call, in, out);
+      if (op == ReduceOp::avg) divide_in_place(out, world_size());
     });
   }
 
@@ -101,27 +110,80 @@ class LocalCommunicator final : public QueuedCommunicator {
   // Chunk i of t's flat data.
   Tensor chunk(const Tensor& t, int64_t i) const { return flat_slice(t, ring::chunk(t.numel(), world_size(), i)); }
 
+  // Reduce-scatter in place, after which this rank owns chunk r+1 reduced (where the ring has
+  // always put it: another chunk would start each sum from another rank's values and change
+  // the results' last bits), then all-gather from there.
   void ring_all_reduce(CollectiveCall& call, const Tensor& t, ReduceOp op) {
+    const int64_t owned = rank_ + 1;
+    ring_reduce_scatter(call, t, owned, [](int, const Tensor& mine) { return mine; });
+    // avg on the owned chunk only, before it is shared: each chunk is divided exactly once.
+    if (op == ReduceOp::avg) divide_in_place(chunk(t, owned), world_size());
+    ring_all_gather(call, t, owned);
+  }
+
+  // The ring's reduce-scatter phase over the n chunks of `in`. At step s this rank sends its
+  // running sum of chunk owned-1-s to the right (at step 0 its own values), and adds the left
+  // neighbour's running sum of chunk owned-2-s to its own values of that chunk, into
+  // sum_into(s, its own values): the buffer that it sends at step s+1. After the n-1 steps that
+  // last sum is chunk `owned` reduced over all ranks; returns it (with one rank, in's chunk).
+  template <class SumInto>
+  Tensor ring_reduce_scatter(CollectiveCall& call, const Tensor& in, int64_t owned, SumInto sum_into) {
     const int n = world_size();
     const int left = (rank_ + n - 1) % n;
-    // Reduce-scatter: at step s, send chunk r-s (reduced at step s-1) to the right, and add the
-    // left neighbour's chunk r-s-1 into ours. After n-1 steps this rank owns chunk r+1 reduced.
-    Tensor scratch = empty({(t.numel() + n - 1) / n}, {.dtype = t.dtype(), .device = device_});
+    const Tensor received =
+        n > 1 ? empty({(in.numel() + n - 1) / n}, {.dtype = in.dtype(), .device = device_}) : Tensor();
+    Tensor sending = chunk(in, owned - 1);
     for (int s = 0; s < n - 1; ++s) {
-      rendezvous_->post(call, chunk(t, rank_ - s), 1);
-      Tensor mine = chunk(t, rank_ - s - 1);
-      Tensor received = flat_slice(scratch, {0, mine.numel()});
-      rendezvous_->fetch(call, left, received);
-      add_into(mine, received);
+      rendezvous_->post(call, sending, 1);
+      Tensor mine = chunk(in, owned - 2 - s);
+      Tensor part = flat_slice(received, {0, mine.numel()});
+      rendezvous_->fetch(call, left, part);
+      sending = sum_into(s, mine);
+      if (mine.numel() > 0) kernels::binary(kernels::BinaryOp::add, mine, part, sending);
     }
-    // avg on the owned chunk only, before it is shared: each chunk is divided exactly once.
-    if (op == ReduceOp::avg) divide_in_place(chunk(t, rank_ + 1), n);
-    // All-gather: at step s, pass on chunk r+1-s and receive chunk r-s in place. A post's chunk
-    // is never the one being written in the same step, and the next post waits for the read.
-    for (int s = 0; s < n - 1; ++s) {
-      rendezvous_->post(call, chunk(t, rank_ + 1 - s), 1);
-      rendezvous_->fetch(call, left, chunk(t, rank_ - s));
+    return sending;
+  }
+
+  // The ring's all-gather phase, in place in t: this rank holds chunk `owned`; at step s it
+  // passes on chunk owned-s and receives chunk owned-s-1 from the left. A post's chunk is never
+  // the one being written in the same step, and the next post waits for the read.
+  void ring_all_gather(CollectiveCall& call, const Tensor& t, int64_t owned) {
+    const int left = (rank_ + world_size() - 1) % world_size();
+    for (int s = 0; s < world_size() - 1; ++s) {
+      rendezvous_->post(call, chunk(t, owned - s), 1);
+      rendezvous_->fetch(call, left, chunk(t, owned - s - 1));
     }
+  }
+
+  // The reduce-scatter phase on its own, with rank r owning chunk r. `in` is only read: the
+  // running sums alternate between two buffers, since the one sent at step s-1 may still be
+  // read while step s writes (posting at step s waits only for the reads of step s-1's post,
+  // which is the buffer of step s-2), and the last step writes `out`.
+  void ring_reduce_scatter_into(CollectiveCall& call, const Tensor& in, const Tensor& out) {
+    const int n = world_size();
+    const int64_t m = out.numel();
+    const Tensor flat_out = flat_slice(out, {0, m});
+    const Tensor sums = n > 2 ? empty({2 * m}, {.dtype = in.dtype(), .device = device_}) : Tensor();
+    Tensor reduced = ring_reduce_scatter(call, in, rank_, [&](int s, const Tensor&) {
+      return s == n - 2 ? flat_out : flat_slice(sums, {(s % 2) * m, (s % 2 + 1) * m});
+    });
+    if (n == 1 && m > 0) kernels::copy(reduced, flat_out);
+  }
+
+  // Naive: reduce onto rank 0 (into a copy there, since `in` is only read), which posts the sum
+  // once; each rank copies its own chunk of it.
+  void naive_reduce_scatter(CollectiveCall& call, const Tensor& in, const Tensor& out) {
+    const int64_t m = out.numel();
+    if (rank_ != 0) {
+      reduce_to(call, in, 0, ReduceOp::sum);
+      rendezvous_->fetch_part(call, 0, out, rank_ * m);
+      return;
+    }
+    Tensor sum = empty({in.numel()}, {.dtype = in.dtype(), .device = device_});
+    if (m > 0) kernels::copy(flat_slice(in, {0, in.numel()}), sum);
+    reduce_to(call, sum, 0, ReduceOp::sum);
+    rendezvous_->post(call, sum, world_size() - 1);
+    if (m > 0) kernels::copy(flat_slice(sum, {0, m}), flat_slice(out, {0, m}));
   }
 
   void reduce_to(CollectiveCall& call, const Tensor& t, int root, ReduceOp op) {

@@ -13,10 +13,14 @@
 namespace duet::parallel {
 
 enum class LocalAlgorithm : uint8_t {
-  // Reduce-scatter then all-gather over n chunks of the flat tensor, n-1 steps each: every
-  // rank sends 2(n-1)/n of the tensor, and every rank ends with bit-identical results.
+  // A ring over n chunks of the flat tensor, each step one chunk to the right neighbour:
+  // reduce_scatter and all_gather are one phase of n-1 steps each, in which every rank sends
+  // (n-1)/n of the buffer; all_reduce is the two phases in a row (2(n-1)/n of the tensor), and
+  // every rank ends with bit-identical results.
   ring,
-  // Reduce onto rank 0, then broadcast from it: rank 0 sends (n-1) tensors (root-bound).
+  // Root-bound: all_reduce reduces onto rank 0, then broadcasts from it (rank 0 sends n-1
+  // tensors); reduce_scatter reduces onto rank 0, which hands each rank its chunk; all_gather
+  // has every rank read every other rank's tensor directly.
   naive,
 };
 
@@ -30,9 +34,9 @@ struct LocalGroupOptions {
 };
 
 // One connected communicator per device, rank i on devices[i]; the devices must be distinct.
-// broadcast, reduce and all_gather move whole tensors directly between the ranks under both
-// algorithms; the algorithm chooses all_reduce. bytes_sent counts what a rank's posts handed to
-// other ranks: one tensor per reader.
+// broadcast and reduce move whole tensors directly between the ranks under both algorithms;
+// the algorithm chooses all_reduce, reduce_scatter and all_gather. bytes_sent counts what other
+// ranks copied from this rank's posts (each reader's part of them).
 std::vector<std::shared_ptr<Communicator>> make_local_group(const std::vector<Device>& devices,
                                                             LocalGroupOptions options = {});
 std::vector<std::shared_ptr<Communicator>> make_local_group(const std::vector<Device>& devices,

@@ -1,5 +1,7 @@
 #include "duet/parallel/comm/local_rendezvous.h"
 
+#include <utility>
+
 #include "duet/core/error.h"
 #include "duet/kernels/kernels.h"
 
@@ -42,21 +44,25 @@ CollectiveCall LocalRendezvous::begin(int rank, std::string signature) {
 void LocalRendezvous::post(CollectiveCall& call, const Tensor& data, int readers) {
   std::unique_lock lock(mutex_);
   RankState& me = ranks_[static_cast<size_t>(call.rank)];
-  wait(
-      lock, call, [&] { return me.readers_left == 0; }, -1);
+  wait_for_readers(lock, call);
   int index = call.posts++;
   if (readers == 0) return;
   me.post_seq = call.seq;
   me.post_index = index;
   me.post_data = data;
   me.readers_left = readers;
-  if (data.defined()) call.bytes_sent += data.numel() * static_cast<int64_t>(data.element_size()) * readers;
   for (RankState& peer : ranks_) {
     if (peer.waiting_for == call.rank) peer.changed.notify_all();
   }
 }
 
-void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
+void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) { read(call, from, dst, std::nullopt); }
+
+void LocalRendezvous::fetch_part(CollectiveCall& call, int from, const Tensor& dst, int64_t offset) {
+  read(call, from, dst, offset);
+}
+
+void LocalRendezvous::read(CollectiveCall& call, int from, const Tensor& dst, std::optional<int64_t> offset) {
   RankState& src = ranks_[static_cast<size_t>(from)];
   const int index = call.reads[static_cast<size_t>(from)];
   Tensor data;
@@ -69,14 +75,19 @@ void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
   const auto start = std::chrono::steady_clock::now();  // both ends are ready: the message begins
   // The copy runs unlocked, so that the readers of one post (a broadcast) copy in parallel.
   // The sender cannot touch `data` until this reader has marked it read, below.
+  const int64_t bytes = dst.defined() ? dst.numel() * static_cast<int64_t>(dst.element_size()) : 0;
   if (dst.defined()) {
-    DUET_CHECK(data.defined() && data.numel() == dst.numel(), where(call), ": rank ", from, " sent ",
-               data.defined() ? data.describe() : std::string("no data"), " where ", dst.describe(), " was expected");
-    if (dst.numel() > 0) kernels::copy(flat(data), flat(dst));
+    const int64_t begin = offset.value_or(0);
+    const bool fits = offset ? begin >= 0 && begin + dst.numel() <= data.numel() : data.numel() == dst.numel();
+    DUET_CHECK(data.defined() && fits, where(call), ": rank ", from, " sent ",
+               data.defined() ? data.describe() : std::string("no data"), " where ", dst.describe(),
+               offset ? " from element " + std::to_string(begin) : std::string(), " was expected");
+    if (dst.numel() > 0) kernels::copy(data.as_strided({dst.numel()}, {1}, data.offset() + begin), flat(dst));
   }
-  link_.wait_out(start, dst.defined() ? dst.numel() * static_cast<int64_t>(dst.element_size()) : 0);
+  link_.wait_out(start, bytes);
   std::lock_guard lock(mutex_);
   ++call.reads[static_cast<size_t>(from)];
+  src.bytes_read += bytes;
   if (--src.readers_left == 0) {
     src.post_data = Tensor();  // let the sender's buffer go
     src.changed.notify_all();  // it waits for its readers before it posts again or finishes
@@ -85,9 +96,14 @@ void LocalRendezvous::fetch(CollectiveCall& call, int from, const Tensor& dst) {
 
 void LocalRendezvous::finish(CollectiveCall& call) {
   std::unique_lock lock(mutex_);
+  wait_for_readers(lock, call);
+}
+
+void LocalRendezvous::wait_for_readers(std::unique_lock<std::mutex>& lock, CollectiveCall& call) {
   RankState& me = ranks_[static_cast<size_t>(call.rank)];
   wait(
       lock, call, [&] { return me.readers_left == 0; }, -1);
+  call.bytes_sent += std::exchange(me.bytes_read, 0);
 }
 
 void LocalRendezvous::abort(int rank, const std::string& reason) {

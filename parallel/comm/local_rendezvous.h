@@ -2,11 +2,11 @@
 // only way their comm threads exchange data.
 //
 // A rank exchanges data by posting a tensor (its own memory, on its own device) for a number of
-// readers; each reader waits for the post, copies it onto its own device with kernels::copy,
-// and marks it read. A rank has one post out at a time: posting again, or finishing the
-// collective, waits until every reader has read the previous one. That per-step hand-off
-// orders every write after the reads of the data it overwrites, so the algorithms are free of
-// data races (and TSan sees the mutex that orders them).
+// readers; each reader waits for the post, copies it (or the part of it meant for that reader)
+// onto its own device with kernels::copy, and marks it read. A rank has one post out at a time: posting again, or
+// finishing the collective, waits until every reader has read the previous one. That per-step hand-off orders every
+// write after the reads of the data it overwrites, so the algorithms are free of data races (and TSan sees the mutex
+// that orders them).
 //
 // With an emulated link (link_model.h) each read is one message: the reader sleeps until the
 // link's time for it has passed before it marks the post read, so the sender, which waits for
@@ -27,6 +27,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,7 @@ struct CollectiveCall {
   std::chrono::steady_clock::time_point deadline;
   int posts = 0;           // posts this rank made in this collective
   std::vector<int> reads;  // posts read so far, per sending rank
-  int64_t bytes_sent = 0;  // payload bytes times readers, over this rank's posts
+  int64_t bytes_sent = 0;  // what the readers of this rank's posts copied, in bytes
 };
 
 class LocalRendezvous {
@@ -61,8 +62,12 @@ class LocalRendezvous {
   // Waits for `from`'s next post in this collective and copies it into `dst` (skipped when
   // dst is undefined). dst must have the posted tensor's number of elements.
   void fetch(CollectiveCall& call, int from, const Tensor& dst);
+  // The same, copying only the posted elements [offset, offset + dst.numel()): one post that
+  // each reader takes its own part of (a scatter), one message per reader.
+  void fetch_part(CollectiveCall& call, int from, const Tensor& dst, int64_t offset);
   // Waits until every reader has read this rank's last post: after it, the rank may write
-  // what it posted, and the collective is over for this rank.
+  // what it posted, and the collective is over for this rank. Until then call.bytes_sent may
+  // lack the reads of that post.
   void finish(CollectiveCall& call);
 
   // Fails the group: every wait, now and later, throws naming `rank` and `reason`.
@@ -82,12 +87,17 @@ class LocalRendezvous {
     int post_index = -1;
     Tensor post_data;
     int readers_left = 0;
+    int64_t bytes_read = 0;  // what readers copied from this rank's posts, not yet in its call
   };
 
   // Waits under `lock` until ready(); throws on abort, on a peer's mismatch or departure, and
   // at the deadline. `waiting_for` says what is missing, for the timeout message.
   template <class Ready>
   void wait(std::unique_lock<std::mutex>& lock, const CollectiveCall& call, Ready ready, int waiting_for);
+  // fetch and fetch_part: `offset` is nullopt for a whole post.
+  void read(CollectiveCall& call, int from, const Tensor& dst, std::optional<int64_t> offset);
+  // With the lock held: waits until this rank's last post has been read, and counts its bytes.
+  void wait_for_readers(std::unique_lock<std::mutex>& lock, CollectiveCall& call);
   void check_peers(const CollectiveCall& call);
   void wake_all();  // with the lock held: after an abort, a failure or a departure
   [[noreturn]] void fail(const CollectiveCall& call, const std::string& what);

@@ -135,12 +135,25 @@ class MpiCommunicator final : public QueuedCommunicator {
     if (rank_ != root) count_bytes_sent(bytes_of(t));
   }
 
+  // In place (t is out's chunk rank_), MPI wants MPI_IN_PLACE: it forbids aliased buffers.
   void run_all_gather(const Tensor& t, const Tensor& out) override {
     start(numbered(describe_collective("all_gather", t)), [&](MPI_Request* r) {
       MPI_Datatype type = mpi_type(t.dtype());
-      return MPI_Iallgather(t.data_ptr(), mpi_count(t), type, out.data_ptr(), mpi_count(t), type, comm_, r);
+      const bool in_place = t.numel() > 0 && t.data_ptr() == static_cast<char*>(out.data_ptr()) + rank_ * bytes_of(t);
+      return MPI_Iallgather(in_place ? MPI_IN_PLACE : t.data_ptr(), mpi_count(t), type, out.data_ptr(), mpi_count(t),
+                            type, comm_, r);
     });
     count_bytes_sent((size_ - 1) * bytes_of(t));
+  }
+
+  void run_reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {
+    start(numbered(describe_collective("reduce_scatter", in, parallel::name(op))), [&](MPI_Request* r) {
+      return MPI_Ireduce_scatter_block(in.data_ptr(), out.data_ptr(), mpi_count(out), mpi_type(in.dtype()), MPI_SUM,
+                                       comm_, r);
+    });
+    if (op == ReduceOp::avg) divide_in_place(out, size_);
+    count_bytes_sent(
+        ring::reduce_scatter_bytes_sent(in.numel(), static_cast<int64_t>(in.element_size()), size_, rank_));
   }
 
   void run_barrier() override {

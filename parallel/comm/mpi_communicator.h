@@ -1,10 +1,11 @@
 // The MPI communicator: one process per rank, launched by mpirun, over host (CPU) tensors.
 //
-// Collectives use MPI's own algorithms (MPI_Iallreduce and friends on a duplicate of
-// MPI_COMM_WORLD). stats().bytes_sent is a model, not a measurement: what the local group's
-// algorithms would send (a ring all-reduce's 2(n-1)/n of the tensor, (n-1) tensors from a
-// broadcast's root and from each rank of an all_gather, one tensor from each non-root of a
-// reduce), so that `duet compare` shows comparable figures for both.
+// Collectives use MPI's own algorithms (MPI_Iallreduce, MPI_Ireduce_scatter_block and friends,
+// on a duplicate of MPI_COMM_WORLD). stats().bytes_sent is a model, not a measurement: what the
+// local group's algorithms would send (a ring all-reduce's 2(n-1)/n of the tensor, a ring
+// reduce-scatter's (n-1)/n of its input, (n-1) tensors from a broadcast's root and from each
+// rank of an all_gather, one tensor from each non-root of a reduce), so that `duet compare`
+// shows comparable figures for both.
 //
 // Every wait polls the non-blocking call against the timeout. When it expires the rank prints
 // the rank, the collective and the timeout to stderr and calls MPI_Abort, which ends the job

@@ -300,11 +300,25 @@ class NcclCommunicator final : public Communicator {
     return work;
   }
 
+  // In place (t is out's chunk rank()) is NCCL's own in-place form: sendbuff at recvbuff + rank * count.
   std::shared_ptr<Work> all_gather_impl(const Tensor& t, const Tensor& out) override {
     auto work = launch(describe_collective("all_gather", t), {t, out}, [&](ncclComm_t c, cudaStream_t s) {
       DUET_NCCL_CHECK(ncclAllGather(t.data_ptr(), out.data_ptr(), count(t), nccl_type(t.dtype()), c, s));
     });
+    out.bump_version();
     count_bytes_sent((world_size() - 1) * bytes_of(t));
+    return work;
+  }
+
+  std::shared_ptr<Work> reduce_scatter_impl(const Tensor& in, const Tensor& out, ReduceOp op) override {
+    auto work = launch(
+        describe_collective("reduce_scatter", in, parallel::name(op)), {in, out}, [&](ncclComm_t c, cudaStream_t s) {
+          DUET_NCCL_CHECK(
+              ncclReduceScatter(in.data_ptr(), out.data_ptr(), count(out), nccl_type(in.dtype()), nccl_op(op), c, s));
+        });
+    out.bump_version();
+    count_bytes_sent(
+        ring::reduce_scatter_bytes_sent(in.numel(), static_cast<int64_t>(in.element_size()), world_size(), rank()));
     return work;
   }
 

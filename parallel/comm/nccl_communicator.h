@@ -19,7 +19,8 @@
 // until the collective has finished, even if the Work is dropped without wait().
 //
 // stats().bytes_sent is the same model as the MPI communicator's (a ring all-reduce's
-// 2(n-1)/n of the tensor, and so on), not a measurement of NCCL's own algorithms.
+// 2(n-1)/n of the tensor, a reduce-scatter's (n-1)/n of its input, and so on), not a
+// measurement of NCCL's own algorithms (ncclAllReduce, ncclReduceScatter, ncclAllGather, ...).
 //
 // Errors: every NCCL call is checked. A wait that outlasts the timeout, an asynchronous NCCL
 // error, or abort() on any rank aborts this rank's NCCL communicator (ncclCommAbort) and fails

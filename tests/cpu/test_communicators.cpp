@@ -139,6 +139,38 @@ TEST_CASE("local ring all_reduce leaves bit-identical results on every rank", "[
   for (int r = 1; r < n; ++r) CHECK(results[r] == results[0]);
 }
 
+// The ring's order of additions, written out on the host: chunk c starts as rank c's values and
+// each rank c+k, k = 1..n-1, adds its own to the running sum; avg then divides the owner's sum by
+// n. Pins the local ring all-reduce's results bit for bit, whatever its code looks like.
+TEST_CASE("local ring all_reduce adds in ring order, bit for bit", "[comm]") {
+  const int64_t count = 1001;
+  for (int n : {2, 3, 4})
+    for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
+      CAPTURE(n, name(op));
+      std::vector<std::vector<float>> inputs;
+      for (int r = 0; r < n; ++r) {
+        Generator generator(99 + static_cast<uint64_t>(r));
+        inputs.push_back(randn({count}, {}, &generator).to_vector<float>());
+      }
+      std::vector<float> want(static_cast<size_t>(count));
+      for (int c = 0; c < n; ++c) {
+        const ring::Range range = ring::chunk(count, n, c);
+        for (int64_t i = range.begin; i < range.end; ++i) {
+          float sum = inputs[static_cast<size_t>(c)][static_cast<size_t>(i)];
+          for (int k = 1; k < n; ++k) sum = inputs[static_cast<size_t>((c + k) % n)][static_cast<size_t>(i)] + sum;
+          want[static_cast<size_t>(i)] = op == ReduceOp::avg ? sum / static_cast<float>(n) : sum;
+        }
+      }
+      Group group = make_group(n, LocalAlgorithm::ring);
+      auto results = on_each_rank(group, [&](Communicator& comm) {
+        Tensor t = from_vector(inputs[static_cast<size_t>(comm.rank())], {count}, {.device = comm.device()});
+        comm.all_reduce(t, op);
+        return t.to_vector<float>();
+      });
+      for (int r = 0; r < n; ++r) CHECK(results[r] == want);
+    }
+}
+
 TEST_CASE("local communicators count the bytes each rank sends", "[comm]") {
   for (int n = 1; n <= 4; ++n) {
     for (int64_t count : {int64_t{1}, int64_t{7}, int64_t{1001}, int64_t{1200}}) {

@@ -1,7 +1,8 @@
-// Emulated links (parallel/comm/link_model.h): the presets, the time of one message and of one
-// all-reduce against alpha + bytes / beta, the shared host channel, and that an emulated link
-// changes no result. The times are checked as a mechanism, not a benchmark: a message may never
-// be faster than its formula, and its best of a few tries is not much slower.
+// Emulated links (parallel/comm/link_model.h): the presets, the time of one message, of one
+// all-reduce and of one reduce-scatter or all-gather against alpha + bytes / beta, the shared
+// host channel, and that an emulated link changes no result. The times are checked as a
+// mechanism, not a benchmark: a message may never be faster than its formula, and its best of
+// a few tries is not much slower.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -108,6 +109,39 @@ TEST_CASE("an emulated all-reduce pays one message per ring step, the naive one 
       auto [best, worst] = best_and_worst(5, [&] {
         test::on_each_rank(group, [&](Communicator& comm) {
           comm.all_reduce(data[static_cast<size_t>(comm.rank())]);
+          return 0;
+        });
+      });
+      CAPTURE(best, worst, formula);
+      CHECK(worst >= formula - 0.01);
+      CHECK(near_formula(best, formula));
+    }
+  }
+}
+
+// The ring's reduce-scatter and all-gather are one phase each of the all-reduce's messages.
+TEST_CASE("an emulated reduce-scatter or all-gather pays one message per ring step", "[links]") {
+  const LinkModel link = link_model("1000,0.2");
+  const int64_t bytes = 2'400'000;  // the whole buffer: 600,000 floats, n divides it for n = 2 and 3
+  for (int n : {2, 3}) {
+    const double formula = emulated_ring_phase_ms(link, n, bytes);
+    CHECK(formula == Approx((n - 1) * (1 + bytes / n / 0.2e6)));
+    CHECK(2 * formula == Approx(emulated_ring_all_reduce_ms(link, n, bytes)));
+    std::vector<Device> devices;
+    for (int r = 0; r < n; ++r) devices.push_back(cpu(r));
+    test::Group group = make_local_group(devices, {.algorithm = LocalAlgorithm::ring, .link = link});
+    std::vector<Tensor> whole, chunks;
+    for (int r = 0; r < n; ++r) {
+      whole.push_back(full({bytes / 4}, r + 1.0, {.device = cpu(r)}));
+      chunks.push_back(zeros({bytes / 4 / n}, {.device = cpu(r)}));
+    }
+    for (bool gather : {false, true}) {
+      INFO((gather ? "all_gather_into" : "reduce_scatter") << " on " << n);
+      auto [best, worst] = best_and_worst(5, [&] {
+        test::on_each_rank(group, [&](Communicator& comm) {
+          const size_t r = static_cast<size_t>(comm.rank());
+          if (gather) comm.all_gather_into(chunks[r], whole[r]);
+          else comm.reduce_scatter(whole[r], chunks[r]);
           return 0;
         });
       });

@@ -133,7 +133,79 @@ void check_all_gather(int n) {
   }
 }
 
+// Chunks of none, one, a few and many elements, odd as kShapes are.
+const std::vector<int64_t> kChunkSizes = {0, 1, 7, 4099};
+
+template <class T> void check_reduce_scatter(int n) {
+  std::optional<Group> group = nccl_group(n);
+  if (!group) return;
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
+    auto results = test::reduce_scatter_each_size<T>(*group, op, kChunkSizes);
+    for (int r = 0; r < n; ++r)
+      for (size_t k = 0; k < kChunkSizes.size(); ++k) {
+        const int64_t m = kChunkSizes[k];
+        CAPTURE(n, r, name(op), m, dtype_name(dtype_of<T>()));
+        const Tensor& out = results[r][2 * k];
+        const Tensor& in = results[r][2 * k + 1];
+        CHECK(out.device() == cuda_device(r));
+        const std::vector<T> want = test::expected_chunk<T>(m, r, test::reduced_factor(op, n));
+        if (op == ReduceOp::sum) CHECK(out.template to_vector<T>() == want);  // small integers: exact
+        else CHECK(close_to(out.template to_vector<T>(), want));
+        CHECK(in.template to_vector<T>() == expected<T>(n * m, r + 1));  // left unchanged
+      }
+  }
+}
+
+void check_all_gather_into(int n) {
+  std::optional<Group> group = nccl_group(n);
+  if (!group) return;
+  for (bool in_place : {false, true}) {
+    auto results = test::all_gather_into_each_size<float>(*group, kChunkSizes, in_place);
+    auto integers = test::all_gather_into_each_size<int64_t>(*group, {5}, in_place);
+    for (int r = 0; r < n; ++r) {
+      for (size_t k = 0; k < kChunkSizes.size(); ++k) {
+        CAPTURE(n, in_place, r, kChunkSizes[k]);
+        CHECK(results[r][k].device() == cuda_device(r));
+        CHECK(results[r][k].to_vector<float>() == test::gathered<float>(n, kChunkSizes[k]));
+      }
+      CHECK(integers[r][0].to_vector<int64_t>() == test::gathered<int64_t>(n, 5));
+    }
+  }
+}
+
+void check_reduce_scatters_in_flight(int n) {
+  std::optional<Group> group = nccl_group(n);
+  if (!group) return;
+  auto results = on_each_rank(*group, [](Communicator& comm) { return test::reduce_scatters_in_flight(comm); });
+  for (int r = 0; r < n; ++r) {
+    CAPTURE(n, r);
+    REQUIRE(results[r].size() == 6);
+    for (int k = 0; k < 4; ++k) {
+      const ReduceOp op = k % 2 ? ReduceOp::avg : ReduceOp::sum;
+      CHECK(close_to(results[r][static_cast<size_t>(k)].to_vector<float>(),
+                     test::expected_chunk<float>(3 + k, r, test::reduced_factor(op, n))));
+    }
+    CHECK(results[r][4].to_vector<float>() == expected<float>(5, test::reduced_factor(ReduceOp::sum, n)));
+    CHECK(results[r][5].to_vector<float>() == test::gathered<float>(n, 4));
+  }
+}
+
 }  // namespace
+
+TEST_CASE("NCCL reduce_scatter sums and averages each rank's chunk", "[cuda][multigpu][nccl]") {
+  for (int n = 2; n <= max_ranks(); ++n) {
+    check_reduce_scatter<float>(n);
+    check_reduce_scatter<double>(n);
+  }
+}
+
+TEST_CASE("NCCL all_gather_into fills every rank's chunk, in place or not", "[cuda][multigpu][nccl]") {
+  for (int n = 2; n <= max_ranks(); ++n) check_all_gather_into(n);
+}
+
+TEST_CASE("NCCL async reduce-scatters and all-gathers complete in order", "[cuda][multigpu][nccl]") {
+  check_reduce_scatters_in_flight(2);
+}
 
 TEST_CASE("NCCL all_reduce sums and averages rank-dependent tensors", "[cuda][multigpu][nccl]") {
   for (int n = 2; n <= max_ranks(); ++n) {
@@ -185,6 +257,10 @@ TEST_CASE("NCCL communicators count bytes with the ring model", "[cuda][multigpu
     int64_t broadcast = r == n - 1 ? (n - 1) * bytes : 0;
     CHECK(stats[r][1].bytes_sent == broadcast + (n - 1) * bytes);
     CHECK(stats[r][1].calls == 3);
+    // reduce_scatter of n * count elements and all_gather_into of count: n-1 chunks of count each.
+    CHECK(stats[r][2].calls == 1);
+    CHECK(stats[r][2].bytes_sent == (n - 1) * bytes);
+    CHECK(stats[r][3].bytes_sent == (n - 1) * bytes);
   }
 }
 
@@ -247,11 +323,15 @@ TEST_CASE("make_nccl_group rejects CPU devices and repeated devices", "[cuda][nc
 // One rank on cuda:0: NCCL accepts a one-rank communicator, so a one-GPU run reaches the
 // collectives' launch path (streams, events, the warm-up, waits, abort), not just ncclGetVersion.
 
-TEST_CASE("NCCL's five collectives on a one-rank group", "[cuda][nccl]") {
+TEST_CASE("NCCL's collectives on a one-rank group", "[cuda][nccl]") {
   check_all_reduce<float>(1);
   check_all_reduce<double>(1);
   check_broadcast_and_reduce(1);
-  check_all_gather(1);  // ends with a barrier, the fifth
+  check_all_gather(1);  // ends with a barrier
+  check_reduce_scatter<float>(1);
+  check_reduce_scatter<double>(1);
+  check_all_gather_into(1);
+  check_reduce_scatters_in_flight(1);
   std::optional<Group> group = nccl_group(1);
   if (!group) return;
   Communicator& comm = *group->front();

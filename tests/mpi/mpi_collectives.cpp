@@ -2,7 +2,8 @@
 // when a check fails. Every rank runs every collective whatever the results, so a failed check
 // never leaves another rank waiting.
 //
-//   mpi_collectives                  collectives with analytic results (any number of ranks)
+//   mpi_collectives                  collectives with analytic results (any number of ranks),
+//                                    reduce_scatter and all_gather_into included
 //   mpi_collectives --dead-rank      rank 1 exits without MPI_Finalize; the job must end
 //   mpi_collectives --stuck-rank     rank 1 stops calling; rank 0's timeout must end the job
 //   --timeout-ms N                   the communicator's timeout (default 2000)
@@ -83,6 +84,42 @@ template <class T> void run_collectives(Communicator& comm, Shape sizes) {
     check(parts[q].sizes() == sizes && all_equal<T>(parts[q], root_value, n, q), "all_gather part " + where, r);
 }
 
+// Rank r's chunk of m elements, reduce-scattered from every rank's rank_tensor of n * m.
+template <class T> bool chunk_equal(const Tensor& t, double factor, int64_t m, int r) {
+  std::vector<T> v = t.to_vector<T>();
+  if (static_cast<int64_t>(v.size()) != m) return false;
+  for (int64_t j = 0; j < m; ++j)
+    if (v[static_cast<size_t>(j)] != static_cast<T>(factor * static_cast<double>(r * m + j + 1))) return false;
+  return true;
+}
+
+// reduce_scatter (sum, and avg of floating tensors; the input left unchanged; (n-1)/n of it in bytes) and
+// all_gather_into (in place and not) with chunks of m elements.
+template <class T> void run_scatter_and_gather(Communicator& comm, int64_t m) {
+  const int n = comm.world_size(), r = comm.rank();
+  const std::string where = std::string(dtype_name(dtype_of<T>())) + "[" + std::to_string(m) + " per rank]";
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::avg}) {
+    if (op == ReduceOp::avg && !is_floating(dtype_of<T>())) continue;
+    comm.reset_stats();
+    Tensor in = rank_tensor<T>({n * m}, r);
+    Tensor out = full({m}, -1.0, {.dtype = dtype_of<T>()});
+    comm.reduce_scatter(in, out, op);
+    const double factor = op == ReduceOp::sum ? n * (n + 1) / 2.0 : (n + 1) / 2.0;
+    check(chunk_equal<T>(out, factor, m, r), "reduce_scatter " + std::string(name(op)) + " " + where, r);
+    check(all_equal<T>(in, root_value, n, r), "reduce_scatter input unchanged " + where, r);
+    check(comm.stats().bytes_sent == (n - 1) * m * static_cast<int64_t>(sizeof(T)), "reduce_scatter bytes " + where, r);
+  }
+  for (bool in_place : {false, true}) {
+    Tensor out = full({n, m}, -1.0, {.dtype = dtype_of<T>()});
+    Tensor mine = rank_tensor<T>({m}, r);
+    if (in_place) mine = out.as_strided({m}, {1}, r * m).copy_(mine);
+    comm.all_gather_into(mine, out);
+    bool ok = true;
+    for (int q = 0; q < n; ++q) ok = ok && all_equal<T>(out.as_strided({m}, {1}, q * m), root_value, n, q);
+    check(ok, std::string("all_gather_into ") + (in_place ? "in place " : "") + where, r);
+  }
+}
+
 // Several all-reduces in flight, waited in order.
 void run_async(Communicator& comm) {
   const int n = comm.world_size(), r = comm.rank();
@@ -96,6 +133,14 @@ void run_async(Communicator& comm) {
     works[k]->wait();
     check(all_equal<float>(tensors[k], summed, n, 0), "async all_reduce " + std::to_string(k), r);
   }
+  // A reduce-scatter and an all-gather of its result in flight together: an all-reduce in two.
+  Tensor gradient = rank_tensor<float>({n * 5}, r), reduced = zeros({n * 5});
+  Tensor own_chunk = reduced.as_strided({5}, {1}, r * 5);
+  std::shared_ptr<Work> scattered = comm.reduce_scatter_async(gradient, own_chunk);
+  std::shared_ptr<Work> gathered = comm.all_gather_into_async(own_chunk, reduced);
+  gathered->wait();
+  scattered->wait();
+  check(all_equal<float>(reduced, summed, n, 0), "async reduce_scatter, then all_gather_into", r);
 }
 
 }  // namespace
@@ -126,6 +171,11 @@ int main(int argc, char** argv) {
   for (Shape sizes : {Shape{1}, Shape{7}, Shape{1001}, Shape{3, 5}, Shape{12}}) {
     run_collectives<float>(*comm, sizes);
     run_collectives<double>(*comm, sizes);
+  }
+  for (int64_t m : {0, 1, 7, 1001}) {
+    run_scatter_and_gather<float>(*comm, m);
+    run_scatter_and_gather<double>(*comm, m);
+    run_scatter_and_gather<int64_t>(*comm, m);
   }
   run_async(*comm);
   comm->barrier();
