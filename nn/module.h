@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -96,9 +97,12 @@ class Module {
   // Most modules map one tensor to one tensor.
   virtual Tensor forward(const Tensor& x) = 0;
   Tensor operator()(const Tensor& x) { return forward(x); }
-  // A one-line description, e.g. "Linear(in=400, out=120, bias=true)". By default the class name
-  // ("TinyNet"), as PyTorch prints a module without extra_repr.
+  // The module's type, as PyTorch prints it and duet's messages name it ("Linear",
+  // "Sequential"). By default the class name without namespaces ("TinyNet").
   virtual std::string name() const;
+  // Its settings, as PyTorch's extra_repr() writes them ("in_features=400, out_features=120,
+  // bias=True"); empty by default. str() prints them in parentheses after name().
+  virtual std::string extra_repr() const;
 
   NamedTensors named_parameters() const;  // dotted names ("0.weight", "stem.bn.bias"), in order
   std::vector<Tensor> parameters() const;
@@ -135,7 +139,12 @@ class Module {
   // The checks of load_state_dict alone: throws as it would, changes nothing.
   void check_state_dict(const std::map<std::string, Tensor>& state) const;
 
-  // A multi-line, indented description of the module tree.
+  // The module tree as PyTorch's repr prints it: "Linear(in_features=4, out_features=2,
+  // bias=True)" for a leaf, and for a module with children each on its own line, indented:
+  //   Sequential(
+  //     (0): Linear(in_features=4, out_features=2, bias=True)
+  //     (1): ReLU()
+  //   )
   std::string str() const;
 
  protected:
@@ -176,6 +185,9 @@ class Module {
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };
+
+// Writes module.str(): `std::cout << *net` prints the tree as PyTorch's print(net) does.
+std::ostream& operator<<(std::ostream& out, const Module& module);
 
 namespace internal {
 
