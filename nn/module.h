@@ -217,8 +217,41 @@ template <class Impl> class ChildOf : public ChildRef {
 
 }  // namespace internal
 
+namespace internal {
+
+template <class Pointer> struct IsTensorForward : std::false_type {};
+template <class C> struct IsTensorForward<Tensor (C::*)(const Tensor&)> : std::true_type {};
+template <class C> struct IsTensorForward<Tensor (C::*)(const Tensor&) noexcept> : std::true_type {};
+
+// Whether M overrides Module::forward with a public `Tensor forward(const Tensor&)`. Name lookup
+// of M::forward stops at the nearest class that declares a forward, so it finds Base's
+// (Cloneable<M>'s) only when M declares none, and a forward of another signature hides the
+// right one.
+template <class M, class Base> constexpr bool overrides_forward() {
+  if constexpr (requires { &M::forward; }) {  // one forward: not Base's, and of the right type
+    return !std::is_same_v<decltype(&M::forward), Tensor (Base::*)(const Tensor&)> &&
+           IsTensorForward<decltype(&M::forward)>::value;
+  } else {  // several (or an inaccessible one): the right one among them
+    return requires { static_cast<Tensor (M::*)(const Tensor&)>(&M::forward); };
+  }
+}
+
+}  // namespace internal
+
 // Layers derive from Cloneable<Self> to get shallow_copy() for free.
 template <class Derived> class Cloneable : public Module {
+ public:
+  // Derived's forward overrides this one. It is here so that a forward of another signature
+  // (the tensor taken by value, two tensors, another return type) or none at all stops the
+  // build with the one sentence below, rather than leaving Derived abstract and failing, at
+  // length, in every std::make_shared<Derived> that follows.
+  Tensor forward(const Tensor&) override {
+    static_assert(internal::overrides_forward<Derived, Cloneable>(),
+                  "a module derived from nn::Cloneable<M> must declare `Tensor forward(const Tensor& x) override` "
+                  "(public, taking the tensor by const reference and returning one Tensor)");
+    DUET_FAIL(name(), ": Cloneable::forward reached, which Derived's forward overrides");
+  }
+
  private:
   std::shared_ptr<Module> shallow_copy() const override {
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));
