@@ -32,19 +32,19 @@ const char* const kLeNetBody = R"((
   (11): Linear(in_features=84, out_features=10, bias=True)
 ))";
 
-// The model of docs/writing-models.md, inside a module of modules of one's own.
-class TinyNet : public nn::Cloneable<TinyNet> {
+// Modules of one's own, nested.
+class Stem : public nn::Cloneable<Stem> {
  public:
-  TinyNet() {
+  Stem() {
     features_ = register_module(
-        "features", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2)));
-    classifier_ = register_module("classifier", nn::Linear(8 * 14 * 14, 10));
+        "features", nn::Sequential(nn::Conv2d(nn::Conv2dOptions(3, 4, 3).stride(2)), nn::BatchNorm2d(4), nn::Tanh()));
+    head_ = register_module("head", nn::Linear(16, 5));
   }
-  Tensor forward(const Tensor& x) override { return classifier_(features_(x).flatten(1)); }
+  Tensor forward(const Tensor& x) override { return head_(features_(x).flatten(1)); }
 
  private:
   nn::Child<nn::Sequential> features_;
-  nn::Child<nn::Linear> classifier_;
+  nn::Child<nn::Linear> head_;
 };
 
 class Leaf : public nn::Cloneable<Leaf> {
@@ -55,14 +55,14 @@ class Leaf : public nn::Cloneable<Leaf> {
 class Outer : public nn::Cloneable<Outer> {
  public:
   Outer() {
-    net_ = register_module("net", std::make_shared<TinyNet>());
+    stem_ = register_module("stem", std::make_shared<Stem>());
     leaf_ = register_module("leaf", std::make_shared<Leaf>());
     empty_ = register_module("empty", nn::Sequential());
   }
-  Tensor forward(const Tensor& x) override { return empty_(leaf_(net_(x))); }
+  Tensor forward(const Tensor& x) override { return empty_(leaf_(stem_(x))); }
 
  private:
-  nn::Child<TinyNet> net_;
+  nn::Child<Stem> stem_;
   nn::Child<Leaf> leaf_;
   nn::Child<nn::Sequential> empty_;
 };
@@ -101,13 +101,13 @@ TEST_CASE("std::cout << *net prints LeNet as PyTorch's print(net)", "[nn][module
 
 TEST_CASE("a module of one's own prints its name and its children's trees", "[nn][module][print]") {
   CHECK(printed(Outer()) == R"(Outer(
-  (net): TinyNet(
+  (stem): Stem(
     (features): Sequential(
-      (0): Conv2d(1, 8, kernel_size=(3, 3), stride=(1, 1), padding=(1, 1))
-      (1): ReLU()
-      (2): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)
+      (0): Conv2d(3, 4, kernel_size=(3, 3), stride=(2, 2))
+      (1): BatchNorm2d(4, eps=1e-05, momentum=0.1, affine=True, track_running_stats=True)
+      (2): Tanh()
     )
-    (classifier): Linear(in_features=1568, out_features=10, bias=True)
+    (head): Linear(in_features=16, out_features=5, bias=True)
   )
   (leaf): Leaf()
   (empty): Sequential()
