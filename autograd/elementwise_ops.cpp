@@ -190,6 +190,23 @@ Tensor le(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::le, a, 
 Tensor gt(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::gt, a, b); }
 Tensor ge(const Tensor& a, const Tensor& b) { return binary_op(BinaryOp::ge, a, b); }
 
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  autograd::check_defined("clamp", x);
+  DUET_CHECK(min || max, "clamp: at least one of min and max must be given");
+  // By selection rather than maximum/minimum, whose gradient splits ties: x keeps its whole
+  // gradient at a bound, as in torch.clamp.
+  Tensor out = x;
+  if (min) {
+    const Tensor low = scalar_like(*min, x);
+    out = where(lt(out, low), low, out);
+  }
+  if (max) {
+    const Tensor high = scalar_like(*max, x);
+    out = where(gt(out, high), high, out);
+  }
+  return out;
+}
+
 Tensor scalar_like(double value, const Tensor& like) {
   autograd::check_defined("scalar_like", like);
   Tensor out = empty({}, autograd::options_of(like));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "duet/core/tensor.h"
@@ -19,6 +20,10 @@ Tensor abs(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
+// torch.clamp: min(max(x, min), max), each bound optional (at least one given); the gradient
+// passes where min <= x <= max. NaN stays NaN (its gradient passes too; PyTorch's is 0). The
+// bounds are 0-d tensors of x's dtype, so an integer x clamps to truncated bounds.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
 
 // ---- elementwise binary, NumPy broadcasting; a scalar is a 0-d tensor of the other's dtype ----
 Tensor add(const Tensor& a, const Tensor& b);
@@ -71,12 +76,8 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // i64, not 
 // without a dim does the same). NaN is the minimum wherever it appears, as in PyTorch.
 Tensor amin(const Tensor& x, std::vector<int64_t> dims = {}, bool keepdim = false);
 Tensor min(const Tensor& x);
-// torch.min(x, dim): the minimum along dim and the index of its first occurrence; the gradient
-// goes to that index only.
-struct ValuesIndices {
-  Tensor values;
-  Tensor indices;  // i64
-};
+// torch.min(x, dim): the minimum along dim and the index of its first occurrence (ValuesIndices,
+// core/tensor.h); the gradient goes to that index only.
 ValuesIndices min(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);  // i64, not differentiable
 // Variance and standard deviation over dims (all when empty), as torch.var and torch.std in 1.13:

@@ -119,7 +119,7 @@ const Tensor& Tensor::add_(const Tensor& other, double alpha) const {
   DUET_CHECK(broadcast_shapes(other.sizes(), sizes(), "add_") == sizes(), "add_: ", other.describe(),
              " cannot be broadcast to ", describe());
   NoGradGuard no_grad;
-  Tensor scaled = alpha == 1.0 ? other : mul(other, scalar_like(alpha, other));
+  Tensor scaled = alpha == 1.0 ? other : duet::mul(other, scalar_like(alpha, other));
   kernels::binary(kernels::BinaryOp::add, *this, scaled, *this);
   bump_version();
   return *this;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -37,6 +38,18 @@ struct TensorImpl {
 };
 
 class Tensor;
+struct ValuesIndices;
+
+// The dims a reduction runs over, as PyTorch takes them: one (x.sum(1)), several
+// (x.sum({0, 2})), or none for all of them (x.sum()).
+struct Dims {
+  Dims() = default;
+  Dims(int64_t dim) : list{dim} {}
+  Dims(std::initializer_list<int64_t> dims) : list(dims) {}
+  Dims(std::vector<int64_t> dims) : list(std::move(dims)) {}
+  std::vector<int64_t> list;
+};
+
 // A gradient hook sees the incoming gradient. It returns a replacement, or an undefined
 // Tensor to keep the gradient as it is.
 using GradHook = std::function<Tensor(const Tensor& grad)>;
@@ -131,6 +144,60 @@ class Tensor {
   const Tensor& add_(const Tensor& other, double alpha = 1.0) const;
   const Tensor& mul_(double factor) const;
 
+  // ---- method twins of the ops, as PyTorch's Tensor methods ----
+  // Each calls the op of the same name with this tensor first (x.sum(1) is sum(x, {1}), and
+  // logits.argmax(1).eq(y).sum() counts the right predictions), so it computes, records and
+  // fails exactly as the op does. Declared here for ergonomics, like the members above, but
+  // defined beside their ops, above core: autograd/tensor_methods.cpp, and
+  // nn/functional_softmax.cpp for softmax and log_softmax; libduet links them as one.
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor abs() const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max = std::nullopt) const;
+  Tensor add(const Tensor& other) const;
+  Tensor sub(const Tensor& other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor add(double other) const;  // the operators' forms: other as a 0-d tensor of this dtype
+  Tensor sub(double other) const;
+  Tensor mul(double other) const;
+  Tensor div(double other) const;
+  Tensor floor_divide(const Tensor& other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(double exponent) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor where(const Tensor& condition, const Tensor& other) const;  // where(condition, *this, other)
+  Tensor sum(Dims dims = {}, bool keepdim = false) const;
+  Tensor mean(Dims dims = {}, bool keepdim = false) const;
+  Tensor max() const;                                       // over every element, as x.max()
+  Tensor amax(Dims dims = {}, bool keepdim = false) const;  // duet::max over dims
+  Tensor min() const;
+  ValuesIndices min(int64_t dim, bool keepdim = false) const;
+  Tensor amin(Dims dims = {}, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;
+  Tensor argmin(int64_t dim, bool keepdim = false) const;
+  Tensor var(Dims dims = {}, bool unbiased = true, bool keepdim = false) const;
+  Tensor std(Dims dims = {}, bool unbiased = true, bool keepdim = false) const;
+  Tensor logsumexp(Dims dims, bool keepdim = false) const;
+  Tensor matmul(const Tensor& other) const;
+  std::vector<Tensor> split(int64_t split_size, int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const;
+  std::vector<Tensor> chunk(int64_t chunks, int64_t dim = 0) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+
  private:
   // Copies the elements, as T, into a contiguous host buffer of numel() values.
   void copy_to_host(void* dst, DType as) const;
@@ -139,6 +206,12 @@ class Tensor {
 };
 
 std::ostream& operator<<(std::ostream& out, const Tensor& t);
+
+// torch.min(x, dim)'s result: the values and the index of each (x.min(dim), duet::min).
+struct ValuesIndices {
+  Tensor values;
+  Tensor indices;  // i64
+};
 
 // An uninitialised contiguous tensor, with no autograd state: core's one allocation helper,
 // for kernels-level code that cannot use the factories of autograd/factory.h.

@@ -49,6 +49,11 @@ struct Pool2dParams {
 };
 Tensor max_pool2d(const Tensor& x, Pool2dParams params);
 Tensor avg_pool2d(const Tensor& x, Pool2dParams params);
+// PyTorch's positional form, as the layers' constructors take it: max_pool2d(x, 2) is
+// max_pool2d(x, {.kernel = 2}), the stride (0: the kernel's) and padding following. A window of
+// two sizes alone is spelled PerAxis{3, 2} or {.kernel = {3, 2}}: a bare {3, 2} would fit both.
+Tensor max_pool2d(const Tensor& x, PerAxis kernel_size, PerAxis stride = 0, PerAxis padding = 0);
+Tensor avg_pool2d(const Tensor& x, PerAxis kernel_size, PerAxis stride = 0, PerAxis padding = 0);
 // avg_pool2d(activation(x)) (relu, sigmoid or tanh; none: plain avg_pool2d) without storing
 // activation(x): one pass over x forward, and one backward, which reads x again instead of the
 // activation's output. Equal to the two ops in sequence, to the bit for relu (the same sums in

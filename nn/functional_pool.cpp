@@ -121,6 +121,14 @@ Tensor max_pool2d(const Tensor& x, Pool2dParams params) {
 
 Tensor avg_pool2d(const Tensor& x, Pool2dParams params) { return activated_avg_pool2d(x, std::nullopt, params); }
 
+Tensor max_pool2d(const Tensor& x, PerAxis kernel_size, PerAxis stride, PerAxis padding) {
+  return max_pool2d(x, {.kernel = kernel_size, .stride = stride, .padding = padding});
+}
+
+Tensor avg_pool2d(const Tensor& x, PerAxis kernel_size, PerAxis stride, PerAxis padding) {
+  return avg_pool2d(x, {.kernel = kernel_size, .stride = stride, .padding = padding});
+}
+
 Tensor activated_avg_pool2d(const Tensor& x, std::optional<kernels::UnaryOp> activation, Pool2dParams params) {
   DUET_CHECK(params.dilation == PerAxis(1), "avg_pool2d: dilation applies to max_pool2d only, got ", params.dilation);
   const PoolPlan plan = plan_pool("avg_pool2d", x, params);

@@ -158,3 +158,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& target, Reduction reduc
 }
 
 }  // namespace duet::nn::functional
+
+namespace duet {
+
+// Tensor's method twins (core/tensor.h) of the two ops above, here beside them.
+Tensor Tensor::softmax(int64_t dim) const { return nn::functional::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return nn::functional::log_softmax(*this, dim); }
+
+}  // namespace duet

@@ -1,6 +1,9 @@
 #include "duet/nn/layers.h"
 
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "duet/autograd/factory.h"
 #include "duet/autograd/grad_mode.h"
@@ -17,6 +20,40 @@ Tensor default_init(Shape sizes, int64_t fan_in) {
   return t;
 }
 
+// Python's spellings, as PyTorch's extra_repr writes them.
+const char* python_bool(bool value) { return value ? "True" : "False"; }
+
+// repr(float): the shortest digits that read back, positional for exponents in [-4, 16)
+// ("0.1", "1.0", "0.001"), else scientific with at least two exponent digits ("1e-05").
+std::string python_float(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char text[32];
+  const auto result = std::to_chars(text, text + sizeof text, value, std::chars_format::scientific);
+  const std::string scientific(text, result.ptr);  // "-1.25e-05"
+  const size_t e = scientific.find('e');
+  const bool negative = scientific[0] == '-';
+  std::string digits;
+  for (char c : scientific.substr(negative, e - negative))
+    if (c != '.') digits += c;
+  const int exponent = std::stoi(scientific.substr(e + 1));
+  std::string out;
+  if (exponent < -4 || exponent >= 16) {
+    out = digits.substr(0, 1) + (digits.size() > 1 ? "." + digits.substr(1) : "") + (exponent < 0 ? "e-" : "e+") +
+          (std::abs(exponent) < 10 ? "0" : "") + std::to_string(std::abs(exponent));
+  } else if (exponent < 0) {
+    out = "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+  } else {
+    const size_t whole = static_cast<size_t>(exponent) + 1;
+    if (digits.size() <= whole) out = digits + std::string(whole - digits.size(), '0') + ".0";
+    else out = digits.substr(0, whole) + "." + digits.substr(whole);
+  }
+  return negative ? "-" + out : out;
+}
+
+// "(5, 5)": PyTorch stores Conv2d's sizes as tuples and prints them so.
+std::string tuple(PerAxis v) { return detail::concat("(", v.h, ", ", v.w, ")"); }
+
 }  // namespace
 
 // ---- Linear ----
@@ -30,8 +67,8 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool bias)
 
 Tensor LinearImpl::forward(const Tensor& x) { return functional::linear(x, weight(), bias()); }
 
-std::string LinearImpl::name() const {
-  return detail::concat("Linear(in=", in_, ", out=", out_, ", bias=", has_bias_ ? "true" : "false", ")");
+std::string LinearImpl::extra_repr() const {
+  return detail::concat("in_features=", in_, ", out_features=", out_, ", bias=", python_bool(has_bias_));
 }
 
 // ---- Conv2d ----
@@ -62,27 +99,25 @@ functional::Conv2dParams Conv2dImpl::params() const {
 
 Tensor Conv2dImpl::forward(const Tensor& x) { return functional::conv2d(x, weight(), bias(), params()); }
 
-std::string Conv2dImpl::name() const {
+// PyTorch's Conv2d.extra_repr: the sizes always as tuples, the defaults left out.
+std::string Conv2dImpl::extra_repr() const {
   const auto& o = options_;
-  return detail::concat(
-      "Conv2d(", o.in_channels_, ", ", o.out_channels_, ", kernel=", o.kernel_size_, ", stride=", o.stride_,
-      ", padding=", o.padding_, o.dilation_ == PerAxis(1) ? "" : detail::concat(", dilation=", o.dilation_),
-      o.groups_ == 1 ? "" : detail::concat(", groups=", o.groups_), o.bias_ ? "" : ", bias=false", ")");
+  return detail::concat(o.in_channels_, ", ", o.out_channels_, ", kernel_size=", tuple(o.kernel_size_),
+                        ", stride=", tuple(o.stride_),
+                        o.padding_ == PerAxis(0) ? "" : detail::concat(", padding=", tuple(o.padding_)),
+                        o.dilation_ == PerAxis(1) ? "" : detail::concat(", dilation=", tuple(o.dilation_)),
+                        o.groups_ == 1 ? "" : detail::concat(", groups=", o.groups_), o.bias_ ? "" : ", bias=False");
 }
 
 // ---- pooling ----
-std::string pool_name(const char* kind, const functional::Pool2dParams& p) {
+std::string pool_extra_repr(bool max, const functional::Pool2dParams& p) {
   const PerAxis stride{p.stride.h ? p.stride.h : p.kernel.h, p.stride.w ? p.stride.w : p.kernel.w};
-  return detail::concat(kind, "(kernel=", p.kernel, ", stride=", stride, ", padding=", p.padding,
-                        p.ceil_mode ? ", ceil_mode=true" : "", p.count_include_pad ? "" : ", count_include_pad=false",
-                        p.dilation == PerAxis(1) ? "" : detail::concat(", dilation=", p.dilation),
-                        p.divisor_override == 0 ? "" : detail::concat(", divisor_override=", p.divisor_override), ")");
+  const std::string common = detail::concat("kernel_size=", p.kernel, ", stride=", stride, ", padding=", p.padding);
+  if (!max) return common;
+  return detail::concat(common, ", dilation=", p.dilation, ", ceil_mode=", python_bool(p.ceil_mode));
 }
 
-std::string adaptive_pool_name(const char* kind, PerAxis size) {
-  return size.h == size.w ? detail::concat(kind, "(", size.h, ")")
-                          : detail::concat(kind, "(", size.h, ", ", size.w, ")");
-}
+std::string adaptive_pool_extra_repr(PerAxis size) { return detail::concat("output_size=", size); }
 
 // ---- BatchNorm2d ----
 double BatchNormOptions::count_batch(const Tensor& num_batches_tracked) const {
@@ -94,7 +129,8 @@ double BatchNormOptions::count_batch(const Tensor& num_batches_tracked) const {
 }
 
 std::string BatchNormOptions::str() const {
-  return detail::concat("momentum=", momentum ? detail::concat(*momentum) : "None", ", eps=", eps);
+  return detail::concat("eps=", python_float(eps), ", momentum=", momentum ? python_float(*momentum) : "None",
+                        ", affine=True, track_running_stats=True");
 }
 
 void BatchNormOptions::check(const char* layer) const {
@@ -119,16 +155,17 @@ Tensor BatchNorm2dImpl::forward(const Tensor& x) {
                                 momentum, options_.eps);
 }
 
-std::string BatchNorm2dImpl::name() const {
-  return detail::concat("BatchNorm2d(", channels_, ", ", options_.str(), ")");
-}
+std::string BatchNorm2dImpl::extra_repr() const { return detail::concat(channels_, ", ", options_.str()); }
 
 // ---- Dropout ----
 DropoutImpl::DropoutImpl(double p) : p_(p) { DUET_CHECK(p >= 0 && p < 1, "Dropout: p must be in [0, 1), got ", p); }
 
 Tensor DropoutImpl::forward(const Tensor& x) { return functional::dropout(x, p_, is_training()); }
 
-std::string DropoutImpl::name() const { return detail::concat("Dropout(p=", p_, ")"); }
+std::string DropoutImpl::extra_repr() const { return detail::concat("p=", python_float(p_), ", inplace=False"); }
+
+// ---- Flatten ----
+std::string FlattenImpl::extra_repr() const { return detail::concat("start_dim=", start_, ", end_dim=", end_); }
 
 // ---- Sequential ----
 void SequentialImpl::push_back(std::shared_ptr<Module> module) {

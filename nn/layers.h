@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "duet/autograd/ops.h"
@@ -23,7 +24,8 @@ class LinearImpl final : public Cloneable<LinearImpl> {
   // weight [out, in] and bias [out], both U(-1/sqrt(in), 1/sqrt(in)) as in PyTorch.
   LinearImpl(int64_t in_features, int64_t out_features, bool bias = true);
   Tensor forward(const Tensor& x) override;
-  std::string name() const override;
+  std::string name() const override { return "Linear"; }
+  std::string extra_repr() const override;
   const Tensor& weight() const { return parameter(weight_); }
   Tensor bias() const { return has_bias_ ? parameter(bias_) : Tensor(); }
 
@@ -75,7 +77,8 @@ class Conv2dImpl final : public Cloneable<Conv2dImpl> {
  public:
   explicit Conv2dImpl(const Conv2dOptions& options);
   Tensor forward(const Tensor& x) override;
-  std::string name() const override;
+  std::string name() const override { return "Conv2d"; }
+  std::string extra_repr() const override;
   const Tensor& weight() const { return parameter(weight_); }
   Tensor bias() const { return options_.bias_ ? parameter(bias_) : Tensor(); }
   const Conv2dOptions& options() const { return options_; }
@@ -127,9 +130,10 @@ struct AvgPool2dOptions : Pool2dOptionsBase<AvgPool2dOptions> {
   }
 };
 
-// "MaxPool2d(kernel=2, stride=2, padding=0)", with ceil_mode, count_include_pad, dilation and
-// divisor_override when not their defaults.
-std::string pool_name(const char* kind, const functional::Pool2dParams& params);
+// PyTorch's extra_repr of MaxPool2d ("kernel_size=2, stride=2, padding=0, dilation=1,
+// ceil_mode=False") or of AvgPool2d (its first three only, as PyTorch prints it). A size of
+// two values prints as (h, w).
+std::string pool_extra_repr(bool max, const functional::Pool2dParams& params);
 
 // MaxPool2d and AvgPool2d differ only in the functional op they call and their options.
 template <Tensor (*Pool)(const Tensor&, functional::Pool2dParams), const char* Kind, class Options>
@@ -140,7 +144,10 @@ class Pool2dImpl final : public Cloneable<Pool2dImpl<Pool, Kind, Options>> {
   explicit Pool2dImpl(PerAxis kernel, PerAxis stride = 0, PerAxis padding = 0)
       : params_{.kernel = kernel, .stride = stride, .padding = padding} {}
   Tensor forward(const Tensor& x) override { return Pool(x, params_); }
-  std::string name() const override { return pool_name(Kind, params_); }
+  std::string name() const override { return Kind; }
+  std::string extra_repr() const override {
+    return pool_extra_repr(std::is_same_v<Options, MaxPool2dOptions>, params_);
+  }
   const functional::Pool2dParams& params() const { return params_; }
 
  private:
@@ -153,8 +160,8 @@ using AvgPool2dImpl = Pool2dImpl<functional::avg_pool2d, kAvgPool2dName, AvgPool
 DUET_MODULE(MaxPool2d);
 DUET_MODULE(AvgPool2d);
 
-// "AdaptiveAvgPool2d(1)", "AdaptiveMaxPool2d(2, 3)".
-std::string adaptive_pool_name(const char* kind, PerAxis output_size);
+// "output_size=1", "output_size=(2, 3)", as PyTorch's extra_repr.
+std::string adaptive_pool_extra_repr(PerAxis output_size);
 
 // AdaptiveAvgPool2d and AdaptiveMaxPool2d: to output_size.h x output_size.w.
 template <Tensor (*Pool)(const Tensor&, PerAxis), const char* Kind> class AdaptivePool2dImpl final
@@ -162,7 +169,8 @@ template <Tensor (*Pool)(const Tensor&, PerAxis), const char* Kind> class Adapti
  public:
   explicit AdaptivePool2dImpl(PerAxis output_size) : output_size_(output_size) {}
   Tensor forward(const Tensor& x) override { return Pool(x, output_size_); }
-  std::string name() const override { return adaptive_pool_name(Kind, output_size_); }
+  std::string name() const override { return Kind; }
+  std::string extra_repr() const override { return adaptive_pool_extra_repr(output_size_); }
 
  private:
   PerAxis output_size_;
@@ -196,7 +204,8 @@ struct BatchNormOptions {
   // Counts one training batch in num_batches_tracked and returns the factor its statistics get:
   // momentum, or 1 / num_batches_tracked for the cumulative average (PyTorch's rule).
   double count_batch(const Tensor& num_batches_tracked) const;
-  // "momentum=0.1, eps=1e-05", or "momentum=None, ...", for the layers' names.
+  // "eps=1e-05, momentum=0.1, affine=True, track_running_stats=True" ("momentum=None" for the
+  // cumulative average), the tail of PyTorch's extra_repr for the layers that use them.
   std::string str() const;
   // Throws naming `layer` for a momentum outside [0, 1] or an eps <= 0.
   void check(const char* layer) const;
@@ -206,7 +215,8 @@ class BatchNorm2dImpl final : public Cloneable<BatchNorm2dImpl> {
  public:
   explicit BatchNorm2dImpl(int64_t channels, BatchNormOptions options = {});
   Tensor forward(const Tensor& x) override;
-  std::string name() const override;
+  std::string name() const override { return "BatchNorm2d"; }
+  std::string extra_repr() const override;
   const Tensor& running_mean() const { return buffer(mean_); }
   const Tensor& running_var() const { return buffer(var_); }
   int64_t channels() const { return channels_; }
@@ -227,7 +237,7 @@ DUET_MODULE(BatchNorm2d);
    public:                                                             \
     static constexpr kernels::UnaryOp op = kernels::UnaryOp::fn;       \
     Tensor forward(const Tensor& x) override { return ::duet::fn(x); } \
-    std::string name() const override { return #Name "()"; }           \
+    std::string name() const override { return #Name; }                \
   };                                                                   \
   DUET_MODULE(Name)
 DUET_ACTIVATION(ReLU, relu);
@@ -239,7 +249,8 @@ class DropoutImpl final : public Cloneable<DropoutImpl> {
  public:
   explicit DropoutImpl(double p = 0.5);
   Tensor forward(const Tensor& x) override;
-  std::string name() const override;
+  std::string name() const override { return "Dropout"; }
+  std::string extra_repr() const override;
 
  private:
   double p_;
@@ -251,7 +262,8 @@ class FlattenImpl final : public Cloneable<FlattenImpl> {
  public:
   explicit FlattenImpl(int64_t start_dim = 1, int64_t end_dim = -1) : start_(start_dim), end_(end_dim) {}
   Tensor forward(const Tensor& x) override { return x.flatten(start_, end_); }
-  std::string name() const override { return "Flatten()"; }
+  std::string name() const override { return "Flatten"; }
+  std::string extra_repr() const override;
 
  private:
   int64_t start_, end_;

@@ -258,18 +258,30 @@ void Module::load_state_dict(const std::map<std::string, Tensor>& state) {
   for (const auto& [name, t] : state_dict()) t.copy_(state.at(name));
 }
 
+std::string Module::extra_repr() const { return ""; }
+
+// PyTorch's nn.Module.__repr__: the settings' lines, then one line per child, whose own lines
+// are indented by two more spaces; a single settings line with no children stays on one line.
 std::string Module::str() const {
-  if (children_.empty()) return name();
-  std::ostringstream out;
-  out << name() << "(\n";
+  std::vector<std::string> lines;
+  std::istringstream settings(extra_repr());
+  for (std::string line; std::getline(settings, line);) lines.push_back(line);
+  const bool one_line = lines.size() <= 1 && children_.empty();
   for (const auto& [child_name, child] : children_) {
-    std::string inner = child->str();
     std::string indented;
-    for (char c : inner) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
-    out << "  (" << child_name << "): " << indented << "\n";
+    for (char c : child->str()) indented += c == '\n' ? std::string("\n  ") : std::string(1, c);
+    lines.push_back("(" + child_name + "): " + indented);
   }
-  out << ")";
-  return out.str();
+  std::string out = name() + "(";
+  if (one_line) {
+    if (!lines.empty()) out += lines[0];
+  } else {
+    for (const std::string& line : lines) out += "\n  " + line;
+    out += "\n";
+  }
+  return out + ")";
 }
+
+std::ostream& operator<<(std::ostream& out, const Module& module) { return out << module.str(); }
 
 }  // namespace duet::nn

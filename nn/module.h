@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
@@ -96,9 +97,12 @@ class Module {
   // Most modules map one tensor to one tensor.
   virtual Tensor forward(const Tensor& x) = 0;
   Tensor operator()(const Tensor& x) { return forward(x); }
-  // A one-line description, e.g. "Linear(in=400, out=120, bias=true)". By default the class name
-  // ("TinyNet"), as PyTorch prints a module without extra_repr.
+  // The module's type, as PyTorch prints it and duet's messages name it ("Linear",
+  // "Sequential"). By default the class name without namespaces ("TinyNet").
   virtual std::string name() const;
+  // Its settings, as PyTorch's extra_repr() writes them ("in_features=400, out_features=120,
+  // bias=True"); empty by default. str() prints them in parentheses after name().
+  virtual std::string extra_repr() const;
 
   NamedTensors named_parameters() const;  // dotted names ("0.weight", "stem.bn.bias"), in order
   std::vector<Tensor> parameters() const;
@@ -135,7 +139,12 @@ class Module {
   // The checks of load_state_dict alone: throws as it would, changes nothing.
   void check_state_dict(const std::map<std::string, Tensor>& state) const;
 
-  // A multi-line, indented description of the module tree.
+  // The module tree as PyTorch's repr prints it: "Linear(in_features=4, out_features=2,
+  // bias=True)" for a leaf, and for a module with children each on its own line, indented:
+  //   Sequential(
+  //     (0): Linear(in_features=4, out_features=2, bias=True)
+  //     (1): ReLU()
+  //   )
   std::string str() const;
 
  protected:
@@ -177,6 +186,9 @@ class Module {
   bool training_ = true;
 };
 
+// Writes module.str(): `std::cout << *net` prints the tree as PyTorch's print(net) does.
+std::ostream& operator<<(std::ostream& out, const Module& module);
+
 namespace internal {
 
 template <class Impl> class ChildOf : public ChildRef {
@@ -205,8 +217,41 @@ template <class Impl> class ChildOf : public ChildRef {
 
 }  // namespace internal
 
+namespace internal {
+
+template <class Pointer> struct IsTensorForward : std::false_type {};
+template <class C> struct IsTensorForward<Tensor (C::*)(const Tensor&)> : std::true_type {};
+template <class C> struct IsTensorForward<Tensor (C::*)(const Tensor&) noexcept> : std::true_type {};
+
+// Whether M overrides Module::forward with a public `Tensor forward(const Tensor&)`. Name lookup
+// of M::forward stops at the nearest class that declares a forward, so it finds Base's
+// (Cloneable<M>'s) only when M declares none, and a forward of another signature hides the
+// right one.
+template <class M, class Base> constexpr bool overrides_forward() {
+  if constexpr (requires { &M::forward; }) {  // one forward: not Base's, and of the right type
+    return !std::is_same_v<decltype(&M::forward), Tensor (Base::*)(const Tensor&)> &&
+           IsTensorForward<decltype(&M::forward)>::value;
+  } else {  // several (or an inaccessible one): the right one among them
+    return requires { static_cast<Tensor (M::*)(const Tensor&)>(&M::forward); };
+  }
+}
+
+}  // namespace internal
+
 // Layers derive from Cloneable<Self> to get shallow_copy() for free.
 template <class Derived> class Cloneable : public Module {
+ public:
+  // Derived's forward overrides this one. It is here so that a forward of another signature
+  // (the tensor taken by value, two tensors, another return type) or none at all stops the
+  // build with the one sentence below, rather than leaving Derived abstract and failing, at
+  // length, in every std::make_shared<Derived> that follows.
+  Tensor forward(const Tensor&) override {
+    static_assert(internal::overrides_forward<Derived, Cloneable>(),
+                  "a module derived from nn::Cloneable<M> must declare `Tensor forward(const Tensor& x) override` "
+                  "(public, taking the tensor by const reference and returning one Tensor)");
+    DUET_FAIL(name(), ": Cloneable::forward reached, which Derived's forward overrides");
+  }
+
  private:
   std::shared_ptr<Module> shallow_copy() const override {
     auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this));

@@ -219,9 +219,7 @@ Tensor SyncBatchNorm2dImpl::forward(const Tensor& x) {
                                     momentum, options_.eps);
 }
 
-std::string SyncBatchNorm2dImpl::name() const {
-  return duet::detail::concat("SyncBatchNorm2d(", channels_, ", ", options_.str(), ")");
-}
+std::string SyncBatchNorm2dImpl::extra_repr() const { return duet::detail::concat(channels_, ", ", options_.str()); }
 
 std::shared_ptr<nn::Module> convert_sync_batchnorm(std::shared_ptr<nn::Module> module) {
   DUET_CHECK(module, "convert_sync_batchnorm: null module");

@@ -42,7 +42,8 @@ class SyncBatchNorm2dImpl final : public nn::Cloneable<SyncBatchNorm2dImpl> {
   explicit SyncBatchNorm2dImpl(const nn::BatchNorm2dImpl& batch_norm);
 
   Tensor forward(const Tensor& x) override;
-  std::string name() const override;
+  std::string name() const override { return "SyncBatchNorm2d"; }
+  std::string extra_repr() const override;
   // This replica's rank of the group whose batches it normalises together; null: none.
   void set_communicator(std::shared_ptr<Communicator> comm) { comm_ = std::move(comm); }
   const Tensor& running_mean() const { return buffer(mean_); }

@@ -214,7 +214,7 @@ void check_maximize_golden(Device device) {
 
 void check_cumulative_batch_norm_golden(Device device) {
   nn::BatchNorm2d bn(3, nn::BatchNormOptions{.momentum = std::nullopt});
-  CHECK(bn->name() == "BatchNorm2d(3, momentum=None, eps=1e-05)");
+  CHECK(bn->str() == "BatchNorm2d(3, eps=1e-05, momentum=None, affine=True, track_running_stats=True)");
   {
     NoGradGuard no_grad;
     bn->parameters()[0].copy_(get("bn.weight"));

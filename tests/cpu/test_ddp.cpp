@@ -186,7 +186,7 @@ TEST_CASE("SyncBatchNorm with momentum None keeps single-device BatchNorm's cumu
   DDPOptions options = tiny_buckets();
   options.sync_batchnorm = true;
   DistributedDataParallel ddp(batch_norm_model(cpu(0), cumulative), sgd, cpus(2), options);
-  CHECK_THAT(ddp.model().str(), Contains("SyncBatchNorm2d(3, momentum=None"));
+  CHECK_THAT(ddp.model().str(), Contains("SyncBatchNorm2d(3, eps=1e-05, momentum=None"));
   CHECK(max_relative_diff(trained(ddp, batches), expected) < 1e-5);
   CHECK(max_relative_diff(values(ddp.model().named_buffers()), values(single_model->named_buffers())) < 1e-5);
 }

@@ -26,7 +26,7 @@ TEST_CASE("named_parameters uses dotted names in registration order", "[nn][modu
   }
   CHECK(names == std::vector<std::string>{"0.weight", "0.bias", "2.0.weight"});
   CHECK(net->num_parameters() == 4 * 3 + 3 + 3 * 2);
-  CHECK_THAT(net->str(), Contains("(0): Linear(in=4, out=3, bias=true)") && Contains("(1): ReLU()"));
+  CHECK_THAT(net->str(), Contains("(0): Linear(in_features=4, out_features=3, bias=True)") && Contains("(1): ReLU()"));
 }
 
 TEST_CASE("train() and eval() reach every child", "[nn][module]") {
@@ -112,7 +112,8 @@ TEST_CASE("BatchNorm2d keeps PyTorch's buffers and updates them only in training
 TEST_CASE("Conv2d takes PyTorch's options: per-axis sizes, dilation and groups", "[nn][module]") {
   nn::Conv2d depthwise(nn::Conv2dOptions(8, 16, {3, 1}).stride({2, 1}).padding({1, 0}).dilation(2).groups(8));
   CHECK(depthwise->weight().sizes() == Shape{16, 1, 3, 1});
-  CHECK(depthwise->name() == "Conv2d(8, 16, kernel=(3, 1), stride=(2, 1), padding=(1, 0), dilation=2, groups=8)");
+  CHECK(depthwise->str() ==
+        "Conv2d(8, 16, kernel_size=(3, 1), stride=(2, 1), padding=(1, 0), dilation=(2, 2), groups=8)");
   Tensor x = randn({2, 8, 9, 5});
   Tensor out = depthwise(x);
   CHECK(out.sizes() == Shape{2, 16, 4, 5});
@@ -122,7 +123,8 @@ TEST_CASE("Conv2d takes PyTorch's options: per-axis sizes, dilation and groups",
   // The bound of PyTorch's default init comes from the channels one output reads, 1 here.
   CHECK(max(abs(depthwise->weight())).item<float>() <= 1 / std::sqrt(3.0f));
   // Today's spelling is unchanged.
-  CHECK(nn::Conv2d(nn::Conv2dOptions(1, 6, 5).padding(2))->name() == "Conv2d(1, 6, kernel=5, stride=1, padding=2)");
+  CHECK(nn::Conv2d(nn::Conv2dOptions(1, 6, 5).padding(2))->str() ==
+        "Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))");
   REQUIRE_THROWS_WITH(nn::Conv2d(nn::Conv2dOptions(6, 8, 3).groups(4)),
                       Contains("Conv2d: in_channels 6 is not divisible by groups 4"));
   REQUIRE_THROWS_WITH(nn::Conv2d(nn::Conv2dOptions(8, 6, 3).groups(4)),
@@ -134,29 +136,29 @@ TEST_CASE("Conv2d takes PyTorch's options: per-axis sizes, dilation and groups",
 TEST_CASE("pooling layers take PyTorch's options", "[nn][module]") {
   Tensor x = randn({1, 2, 8, 7});
   nn::MaxPool2d ceil_max(nn::MaxPool2dOptions(3).stride(2).ceil_mode(true));
-  CHECK(ceil_max->name() == "MaxPool2d(kernel=3, stride=2, padding=0, ceil_mode=true)");
+  CHECK(ceil_max->str() == "MaxPool2d(kernel_size=3, stride=2, padding=0, dilation=1, ceil_mode=True)");
   CHECK(ceil_max(x).sizes() == Shape{1, 2, 4, 3});
   nn::AvgPool2d avg(nn::AvgPool2dOptions({3, 2}).stride({2, 1}).padding({1, 0}).count_include_pad(false));
-  CHECK(avg->name() == "AvgPool2d(kernel=(3, 2), stride=(2, 1), padding=(1, 0), count_include_pad=false)");
+  CHECK(avg->str() == "AvgPool2d(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0))");  // as PyTorch prints it
   CHECK(
       avg(x).to_vector<float>() ==
       nn::functional::avg_pool2d(x, {.kernel = {3, 2}, .stride = {2, 1}, .padding = {1, 0}, .count_include_pad = false})
           .to_vector<float>());
   nn::MaxPool2d dilated(nn::MaxPool2dOptions(3).stride(1).padding(1).dilation({2, 1}));
-  CHECK(dilated->name() == "MaxPool2d(kernel=3, stride=1, padding=1, dilation=(2, 1))");
+  CHECK(dilated->str() == "MaxPool2d(kernel_size=3, stride=1, padding=1, dilation=(2, 1), ceil_mode=False)");
   CHECK(dilated(x).to_vector<float>() ==
         nn::functional::max_pool2d(x, {.kernel = 3, .stride = 1, .padding = 1, .dilation = {2, 1}}).to_vector<float>());
   nn::AvgPool2d divided(nn::AvgPool2dOptions(2).divisor_override(3));
-  CHECK(divided->name() == "AvgPool2d(kernel=2, stride=2, padding=0, divisor_override=3)");
+  CHECK(divided->str() == "AvgPool2d(kernel_size=2, stride=2, padding=0)");
   CHECK(divided(x).to_vector<float>() ==
         nn::functional::avg_pool2d(x, {.kernel = 2, .divisor_override = 3}).to_vector<float>());
   // Today's spellings: kernel, stride (0: the kernel's), padding.
-  CHECK(nn::MaxPool2d(2)->name() == "MaxPool2d(kernel=2, stride=2, padding=0)");
+  CHECK(nn::MaxPool2d(2)->str() == "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)");
   CHECK(nn::AvgPool2d(3, 2, 1)(x).sizes() == Shape{1, 2, 4, 4});
   nn::AdaptiveMaxPool2d adaptive_max(PerAxis{2, 3});
-  CHECK(adaptive_max->name() == "AdaptiveMaxPool2d(2, 3)");
+  CHECK(adaptive_max->str() == "AdaptiveMaxPool2d(output_size=(2, 3))");
   CHECK(adaptive_max(x).to_vector<float>() == nn::functional::adaptive_max_pool2d(x, {2, 3}).to_vector<float>());
-  CHECK(nn::AdaptiveAvgPool2d(1)->name() == "AdaptiveAvgPool2d(1)");
+  CHECK(nn::AdaptiveAvgPool2d(1)->str() == "AdaptiveAvgPool2d(output_size=1)");
   CHECK(nn::AdaptiveAvgPool2d(PerAxis{3, 1})(x).sizes() == Shape{1, 2, 3, 1});
 }
 

@@ -139,7 +139,7 @@ TEST_CASE("a handle follows replace_child, and a typed one refuses a module of a
   CHECK(net.forward(rand({2, 4})).sizes() == Shape{2, 3});
 
   net.replace_child("head", nn::Tanh());
-  CHECK_THROWS_WITH(net.head_->weight(), Contains("Net: child 'head' is now Tanh() (TanhImpl), not the LinearImpl") &&
+  CHECK_THROWS_WITH(net.head_->weight(), Contains("Net: child 'head' is now Tanh (TanhImpl), not the LinearImpl") &&
                                              Contains("nn::Child<nn::Module>"));
   CHECK_THROWS_WITH(net.forward(rand({2, 4})), Contains("not the LinearImpl"));
 }
@@ -173,6 +173,7 @@ TEST_CASE("Module::name() defaults to the class name, without namespaces", "[nn]
   Net net;
   CHECK(net.name() == "Net");
   CHECK(Templated<nn::Linear>().name() == "Templated<duet::nn::Linear>");
-  CHECK_THAT(net.str(), Contains("(block0): Block(\n") && Contains("(fc): Linear(in=4, out=4, bias=true)") &&
+  CHECK_THAT(net.str(), Contains("(block0): Block(\n") &&
+                            Contains("(fc): Linear(in_features=4, out_features=4, bias=True)") &&
                             Contains("(act): Tanh()"));
 }

@@ -370,6 +370,35 @@ TEST_CASE("max_pool2d routes the gradient to each window's maximum", "[nn]") {
   CHECK(y.grad().to_vector<double>() == Values{0, 0, 0, 0, 4, 0, 0, 0, 0});
 }
 
+TEST_CASE("max_pool2d(x, 2) and avg_pool2d(x, 2): PyTorch's positional form is the options form", "[nn]") {
+  struct Case {
+    PerAxis kernel, stride, padding;
+  };
+  for (const Case& c : {Case{2, 0, 0}, Case{3, 2, 1}, Case{{3, 2}, {2, 1}, {1, 0}}}) {
+    INFO("kernel " << c.kernel << " stride " << c.stride << " padding " << c.padding);
+    const F::Pool2dParams params{.kernel = c.kernel, .stride = c.stride, .padding = c.padding};
+    using Pool = Tensor (*)(const Tensor&, F::Pool2dParams);
+    using PositionalPool = Tensor (*)(const Tensor&, PerAxis, PerAxis, PerAxis);
+    for (auto [with_params, positional] : {std::pair<Pool, PositionalPool>{F::max_pool2d, F::max_pool2d},
+                                           std::pair<Pool, PositionalPool>{F::avg_pool2d, F::avg_pool2d}}) {
+      Tensor a = uniform({2, 3, 7, 6}, -1, 1, DType::f64), b = a.clone();
+      a.requires_grad_();
+      b.requires_grad_();
+      Tensor out_a = positional(a, c.kernel, c.stride, c.padding), out_b = with_params(b, params);
+      CHECK(out_a.sizes() == out_b.sizes());
+      CHECK(out_a.to_vector<double>() == out_b.to_vector<double>());
+      sum(out_a * out_a).backward();
+      sum(out_b * out_b).backward();
+      CHECK(a.grad().to_vector<double>() == b.grad().to_vector<double>());
+    }
+  }
+  // The calls as a user writes them: the stride defaults to the kernel, as in PyTorch.
+  Tensor x = uniform({1, 2, 4, 6}, -1, 1, DType::f32);
+  CHECK(F::max_pool2d(x, 2).to_vector<float>() == F::max_pool2d(x, {.kernel = 2}).to_vector<float>());
+  CHECK(F::avg_pool2d(x, 2).sizes() == Shape{1, 2, 2, 3});
+  CHECK(F::avg_pool2d(x, 2, 1).to_vector<float>() == F::avg_pool2d(x, {.kernel = 2, .stride = 1}).to_vector<float>());
+}
+
 TEST_CASE("pooling gradcheck", "[nn][gradcheck]") {
   check_gradient([](const Inputs& in) { return F::max_pool2d(in[0], {.kernel = 2}); }, {distinct({2, 2, 5, 7})});
   check_gradient([](const Inputs& in) { return F::max_pool2d(in[0], {.kernel = 3, .stride = 2, .padding = 1}); },

@@ -434,7 +434,7 @@ class TwoViews final : public nn::Cloneable<TwoViews> {
     register_buffer("second", flat.narrow(0, 3, 3));
   }
   Tensor forward(const Tensor& x) override { return x; }
-  std::string name() const override { return "TwoViews()"; }
+  std::string name() const override { return "TwoViews"; }
 };
 
 TEST_CASE("Module::to moves gradients too, keeps shared storage shared, and clone() still copies",

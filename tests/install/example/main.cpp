@@ -40,7 +40,7 @@ double accuracy(nn::Module& net, const data::TensorDataset& data) {
   net.eval();
   int64_t correct = 0;
   for (auto& [x, y] : data::DataLoader(data, {.batch_size = 1000})) {
-    correct += sum(eq(argmax(net.forward(x), 1), y)).item<int64_t>();
+    correct += net.forward(x).argmax(1).eq(y).sum().item<int64_t>();
   }
   net.train();
   return static_cast<double>(correct) / static_cast<double>(data.size());
@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   // doc: train
   manual_seed(0);  // init, dropout
   auto net = std::make_shared<TinyNet>();
+  std::cout << *net << "\n";  // the module tree, as PyTorch's print(net)
   optim::SGD opt(net->parameters(), {.lr = 0.1, .momentum = 0.9});
   data::DataLoader train(train_set, {.batch_size = 256, .shuffle = true, .seed = 0});
   for (auto& [x, y] : train) {  // one epoch; x: f32 [256, 1, 28, 28] in [0, 1], y: i64 [256]
