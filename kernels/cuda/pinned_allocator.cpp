@@ -169,17 +169,18 @@ class PinnedAllocator final : public Allocator {
     void* ptr = nullptr;
     std::optional<DeviceGuard> guard;
     if (std::optional<Device> used = device_with_context()) guard.emplace(*used);
-    cudaError_t status = cudaHostAlloc(&ptr, size, cudaHostAllocPortable);
-    if (status == cudaErrorMemoryAllocation && !recording_any_device()) {
-      cudaGetLastError();
-      release_cached();
-      status = cudaHostAlloc(&ptr, size, cudaHostAllocPortable);
-    }
-    if (status == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
+    auto allocate = [&] {
+      cudaError_t status = cudaHostAlloc(&ptr, size, cudaHostAllocPortable);
+      if (status == cudaErrorMemoryAllocation) {
+        ignore_cuda_error(status);
+        return false;
+      }
+      DUET_CUDA_CHECK(status);
+      return true;
+    };
+    if (!allocate_or_release_and_retry(
+            allocate, [this] { release_cached(); }, recording_any_device))
       DUET_FAIL("out of pinned host memory: cudaHostAlloc could not page-lock ", size, " bytes");
-    }
-    DUET_CUDA_CHECK(status);
     return ptr;
   }
 
@@ -195,7 +196,7 @@ PinnedAllocator& the_allocator() {
 }
 
 // Registered at load time; no CUDA call happens until the first pinned allocation.
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool pinned_allocator_registered = [] {
   register_pinned_allocator(&the_allocator());
   return true;
 }();

@@ -83,4 +83,16 @@ template <class Block> class PinnedCache {
   std::map<Key, std::vector<Entry>> bins_;
 };
 
+// The pinned allocator's answer to running out of page-locked memory: return the cache to the
+// driver and try once more, but never while a graph records (`recording()`): a free then would
+// invalidate the recording, whose copies may read the cached blocks at every replay. `allocate()`
+// returns false for out-of-memory (and throws for any other failure); `release()` frees the cache.
+template <class Allocate, class Release, class Recording>
+bool allocate_or_release_and_retry(Allocate allocate, Release release, Recording recording) {
+  if (allocate()) return true;
+  if (recording()) return false;
+  release();
+  return allocate();
+}
+
 }  // namespace duet::cuda

@@ -106,3 +106,33 @@ TEST_CASE("the pinned cache hands out only a block its test accepts, from the re
   CHECK(entry->first == &memory[1]);
   CHECK(cache.size() == 2);
 }
+
+TEST_CASE("out of pinned memory, the cache is freed for a retry, but never while a graph records", "[pinned_cache]") {
+  using duet::cuda::allocate_or_release_and_retry;
+  struct Attempts {
+    std::vector<bool> results;  // what each allocate() returns, in turn
+    int allocations = 0;
+    int releases = 0;
+  } a;
+  auto allocate = [&a] { return a.results.at(static_cast<std::size_t>(a.allocations++)); };
+  auto release = [&a] { ++a.releases; };
+
+  SECTION("memory at the first try: nothing freed") {
+    a.results = {true};
+    CHECK(allocate_or_release_and_retry(allocate, release, [] { return false; }));
+    CHECK(a.allocations == 1);
+    CHECK(a.releases == 0);
+  }
+  SECTION("out of memory, no graph recording: the cache goes back, and the retry gets it") {
+    a.results = {false, true};
+    CHECK(allocate_or_release_and_retry(allocate, release, [] { return false; }));
+    CHECK(a.allocations == 2);
+    CHECK(a.releases == 1);
+  }
+  SECTION("out of memory while a graph records: nothing freed, no retry, the caller reports it") {
+    a.results = {false, true};
+    CHECK_FALSE(allocate_or_release_and_retry(allocate, release, [] { return true; }));
+    CHECK(a.allocations == 1);
+    CHECK(a.releases == 0);
+  }
+}
