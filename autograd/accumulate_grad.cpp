@@ -10,7 +10,7 @@ namespace {
 // plain dense tensor; otherwise (an expanded scalar, a view of a buffer) it is copied.
 bool can_adopt(const Tensor& g) {
   return g.is_contiguous() && g.impl_ptr().use_count() == 1 && g.storage().use_count() == 1 &&
-         static_cast<int64_t>(g.storage()->nbytes()) == g.numel() * static_cast<int64_t>(g.element_size());
+         static_cast<int64_t>(g.storage()->nbytes()) == g.nbytes();
 }
 
 Tensor dense_copy(const Tensor& g) {

@@ -74,6 +74,8 @@ class Tensor {
   DType dtype() const { return impl().dtype; }
   Device device() const { return impl().storage->device(); }
   size_t element_size() const { return duet::element_size(dtype()); }
+  // The bytes its elements take (not its storage's: a view may see part of that).
+  int64_t nbytes() const { return numel() * static_cast<int64_t>(element_size()); }
   bool is_contiguous() const;
   // Address of element [0, 0, ...]. Device memory for CUDA tensors.
   void* data_ptr() const;

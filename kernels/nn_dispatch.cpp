@@ -10,6 +10,7 @@
 #include "duet/kernels/backend.h"
 #include "duet/kernels/functors.h"
 #include "duet/kernels/nn_layouts.h"
+#include "duet/kernels/operand.h"
 #include "duet/kernels/profiler.h"
 
 namespace duet::kernels {
@@ -22,16 +23,6 @@ struct NnCall {
   const Backend* operator->() const { return &backend; }
   profiler::Scope profile;
   const Backend& backend;
-};
-
-// A tensor argument and the name of its parameter, for the errors. An optional one may be
-// undefined (no bias, no running statistics, a gradient not wanted).
-struct Operand {
-  const char* role;
-  const Tensor& tensor;
-  bool optional = false;
-
-  std::string str() const { return std::string(role) + " " + tensor.describe(); }
 };
 
 Operand optional(const char* role, const Tensor& t) { return {role, t, true}; }

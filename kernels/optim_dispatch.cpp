@@ -4,15 +4,11 @@
 
 #include "duet/core/error.h"
 #include "duet/kernels/backend.h"
+#include "duet/kernels/operand.h"
 #include "duet/kernels/profiler.h"
 
 namespace duet::kernels {
 namespace {
-
-struct Operand {
-  const char* role;
-  const Tensor& tensor;
-};
 
 // Every defined operand must match the first (the parameter) in device, dtype and shape, be
 // contiguous and have its own storage: the kernels index all of them by one flat offset and

@@ -43,7 +43,7 @@ std::vector<CommEvent> d2l_all_reduce(const std::vector<std::vector<Tensor>>& re
                       .ready_us = ready,
                       .launch_us = launch,
                       .finish_us = trace_us(std::chrono::steady_clock::now()),
-                      .bytes = grads[0].numel() * static_cast<int64_t>(grads[0].element_size())});
+                      .bytes = grads[0].nbytes()});
   }
   return events;
 }

@@ -25,7 +25,7 @@ int64_t hash_of(const Tensor& t) {
   Tensor c = t.detach().to(cpu(0)).contiguous();
   const auto* bytes = static_cast<const unsigned char*>(c.data_ptr());
   uint64_t h = 1469598103934665603ull;
-  for (int64_t i = 0; i < c.numel() * static_cast<int64_t>(c.element_size()); ++i) {
+  for (int64_t i = 0; i < c.nbytes(); ++i) {
     h = (h ^ bytes[i]) * 1099511628211ull;
   }
   return static_cast<int64_t>(h);
@@ -58,8 +58,6 @@ std::vector<Tensor> buffers_of(const nn::Module& model) {
   for (const auto& [name, b] : model.named_buffers()) buffers.push_back(b);
   return buffers;
 }
-
-double now_us() { return trace_us(std::chrono::steady_clock::now()); }
 
 }  // namespace
 
@@ -315,7 +313,7 @@ StepResult DistributedDataParallel::run_rank(size_t r, const std::vector<Shard>&
     return result;
   }
 
-  const double backward_end = now_us();
+  const double backward_end = trace_now_us();
   std::vector<CommEvent> events;
   if (rank.reducer) {
     rank.reducer->finish();  // waits for the buckets still in flight, copies them into .grad
@@ -343,13 +341,10 @@ void DistributedDataParallel::all_reduce_unbucketed(Rank& rank, ReduceOp op, std
   NoGradGuard no_grad;
   std::vector<Tensor> params = rank.model->parameters();
   auto timed = [&](const std::string& name, const Tensor& t) {
-    const double launch = now_us();
+    const double launch = trace_now_us();
     rank.comm->all_reduce(t, op);
-    events.push_back({.name = name,
-                      .ready_us = launch,
-                      .launch_us = launch,
-                      .finish_us = now_us(),
-                      .bytes = t.numel() * static_cast<int64_t>(t.element_size())});
+    events.push_back(
+        {.name = name, .ready_us = launch, .launch_us = launch, .finish_us = trace_now_us(), .bytes = t.nbytes()});
   };
   Tensor usage = local_usage(params, rank.comm->device());
   timed("unused-parameter map", usage);
@@ -365,7 +360,7 @@ void DistributedDataParallel::all_reduce_unbucketed(Rank& rank, ReduceOp op, std
 // gradient through it, one parameter at a time; then every replica steps on its own device.
 void DistributedDataParallel::reduce_through_first_device_and_step() {
   PhaseTimes& first = rank_phases_[0];
-  const double backward_end = now_us();
+  const double backward_end = trace_now_us();
   backward_ends_[0] = {backward_end, backward_end};  // nothing overlaps backward
   const int64_t bytes_before = comm_counter().bytes_moved();
   {

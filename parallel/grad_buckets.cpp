@@ -10,8 +10,6 @@
 namespace duet::parallel {
 namespace {
 
-double now_us() { return trace_us(std::chrono::steady_clock::now()); }
-
 std::vector<size_t> reverse_order(size_t n) {
   std::vector<size_t> order;
   for (size_t i = n; i-- > 0;) order.push_back(i);
@@ -36,7 +34,7 @@ BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_b
                "parameter index below ",
                params.size(), " once, got ", i, " out of range or twice");
     const Tensor& p = params[i];
-    int64_t p_bytes = p.numel() * static_cast<int64_t>(p.element_size());
+    int64_t p_bytes = p.nbytes();
     int64_t cap = layout.buckets.size() <= 1 ? first_cap_bytes : cap_bytes;
     bool open = !layout.buckets.empty();
     if (open && (bytes + p_bytes > cap || layout.buckets.back().dtype != p.dtype())) open = false;
@@ -125,7 +123,7 @@ void BucketReducer::on_grad_ready(size_t param) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!armed_ || arrived_[param]) return;
   grad_log_.push_back(param);
-  last_gradient_us_ = now_us();
+  last_gradient_us_ = trace_now_us();
   fill_slot(param, params_[param].grad());
 }
 
@@ -147,11 +145,11 @@ void BucketReducer::fill_slot(size_t param, const Tensor& grad) {
 void BucketReducer::mark_ready(size_t bucket) {
   ready_[bucket] = true;
   ready_log_.push_back(bucket);
-  events_[bucket].ready_us = now_us();
+  events_[bucket].ready_us = trace_now_us();
   // Launch strictly in bucket order: a ready bucket whose predecessor is still filling waits,
   // and is launched right after it.
   while (next_launch_ < ready_.size() && ready_[next_launch_]) {
-    events_[next_launch_].launch_us = now_us();
+    events_[next_launch_].launch_us = trace_now_us();
     works_[next_launch_] = comm_->all_reduce_async(flat_[next_launch_], op_);
     launch_log_.push_back(next_launch_);
     ++next_launch_;
@@ -172,11 +170,9 @@ void BucketReducer::finish() {
     armed_ = false;
     // After the buckets, in the same order on every rank: which parameters this rank used.
     usage = local_usage(params_, comm_->device());
-    const double launch = now_us();
-    events_.push_back({.name = "unused-parameter map",
-                       .ready_us = launch,
-                       .launch_us = launch,
-                       .bytes = usage.numel() * static_cast<int64_t>(usage.element_size())});
+    const double launch = trace_now_us();
+    events_.push_back(
+        {.name = "unused-parameter map", .ready_us = launch, .launch_us = launch, .bytes = usage.nbytes()});
     works_.push_back(comm_->all_reduce_async(usage, ReduceOp::sum));
   }
   // Every collective finished before step(): they complete in launch order.

@@ -96,6 +96,8 @@ struct PhaseTimes {
 std::chrono::steady_clock::time_point trace_clock_origin();
 // `t` in microseconds since trace_clock_origin().
 double trace_us(std::chrono::steady_clock::time_point t);
+// Now, in microseconds since trace_clock_origin().
+inline double trace_now_us() { return trace_us(std::chrono::steady_clock::now()); }
 
 // On a GPU the host queues kernels and moves on, so a phase timed on the host measures the
 // queueing, not the work. With exact GPU phases on, every lap first waits for its timer's CUDA

@@ -10,7 +10,7 @@ namespace duet::parallel::transfers {
 
 void copy_between(const Tensor& from, const Tensor& to, const LinkModel& link) {
   const auto start = std::chrono::steady_clock::now();
-  const int64_t bytes = from.numel() * static_cast<int64_t>(from.element_size());
+  const int64_t bytes = from.nbytes();
   if (to.numel() > 0) kernels::copy(from, to);
   comm_counter().add(bytes);
   link.wait_out(start, bytes);

@@ -27,8 +27,6 @@ constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
 // uses instead of recomputing them, so any eps cuDNN accepts will do.
 constexpr double kBackwardEps = std::max(CUDNN_BN_MIN_EPSILON, 1e-5);
 
-cudnnDataType_t cudnn_type(DType dtype) { return dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
-
 // 4-d descriptors take int sizes, and some cuDNN batch norm kernels index with 32 bits: x stays
 // below 2^31 - 1 elements (then so does each size). A 0 size would be an error, not a decline.
 bool takes(double eps, const Tensor& x, std::initializer_list<Tensor> operands) {

@@ -239,7 +239,7 @@ CachingAllocator& caching_allocator() {
 
 // Registered at load time (the duet library is shared, so this always runs). No CUDA call
 // happens here, so loading works without a driver; the first allocation talks to the GPU.
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool caching_allocator_registered = [] {
   register_allocator(DeviceType::CUDA, &caching_allocator());
   return true;
 }();

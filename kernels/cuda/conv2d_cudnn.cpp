@@ -38,8 +38,6 @@ namespace {
 
 enum class Direction { forward, backward_data, backward_filter };
 
-cudnnDataType_t cudnn_type(DType dtype) { return dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
-
 // The descriptors of one convolution: x [N, C, H, W] (the input, or its gradient),
 // w [K, C / groups, kh, kw] and y [N, K, Ho, Wo] (the output, or its gradient). Per-axis stride,
 // padding and dilation go into the convolution descriptor, and groups as its group count.

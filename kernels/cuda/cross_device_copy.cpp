@@ -78,7 +78,7 @@ void copy_across_devices(const Tensor& src, const Tensor& dst) {
 
 namespace {
 // Registered at load time; no CUDA call happens until a copy runs.
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool cross_device_copy_registered = [] {
   kernels::register_cross_device_copy(&copy_across_devices);
   return true;
 }();

@@ -245,7 +245,7 @@ constexpr kernels::Backend kCudaBackend{
     .cross_entropy_backward = cross_entropy_backward,
 };
 
-[[maybe_unused]] const bool registered = [] {
+[[maybe_unused]] const bool cuda_backend_registered = [] {
   kernels::register_backend(DeviceType::CUDA, &kCudaBackend);
   return true;
 }();

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "duet/core/device.h"
+#include "duet/core/dtype.h"
 #include "duet/core/error.h"
 
 namespace duet::cuda {
@@ -41,6 +42,9 @@ inline bool cudnn_not_supported(cudnnStatus_t status) {
   return status == CUDNN_STATUS_NOT_SUPPORTED;
 #endif
 }
+
+// cuDNN's name for a dtype duet runs through it (f32 or f64).
+inline cudnnDataType_t cudnn_type(DType dtype) { return dtype == DType::f64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
 
 }  // namespace duet::cuda
 

@@ -75,7 +75,7 @@ void LocalRendezvous::read(CollectiveCall& call, int from, const Tensor& dst, st
   const auto start = std::chrono::steady_clock::now();  // both ends are ready: the message begins
   // The copy runs unlocked, so that the readers of one post (a broadcast) copy in parallel.
   // The sender cannot touch `data` until this reader has marked it read, below.
-  const int64_t bytes = dst.defined() ? dst.numel() * static_cast<int64_t>(dst.element_size()) : 0;
+  const int64_t bytes = dst.defined() ? dst.nbytes() : 0;
   if (dst.defined()) {
     const int64_t begin = offset.value_or(0);
     const bool fits = offset ? begin >= 0 && begin + dst.numel() <= data.numel() : data.numel() == dst.numel();

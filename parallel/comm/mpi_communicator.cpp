@@ -80,8 +80,6 @@ int mpi_count(const Tensor& t) {
   return static_cast<int>(t.numel());
 }
 
-int64_t bytes_of(const Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
-
 class MpiCommunicator final : public QueuedCommunicator {
  public:
   explicit MpiCommunicator(MpiOptions options) : options_(options) {
@@ -121,7 +119,7 @@ class MpiCommunicator final : public QueuedCommunicator {
   void run_broadcast(const Tensor& t, int root) override {
     start(numbered(describe_collective("broadcast", t, "root " + std::to_string(root))),
           [&](MPI_Request* r) { return MPI_Ibcast(t.data_ptr(), mpi_count(t), mpi_type(t.dtype()), root, comm_, r); });
-    if (rank_ == root) count_bytes_sent((size_ - 1) * bytes_of(t));
+    if (rank_ == root) count_bytes_sent((size_ - 1) * t.nbytes());
   }
 
   void run_reduce(const Tensor& t, int root, ReduceOp op) override {
@@ -132,18 +130,18 @@ class MpiCommunicator final : public QueuedCommunicator {
                                mpi_type(t.dtype()), MPI_SUM, root, comm_, r);
           });
     if (rank_ == root && op == ReduceOp::avg) divide_in_place(t, size_);
-    if (rank_ != root) count_bytes_sent(bytes_of(t));
+    if (rank_ != root) count_bytes_sent(t.nbytes());
   }
 
   // In place (t is out's chunk rank_), MPI wants MPI_IN_PLACE: it forbids aliased buffers.
   void run_all_gather(const Tensor& t, const Tensor& out) override {
     start(numbered(describe_collective("all_gather", t)), [&](MPI_Request* r) {
       MPI_Datatype type = mpi_type(t.dtype());
-      const bool in_place = t.numel() > 0 && t.data_ptr() == static_cast<char*>(out.data_ptr()) + rank_ * bytes_of(t);
+      const bool in_place = t.numel() > 0 && t.data_ptr() == static_cast<char*>(out.data_ptr()) + rank_ * t.nbytes();
       return MPI_Iallgather(in_place ? MPI_IN_PLACE : t.data_ptr(), mpi_count(t), type, out.data_ptr(), mpi_count(t),
                             type, comm_, r);
     });
-    count_bytes_sent((size_ - 1) * bytes_of(t));
+    count_bytes_sent((size_ - 1) * t.nbytes());
   }
 
   void run_reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) override {

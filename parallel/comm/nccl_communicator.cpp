@@ -48,8 +48,6 @@ ncclDataType_t nccl_type(DType dtype) {
 
 ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::avg ? ncclAvg : ncclSum; }
 
-int64_t bytes_of(const Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
-
 // An event that orders one stream after another; no timing, so recording it is cheap.
 class Event {
  public:
@@ -283,7 +281,7 @@ class NcclCommunicator final : public Communicator {
           DUET_NCCL_CHECK(ncclBroadcast(t.data_ptr(), t.data_ptr(), count(t), nccl_type(t.dtype()), root, c, s));
         });
     if (rank() != root) t.bump_version();
-    if (rank() == root) count_bytes_sent((world_size() - 1) * bytes_of(t));
+    if (rank() == root) count_bytes_sent((world_size() - 1) * t.nbytes());
     return work;
   }
 
@@ -296,7 +294,7 @@ class NcclCommunicator final : public Communicator {
                                                     nccl_type(t.dtype()), nccl_op(op), root, c, s));
                        });
     if (is_root) t.bump_version();
-    if (!is_root) count_bytes_sent(bytes_of(t));
+    if (!is_root) count_bytes_sent(t.nbytes());
     return work;
   }
 
@@ -306,7 +304,7 @@ class NcclCommunicator final : public Communicator {
       DUET_NCCL_CHECK(ncclAllGather(t.data_ptr(), out.data_ptr(), count(t), nccl_type(t.dtype()), c, s));
     });
     out.bump_version();
-    count_bytes_sent((world_size() - 1) * bytes_of(t));
+    count_bytes_sent((world_size() - 1) * t.nbytes());
     return work;
   }
 

@@ -18,7 +18,7 @@ namespace {
 int64_t bytes_of(const std::vector<Tensor>& tensors) {
   int64_t bytes = 0;
   for (const Tensor& t : tensors) {
-    if (t.defined()) bytes += t.numel() * static_cast<int64_t>(t.element_size());
+    if (t.defined()) bytes += t.nbytes();
   }
   return bytes;
 }
@@ -267,7 +267,7 @@ StepProfile Experiment::profile() const {
     NoGradGuard no_grad;
     model->eval();
     const Tensor row = model->forward(train_.images.narrow(0, 0, 1).to(DType::f32));
-    p.output_bytes = p.batch_size * row.numel() * static_cast<int64_t>(row.element_size());
+    p.output_bytes = p.batch_size * row.nbytes();
   }
   p.grad_ready_ms = grad_ready_ms_;
   // DDP's buckets as its rebuild plans them after the first step: in the order the gradients
@@ -283,7 +283,7 @@ StepProfile Experiment::profile() const {
     for (const auto& entry : bucket.entries) members.push_back(entry.param);
     p.arrival_buckets.push_back(std::move(members));
   }
-  for (const Tensor& t : params) p.parameter_sizes.push_back(t.numel() * static_cast<int64_t>(t.element_size()));
+  for (const Tensor& t : params) p.parameter_sizes.push_back(t.nbytes());
   return p;
 }
 

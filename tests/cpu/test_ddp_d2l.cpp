@@ -19,7 +19,7 @@ namespace {
 
 int64_t bytes_of(const std::vector<Tensor>& tensors) {
   int64_t bytes = 0;
-  for (const Tensor& t : tensors) bytes += t.numel() * static_cast<int64_t>(t.element_size());
+  for (const Tensor& t : tensors) bytes += t.nbytes();
   return bytes;
 }
 
