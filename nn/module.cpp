@@ -74,7 +74,8 @@ Module& ChildRef::module() const {
 
 void ChildRef::throw_wrong_type(const std::type_info& expected) const {
   const auto& [name, child] = parent_->children_[slot_];
-  DUET_FAIL(parent_->name(), ": child '", name, "' is now ", child->name(), " (", class_name(typeid(*child)),
+  const Module& module = *child;  // typeid of a plain reference: no evaluated expression inside it
+  DUET_FAIL(parent_->name(), ": child '", name, "' is now ", module.name(), " (", class_name(typeid(module)),
             "), not the ", class_name(expected),
             " its handle expects; replace_child swapped it, and a handle that accepts any module is "
             "nn::Child<nn::Module>");

@@ -1,6 +1,5 @@
 #include "duet/parallel/d2l_all_reduce.h"
 
-#include <chrono>
 #include <string>
 
 #include "duet/autograd/factory.h"
@@ -27,7 +26,7 @@ std::vector<CommEvent> d2l_all_reduce(const std::vector<std::vector<Tensor>>& re
   NoGradGuard no_grad;
   DUET_CHECK(!replicas.empty(), "d2l_all_reduce: no replicas");
   std::vector<CommEvent> events;
-  const double ready = trace_us(std::chrono::steady_clock::now());  // every backward is done
+  const double ready = trace_now_us();  // every backward is done
   for (size_t i = 0; i < replicas[0].size(); ++i) {
     std::vector<Tensor> grads;
     bool used = false;
@@ -37,12 +36,12 @@ std::vector<CommEvent> d2l_all_reduce(const std::vector<std::vector<Tensor>>& re
       if (!params[i].grad().defined()) params[i].set_grad(zeros_like(params[i]));
       grads.push_back(params[i].grad());
     }
-    const double launch = trace_us(std::chrono::steady_clock::now());
+    const double launch = trace_now_us();
     all_reduce_through_first(grads, link);
     events.push_back({.name = "parameter " + std::to_string(i),
                       .ready_us = ready,
                       .launch_us = launch,
-                      .finish_us = trace_us(std::chrono::steady_clock::now()),
+                      .finish_us = trace_now_us(),
                       .bytes = grads[0].nbytes()});
   }
   return events;

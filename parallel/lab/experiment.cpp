@@ -41,7 +41,7 @@ class GradReadyClock {
       : stamps_(std::make_shared<std::vector<double>>(params.size(), 0.0)), sums_(params.size(), 0.0) {
     for (size_t i = 0; i < params.size(); ++i) {
       params[i].register_post_accumulate_grad_hook(
-          [stamps = stamps_, i](const Tensor&) { (*stamps)[i] = trace_us(std::chrono::steady_clock::now()); });
+          [stamps = stamps_, i](const Tensor&) { (*stamps)[i] = trace_now_us(); });
     }
   }
   // After a step whose backward began at backward_start_us (its phase event's start).
