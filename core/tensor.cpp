@@ -20,6 +20,7 @@ int64_t Tensor::stride(int64_t dim) const {
 bool Tensor::is_pinned() const { return storage()->is_pinned(); }
 
 bool Tensor::is_contiguous() const {
+  if (numel() == 0) return true;  // nothing to stride over, as in PyTorch
   int64_t expected = 1;
   for (size_t i = sizes().size(); i-- > 0;) {
     if (sizes()[i] == 1) continue;

@@ -37,8 +37,7 @@ void Communicator::check_tensor(const char* op, const Tensor& t) const {
              " is not on the rank's device ", device());
   // Flat, contiguous buffers are what ring chunks, MPI and NCCL all need; a strided view would
   // need a hidden copy and copy-back, which would also break the in-place contract of async calls.
-  // An empty tensor has nothing to stride over (Tensor::is_contiguous says false for [2, 0]).
-  DUET_CHECK(t.numel() == 0 || t.is_contiguous(), op, " on rank ", rank(), ": tensor ", t.describe(),
+  DUET_CHECK(t.is_contiguous(), op, " on rank ", rank(), ": tensor ", t.describe(),
              " is not contiguous (pass .contiguous() and copy the result back)");
 }
 

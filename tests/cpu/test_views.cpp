@@ -154,6 +154,12 @@ TEST_CASE("contiguous copies only when it must", "[views]") {
   CHECK(t.to_vector<float>() == Values{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11});
 }
 
+TEST_CASE("an empty tensor is contiguous whatever its strides", "[views]") {
+  CHECK(zeros({2, 0}).is_contiguous());
+  CHECK(zeros({0, 3}).t().is_contiguous());
+  CHECK(zeros({2, 0}).contiguous().numel() == 0);
+}
+
 TEST_CASE("a view of a leaf that requires grad is a non-leaf", "[views][autograd]") {
   Tensor x = arange(6).view({2, 3});
   x.requires_grad_();
