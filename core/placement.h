@@ -42,7 +42,7 @@ std::vector<int> cpu_device_cores(int index);
 // Moves `thread`, just started by the caller to work for cpu:index, onto that device's cores
 // from outside, before the thread binds itself. A new thread inherits its creator's cores: when
 // the creator is pinned to a busy core, the new thread would first wait there for a time slice
-// before it could move itself (docs/experiments.md: DataParallel's second replica started late).
+// before it could move itself (docs/results.md: DataParallel's second replica started late).
 void place_new_thread(std::thread& thread, int index);
 
 }  // namespace duet

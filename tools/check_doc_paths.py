@@ -3,7 +3,8 @@
 
     tools/check_doc_paths.py [REPOSITORY_ROOT]
 
-Reads README.md and docs/*.md (ctest runs it as the test docs_paths) and checks two things:
+Reads README.md, CHANGELOG.md and docs/*.md (ctest runs it as the test docs_paths) and checks
+two things:
 
 1. Every relative path with a file extension, such as `parallel/strategy.cpp`, names a file of
    the repository. `duet/LAYER/file.h` (how headers are included) may name LAYER/file.h, and a
@@ -33,7 +34,8 @@ NAME = re.compile(r"^[A-Za-z_][\w:~]*(?:\(\))?$")
 
 
 def documents(root):
-    return [root / "README.md"] + sorted((root / "docs").glob("*.md"))
+    extra = [root / "CHANGELOG.md"] if (root / "CHANGELOG.md").is_file() else []
+    return [root / "README.md"] + extra + sorted((root / "docs").glob("*.md"))
 
 
 def resolve(root, path):

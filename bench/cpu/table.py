@@ -1,4 +1,4 @@
-"""The comparison tables bench/cpu/run.py prints, as Markdown (docs/performance.md holds copies): one
+"""The comparison tables bench/cpu/run.py prints, as Markdown (docs/results.md quotes them): one
 for `make bench`, one for its --epochs mode."""
 
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The first GPU run: every CUDA test duet has, then the benchmarks, within 8 minutes on one H100
 # or H200 with 16 cores and no network (docs/first-gpu-run.md says what each step checks, how
-# long it should take and what a failure would mean). Run it as (README, "GPU check and benchmark"):
+# long it should take and what a failure would mean). Run it as (docs/first-gpu-run.md, "How to run it"):
 #
 #   export OUT=${OUT:-$PWD/build-gpu/gpu-bench}; mkdir -p "$OUT"; set -o pipefail
 #   bash bench/gpu/gpu.sh 2>&1 | tee "$OUT/gpu.log"

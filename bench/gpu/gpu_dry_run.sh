@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI's check of bench/gpu/gpu.sh on a machine without a GPU (`bench/gpu/gpu.sh --dry-run`, from .ci/run):
-# the harness runs as the README runs it on a lent GPU machine, in a simulated one, twice.
+# the harness runs as docs/first-gpu-run.md runs it on a lent GPU machine, in a simulated one, twice.
 # First as it is, and it must
 #   - print the first pass's time plan;
 #   - configure with nothing of this machine's own: OpenBLAS, Catch2, CLI11, nlohmann-json and
