@@ -3,6 +3,8 @@
 // data movement needs no graph).
 #include "duet/parallel/comm_ops.h"
 
+#include <algorithm>
+
 #include "duet/autograd/checks.h"
 #include "duet/autograd/function.h"
 #include "duet/autograd/op_helpers.h"
@@ -68,18 +70,20 @@ class GatherBackward final : public Node {
   LinkModel link_;
 };
 
-// Reduce-adds the gradients of all copies of each tensor onto the source. Output slot j of
-// the node is a copy of input source_of_[j].
+// Reduce-adds the gradients of all copies of each tensor onto the source: each device's
+// gradients travel coalesced, then are summed there in device order. Output slot j of the node
+// is a copy of input source_of_[j].
 class BroadcastBackward final : public Node {
  public:
   BroadcastBackward(size_t inputs, std::vector<size_t> source_of, Device source, LinkModel link)
       : inputs_(inputs), source_of_(std::move(source_of)), source_(source), link_(std::move(link)) {}
   TensorList apply(TensorList&& grads) override {
+    TensorList here = transfers::moved_coalesced(grads, source_, link_);
     std::vector<TensorList> per_input(inputs_);
-    for (size_t j = 0; j < grads.size(); ++j) per_input[source_of_[j]].push_back(std::move(grads[j]));
+    for (size_t j = 0; j < here.size(); ++j) per_input[source_of_[j]].push_back(std::move(here[j]));
     TensorList out(inputs_);
     for (size_t i = 0; i < inputs_; ++i) {
-      if (input_needs_grad(*this, i)) out[i] = transfers::sum_onto(per_input[i], source_, link_);
+      if (input_needs_grad(*this, i)) out[i] = transfers::sum_onto(per_input[i], source_);
     }
     return out;
   }
@@ -92,16 +96,27 @@ class BroadcastBackward final : public Node {
   LinkModel link_;
 };
 
-// Sends result[i]'s gradient to every term of it. Input d * count + i is per_device[d][i].
+// Sends result[i]'s gradient to every term of it, coalesced per device. Input d * count + i
+// is per_device[d][i].
 class ReduceAddBackward final : public Node {
  public:
   ReduceAddBackward(std::vector<Device> input_devices, LinkModel link)
       : input_devices_(std::move(input_devices)), link_(std::move(link)) {}
   TensorList apply(TensorList&& grads) override {
     TensorList out(input_devices_.size());
-    for (size_t j = 0; j < out.size(); ++j) {
-      const Tensor& grad = grads.at(j % grads.size());
-      if (grad.defined() && input_needs_grad(*this, j)) out[j] = moved(grad, input_devices_[j], link_);
+    std::vector<Device> done;
+    for (Device device : input_devices_) {
+      if (std::find(done.begin(), done.end(), device) != done.end()) continue;
+      done.push_back(device);
+      TensorList wanted(input_devices_.size());  // the gradients bound for `device`
+      for (size_t j = 0; j < out.size(); ++j) {
+        const Tensor& grad = grads.at(j % grads.size());
+        if (input_devices_[j] == device && grad.defined() && input_needs_grad(*this, j)) wanted[j] = grad;
+      }
+      TensorList arrived = transfers::moved_coalesced(wanted, device, link_);
+      for (size_t j = 0; j < out.size(); ++j) {
+        if (arrived[j].defined()) out[j] = std::move(arrived[j]);
+      }
     }
     return out;
   }
@@ -174,10 +189,10 @@ std::vector<std::vector<Tensor>> broadcast(const std::vector<Tensor>& tensors, c
       result[d] = tensors;
       continue;
     }
+    result[d] = transfers::moved_coalesced(tensors, devices[d], link);
     for (size_t i = 0; i < tensors.size(); ++i) {
-      result[d].push_back(moved(tensors[i], devices[d], link));
       if (tensors[i].requires_grad()) {
-        copies.push_back(result[d].back());
+        copies.push_back(result[d][i]);
         source_of.push_back(i);
       }
     }
@@ -208,11 +223,12 @@ std::vector<Tensor> reduce_add(const std::vector<std::vector<Tensor>>& per_devic
       input_devices.push_back(t.device());
     }
   }
+  TensorList here = transfers::moved_coalesced(inputs, target, link);  // d-major, as inputs
   std::vector<Tensor> sums;
   for (size_t i = 0; i < first.size(); ++i) {
     TensorList terms;
-    for (const auto& list : per_device) terms.push_back(list[i]);
-    sums.push_back(transfers::sum_onto(terms, target, link));
+    for (size_t d = 0; d < per_device.size(); ++d) terms.push_back(here[d * first.size() + i]);
+    sums.push_back(transfers::sum_onto(terms, target));
   }
   if (!sums.empty() && autograd::needs_grad(inputs)) {
     autograd::record(std::make_shared<ReduceAddBackward>(std::move(input_devices), link), inputs, sums);

@@ -1,5 +1,6 @@
 // Differentiable communication ops for strategy A (DataParallel), after PyTorch's
-// torch.nn.parallel Scatter, Gather, Broadcast and ReduceAddCoalesced (docs/parallel-strategies.md).
+// torch.nn.parallel Scatter, Gather, Broadcast and ReduceAddCoalesced,
+// coalesced as theirs are (docs/parallel-strategies.md).
 //
 // Each op is ONE autograd node however many devices and tensors it spans, and its backward is
 // the dual op: scatter <-> gather, broadcast <-> reduce_add. Every op adds the bytes it copies
@@ -37,16 +38,18 @@ Tensor gather(const std::vector<Tensor>& parts, Device target, const LinkModel& 
 
 // result[d][i] is tensors[i] on devices[d]; all the tensors must be on one device, the source.
 // Where devices[d] is the source, result[d][i] IS tensors[i]: replica 0 reuses the master's
-// tensors, so their gradients reach the master directly. The copies share one node whose
-// backward reduce-adds all copies' gradients onto the source, one per tensor; the engine adds
-// that to replica 0's share. This is where DataParallel sums gradients onto device 0, inside
-// backward. Copies of tensors that need no gradient (buffers) are plain copies.
+// tensors, so their gradients reach the master directly. Each device's copies arrive coalesced
+// (transfers::moved_coalesced: one message per 10 MiB buffer, not one per tensor) as views of
+// one buffer. The copies share one node whose backward reduce-adds all copies' gradients onto
+// the source, again one message per buffer from each device; the engine adds that to replica
+// 0's share. This is where DataParallel sums gradients onto device 0, inside backward. Copies
+// of tensors that need no gradient (buffers) are plain copies.
 std::vector<std::vector<Tensor>> broadcast(const std::vector<Tensor>& tensors, const std::vector<Device>& devices,
                                            const LinkModel& link = {});
 
 // result[i] is the sum over d of per_device[d][i], on `target` (every per_device[d] has as many
-// tensors, with matching shapes and dtypes). Backward broadcasts result[i]'s gradient to the
-// device of every per_device[d][i].
+// tensors, with matching shapes and dtypes); each device's tensors travel coalesced. Backward
+// broadcasts result[i]'s gradient to the device of every per_device[d][i], coalesced likewise.
 std::vector<Tensor> reduce_add(const std::vector<std::vector<Tensor>>& per_device, Device target,
                                const LinkModel& link = {});
 

@@ -29,4 +29,23 @@ Tensor concat_onto(const std::vector<Tensor>& pieces, const std::vector<int64_t>
 // term is defined. Never writes into a term.
 Tensor sum_onto(const std::vector<Tensor>& terms, Device target, const LinkModel& link = {});
 
+// DataParallel moves its parameters and their gradients coalesced, as PyTorch's does
+// (torch.cuda.comm's broadcast_coalesced and reduce_add_coalesced): many small tensors packed
+// into one flat buffer of at most 10 MiB, one message per buffer, so that a model's many small
+// tensors pay the link's latency once per buffer instead of once per tensor.
+inline constexpr int64_t kCoalescedBufferBytes = int64_t{10} << 20;
+
+// How moved_coalesced packs tensors into messages: the indices of the defined ones, grouped by
+// device, dtype and whether they require grad, in order; a group is closed when the next tensor
+// would take it past `buffer_bytes` (a larger tensor travels alone). Parameters travel apart
+// from buffers, as in PyTorch's replicate: duet counts in-place versions per storage, so an
+// update of a replica's running statistics would otherwise look like a write into its weights.
+std::vector<std::vector<size_t>> coalesced_groups(const std::vector<Tensor>& tensors,
+                                                  int64_t buffer_bytes = kCoalescedBufferBytes);
+
+// Every tensor on `target`, as moved() gives it, but the ones elsewhere travel in one message per
+// coalesced group (coalesced_groups): the group's tensors are packed into a flat buffer on their device, the buffer is
+// copied, and each result is a view of the received buffer. Undefined tensors stay undefined.
+std::vector<Tensor> moved_coalesced(const std::vector<Tensor>& tensors, Device target, const LinkModel& link = {});
+
 }  // namespace duet::parallel::transfers

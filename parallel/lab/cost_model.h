@@ -43,7 +43,9 @@ struct StepProfile {
   int64_t output_bytes = 0;           // the logits of one global batch
   std::vector<int64_t> bucket_bytes;  // DDP's buckets, in launch order
   int64_t parameter_count = 0;        // tensors: one all-reduce each when unbucketed
-  int64_t buffer_count = 0;           // tensors (dp broadcasts each with the parameters)
+  int64_t buffer_count = 0;           // tensors (dp broadcasts them with the parameters)
+  int64_t dp_broadcast_messages = 1;  // dp's parameters and buffers, coalesced (transfers.h)
+  int64_t dp_reduce_messages = 1;     // dp's gradients, coalesced
   // For the event simulation (step_prediction.h), from the single-device run:
   int64_t batch_size = 0;  // the rows its compute times are for
   double other_ms = 0;     // its step's time outside the phases: waiting for the loader, the host between phases

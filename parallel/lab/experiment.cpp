@@ -11,6 +11,7 @@
 #include "duet/core/generator.h"
 #include "duet/nn/models/models.h"
 #include "duet/parallel/lab/step_check.h"
+#include "duet/parallel/transfers.h"
 
 namespace duet::parallel {
 namespace {
@@ -134,6 +135,10 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
     sizes_.buffer_bytes = bytes_of(buffers);
     sizes_.parameter_count = static_cast<int64_t>(params.size());
     for (const Tensor& b : buffers) sizes_.buffer_count += b.defined() ? 1 : 0;
+    std::vector<Tensor> broadcast = params;
+    broadcast.insert(broadcast.end(), buffers.begin(), buffers.end());
+    sizes_.dp_broadcast_messages = static_cast<int64_t>(transfers::coalesced_groups(broadcast).size());
+    sizes_.dp_reduce_messages = static_cast<int64_t>(transfers::coalesced_groups(params).size());
     for (const auto& bucket :
          plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb)).buckets) {
       sizes_.bucket_bytes.push_back(bucket.numel * static_cast<int64_t>(element_size(bucket.dtype)));

@@ -101,9 +101,9 @@ SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, c
     } else {
       in.broadcast = links.copy.times(n - 1);
       in.reduce = links.reduce_add.times(n - 1);
-      // duet's broadcast and reduce send every tensor in a message of its own.
-      in.broadcast_messages = p.parameter_count + p.buffer_count;
-      in.reduce_messages = p.parameter_count;
+      // duet's broadcast and reduce coalesce the tensors, one message per buffer and device.
+      in.broadcast_messages = p.dp_broadcast_messages;
+      in.reduce_messages = p.dp_reduce_messages;
     }
     return simulate_dp_step(in);
   }

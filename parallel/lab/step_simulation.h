@@ -81,8 +81,8 @@ struct DpStepInput {
   int64_t output_bytes = 0;     // one replica's logits (and, in backward, their gradient)
   int64_t parameter_bytes = 0;  // broadcast to every replica, with the buffers
   int64_t buffer_bytes = 0;
-  // The messages that carry them to one replica: one per tensor in duet's broadcast (parameters
-  // and buffers) and gradient reduce (parameters); 1 where they travel coalesced.
+  // The messages that carry them to one replica: one per coalesced buffer (transfers.h) in
+  // duet's broadcast (parameters and buffers) and gradient reduce (parameters).
   int64_t broadcast_messages = 1;
   int64_t reduce_messages = 1;
   AffineCost copy;       // one copy between device 0 and another: scatter, gather

@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "duet/duet.h"
+#include "duet/parallel/transfers.h"
 
 using namespace duet;
 using Catch::Matchers::Contains;
@@ -266,18 +267,53 @@ TEST_CASE("the ops count the bytes they move between devices, forward and backwa
   comm_counter().reset();
   auto replicas = parallel::broadcast({w, b}, cpus(3));  // two copies of 20 elements
   CHECK(comm_counter().bytes_moved() == 2 * 20 * 8);
+  CHECK(comm_counter().messages() == 2);  // w and b coalesced: one message per device
   std::vector<Tensor> terms;
   for (const auto& replica : replicas) terms.push_back(sum(replica[0]).to(cpu(0)) + sum(replica[1]).to(cpu(0)));
   Tensor total = terms[0] + terms[1] + terms[2];
   comm_counter().reset();
   total.backward();  // two copies' gradients come home (Tensor::to is no comm op: not counted)
   CHECK(comm_counter().bytes_moved() == 2 * 20 * 8);
+  CHECK(comm_counter().messages() == 2);
   CHECK(values(w.grad()) == std::vector<double>(16, 3.0));
 
   comm_counter().reset();
   parallel::reduce_add({{w.detach()}, {w.detach().to(cpu(1))}, {w.detach().to(cpu(2))}}, cpu(0));
+  CHECK(comm_counter().messages() == 2);
   CHECK(comm_counter().reset() == 2 * 16 * 8);  // reset() returns the count it ends
   CHECK(comm_counter().bytes_moved() == 0);
+  CHECK(comm_counter().messages() == 0);
+}
+
+TEST_CASE("coalesced transfers: one message per device, dtype, kind and 10 MiB buffer", "[parallel]") {
+  using parallel::transfers::coalesced_groups;
+  using Groups = std::vector<std::vector<size_t>>;
+  const Tensor f = zeros({4}), d = zeros({4}, {.dtype = DType::f64}), elsewhere = zeros({4}).to(cpu(1));
+  CHECK(coalesced_groups({f, d, f, Tensor(), d, elsewhere}) == Groups{{0, 2}, {1, 4}, {5}});
+  // A group closes before the tensor that would take it past the cap; a larger one goes alone.
+  CHECK(coalesced_groups({f, f, f, f}, 32) == Groups{{0, 1}, {2, 3}});
+  CHECK(coalesced_groups({f, zeros({100}), f}, 32) == Groups{{0}, {1}, {2}});
+  CHECK(coalesced_groups({}).empty());
+  Tensor needs_grad = zeros({4});
+  needs_grad.requires_grad_();
+  CHECK(coalesced_groups({f, needs_grad, f}) == Groups{{0, 2}, {1}});  // parameters apart from buffers
+
+  // Values arrive intact as views of one buffer, strided sources included; what is already on
+  // the target is not moved.
+  Tensor a = arange(6.0).reshape({2, 3}), b = arange(4.0, {.dtype = DType::f64}), c = arange(6.0).reshape({3, 2}).t();
+  comm_counter().reset();
+  std::vector<Tensor> moved = parallel::transfers::moved_coalesced({a, Tensor(), b, c, a.to(cpu(1))}, cpu(1));
+  CHECK(comm_counter().messages() == 2);  // a and c (f32) together, b (f64) alone
+  CHECK(comm_counter().bytes_moved() == (6 + 6) * 4 + 4 * 8);
+  CHECK_FALSE(moved[1].defined());
+  for (size_t i : {0, 2, 3, 4}) {
+    CHECK(moved[i].device() == cpu(1));
+    CHECK(moved[i].sizes() == std::vector<Tensor>{a, Tensor(), b, c, a}[i].sizes());
+  }
+  CHECK(moved[0].to_vector<float>() == std::vector<float>{0, 1, 2, 3, 4, 5});
+  CHECK(moved[3].to_vector<float>() == std::vector<float>{0, 2, 4, 1, 3, 5});
+  CHECK(moved[2].to_vector<double>() == std::vector<double>{0, 1, 2, 3});
+  CHECK(moved[0].storage() == moved[3].storage());
 }
 
 TEST_CASE("a DataParallel-style step gives single-device gradients", "[parallel]") {
