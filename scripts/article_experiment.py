@@ -9,13 +9,15 @@ reduce into a few messages. This script sweeps the emulated link's latency (alph
 at a fixed bandwidth, runs `duet compare` for single, dp, ddp and ddp-d2l on 2 logical CPU
 devices with a core each at every point, and writes:
 
-  article.csv, article.json   one row per model, alpha and strategy: ms per step, the phases,
-                              MB per step, the check; the JSON adds the machine, date and commit
+  article.csv, article.json   one row per model, alpha and strategy: the median ms per step
+                              (and its range) and phases over --repeats runs with different
+                              seeds, MB per step, the worst check; the JSON adds the machine,
+                              date, commit and load average
   article.png                 ms per step against alpha, one panel per model (gnuplot)
-  runs/MODEL-ALPHA.txt        each `duet compare` table, with its phase breakdown
+  runs/MODEL-ALPHA-REPEAT.txt each `duet compare` table, with its phase breakdown
 
 Usage: scripts/article_experiment.py [--duet build/apps/duet] [--out DIR] [--steps N] [--models A,B]
-                                    [--alphas none,10,100] [--beta GB/s]
+                                    [--alphas none,10,100] [--beta GB/s] [--repeats N]
 The output folder must not exist yet: nothing is ever overwritten.
 """
 import argparse
@@ -25,6 +27,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -58,12 +61,12 @@ def link_spec(alpha_us, beta_gbps):
     return "none" if alpha_us is None else f"{alpha_us:g},{beta_gbps:g}"
 
 
-def run_compare(args, model, alpha_us, work):
-    name = f"{model}-{'none' if alpha_us is None else f'{alpha_us:g}us'}"
+def run_compare(args, model, alpha_us, repeat, work):
+    name = f"{model}-{'none' if alpha_us is None else f'{alpha_us:g}us'}-{repeat}"
     out = os.path.join(work, name)
     cmd = [args.duet, "compare", "--model", model, "--devices", "2", "--cores-per-device", "1", "--link",
-           link_spec(alpha_us, args.beta), "--steps", str(args.steps), "--warmup", str(args.warmup), "--strategies", ",".join(STRATEGIES),
-           "--no-plots", "--out", out]
+           link_spec(alpha_us, args.beta), "--steps", str(args.steps), "--warmup", str(args.warmup), "--strategies",
+           ",".join(STRATEGIES), "--seed", str(repeat), "--no-plots", "--out", out]
     result = subprocess.run(cmd, capture_output=True, text=True)
     if result.returncode != 0:
         sys.exit(f"article_experiment: `{' '.join(cmd)}` failed ({result.returncode}):\n{result.stderr}")
@@ -73,15 +76,19 @@ def run_compare(args, model, alpha_us, work):
         return json.load(f)
 
 
-def rows_of(model, alpha_us, beta, results):
+def rows_of(model, alpha_us, beta, repeats):
+    """One row per strategy: the median over the repeats of its step time and of each phase."""
     rows = []
-    for r in results["results"]:
+    for i, first in enumerate(repeats[0]["results"]):
+        runs = [r["results"][i] for r in repeats]
+        ms = [r["ms_per_step"] for r in runs]
         row = {"model": model, "alpha_us": 0 if alpha_us is None else alpha_us,
-               "beta_gbps": None if alpha_us is None else beta, "link": results["link"]["name"],
-               "strategy": r["strategy"], "devices": r["devices"], "ms_per_step": r["ms_per_step"],
-               "mb_per_step": r["bytes_per_step"] / 1e6, "check_ulps": r["max_check_ulps"]}
+               "beta_gbps": None if alpha_us is None else beta, "link": repeats[0]["link"]["name"],
+               "strategy": first["strategy"], "devices": first["devices"], "repeats": len(runs),
+               "ms_per_step": statistics.median(ms), "ms_min": min(ms), "ms_max": max(ms),
+               "mb_per_step": first["bytes_per_step"] / 1e6, "check_ulps": max(r["max_check_ulps"] for r in runs)}
         for phase in PHASES:
-            row[phase + "_ms"] = r["phases_ms"][phase]
+            row[phase + "_ms"] = statistics.median(r["phases_ms"][phase] for r in runs)
         rows.append(row)
     return rows
 
@@ -126,6 +133,7 @@ def main():
     parser.add_argument("--out", default="article-results")
     parser.add_argument("--steps", type=int, default=20, help="timed steps per strategy and point")
     parser.add_argument("--warmup", type=int, default=5, help="untimed steps before them")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per point, seeds 0, 1, ...: the rows hold medians")
     parser.add_argument("--models", default="lenet-relu,mlp")
     parser.add_argument("--alphas", default="none,10,100,300,1000", help="latencies in us; none: no link emulated")
     parser.add_argument("--beta", type=float, default=22, help="the link's bandwidth in GB/s (pcie's)")
@@ -139,10 +147,14 @@ def main():
     os.makedirs(os.path.join(args.out, "runs"))
     work = os.path.join(args.out, "compare")
     rows = []
-    total = len(models) * len(alphas)
-    for k, (model, alpha) in enumerate(((m, a) for m in models for a in alphas), 1):
-        print(f"[{k}/{total}] {model}, link {link_spec(alpha, args.beta)} ...", file=sys.stderr, flush=True)
-        rows += rows_of(model, alpha, args.beta, run_compare(args, model, alpha, work))
+    points = [(m, a) for m in models for a in alphas]
+    for k, (model, alpha) in enumerate(points, 1):
+        repeats = []
+        for repeat in range(args.repeats):
+            print(f"[{k}/{len(points)}] {model}, link {link_spec(alpha, args.beta)}, run {repeat + 1} of {args.repeats}",
+                  file=sys.stderr, flush=True)
+            repeats.append(run_compare(args, model, alpha, repeat, work))
+        rows += rows_of(model, alpha, args.beta, repeats)
     shutil.rmtree(work)
     with open(os.path.join(args.out, "article.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))  # quotes the links' commas
@@ -150,7 +162,7 @@ def main():
         writer.writerows(rows)
     meta = {"machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "host": platform.node()},
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "commit": commit(repo), "load_average": os.getloadavg(), "steps": args.steps,
+            "commit": commit(repo), "load_average": os.getloadavg(), "steps": args.steps, "repeats": args.repeats,
             "command": " ".join([os.path.relpath(sys.argv[0], repo)] + sys.argv[1:])}
     with open(os.path.join(args.out, "article.json"), "w") as f:
         json.dump({"meta": meta, "rows": rows}, f, indent=1)

@@ -22,7 +22,7 @@ def check(ok, what):
 
 with tempfile.TemporaryDirectory() as work:
     out = os.path.join(work, "article")
-    run = [sys.executable, script, "--duet", sys.argv[1], "--out", out, "--steps", "1", "--warmup", "0", "--models",
+    run = [sys.executable, script, "--duet", sys.argv[1], "--out", out, "--steps", "1", "--warmup", "0", "--repeats", "2", "--models",
            "mlp", "--alphas", "none,100"]
     result = subprocess.run(run, capture_output=True, text=True)
     check(result.returncode == 0, f"the sweep runs: {result.stderr[-2000:]}")
@@ -38,7 +38,9 @@ with tempfile.TemporaryDirectory() as work:
     with open(os.path.join(out, "article.json")) as f:
         meta = json.load(f)["meta"]
     check(all(meta.get(k) for k in ("machine", "date", "commit", "command")), f"metadata: {sorted(meta)}")
-    check(len(os.listdir(os.path.join(out, "runs"))) == 2, "one compare table per point")
+    check(len(os.listdir(os.path.join(out, "runs"))) == 4, "one compare table per point and repeat")
+    check(all(float(r["ms_min"]) <= float(r["ms_per_step"]) <= float(r["ms_max"]) and r["repeats"] == "2"
+              for r in rows), "the median lies within the range of 2 repeats")
     if shutil.which("gnuplot"):
         check(os.path.getsize(os.path.join(out, "article.png")) > 0, "the plot")
     before = os.listdir(out)
