@@ -7,7 +7,7 @@ Reads README.md, CHANGELOG.md and docs/*.md (ctest runs it as the test docs_path
 two things:
 
 1. Every relative path with a file extension, such as `parallel/strategy.cpp`, names a file of
-   the repository. `duet/LAYER/file.h` (how headers are included) may name LAYER/file.h, and a
+   the repository (a Markdown link from docs/ may start with ../). `duet/LAYER/file.h` (how headers are included) may name LAYER/file.h, and a
    few paths are outputs that commands write (GENERATED below), not files of the repository.
 2. In a table row, a cell that holds one backticked path followed by a cell of backticked names
    (`SingleDevice::train_accumulated`, `make_strategy`) cites those names in that file: the last
@@ -39,7 +39,10 @@ def documents(root):
 
 
 def resolve(root, path):
-    """The file a cited path names, or None."""
+    """The file a cited path names, or None. A path that starts with ../ is a Markdown link
+    from a page under docs/, relative to that folder."""
+    if path.startswith("../"):
+        path = path[len("../"):]
     candidates = [path]
     if path.startswith("duet/"):
         candidates.append(path[len("duet/"):])
