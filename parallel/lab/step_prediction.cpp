@@ -57,13 +57,15 @@ Links pcie_links() { return gpu_links("PCIe (NCCL)", 3.0, 22); }
 namespace {
 
 // zero1 (sharded_optimizer.h) as ddp's bucketed step with: each bucket reduce-scattered, the ring
-// all-reduce's first half (n-1 messages of 1/n of it), overlapping backward as ddp's buckets;
-// the optimizer step on 1/n of the parameters; and after it the all-gather of every bucket, the
-// ring's second half, which nothing overlaps, then the copy of the gathered parameters out of
-// the buckets.
+// all-reduce's first half (n-1 messages of 1/n of it), overlapping backward as ddp's buckets
+// (the map of used parameters is still all-reduced: its second half after it); the optimizer
+// step on 1/n of the parameters; and after it the all-gather of every bucket of zero1's plan
+// (the first one, which it keeps), the ring's second half, which nothing overlaps, then the
+// copy of the gathered parameters out of the buckets.
 void shard_the_step(DdpStepInput& in, const StepProfile& p, const Links& links, int n) {
   in.all_reduce = in.all_reduce.times(0.5);
   if (in.all_reduce_on_cores) in.all_reduce_on_cores = in.all_reduce_on_cores->times(0.5);
+  in.after_ms += in.all_reduce.ms(4.0 * static_cast<double>(p.parameter_sizes.size()));  // the map, f32 per parameter
   in.compute.step_ms /= n;
   for (int64_t bytes : p.bucket_bytes) in.after_step_ms += in.all_reduce.ms(static_cast<double>(bytes));
   if (links.collectives_use_compute)
