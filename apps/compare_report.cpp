@@ -17,14 +17,24 @@ using parallel::Phase;
 constexpr const char* kPhaseHeads[kNumPhases] = {"scatter", "bcast", "bufsync", "fwd", "gather",
                                                  "loss",    "bwd",   "allred",  "step"};
 
-std::string memory_cell(const parallel::RunMeasurement& run) {
+// Per device, "a/b/c" in MiB with `decimals`; `bytes` picks the figure.
+template <class Bytes> std::string per_device_cell(const parallel::RunMeasurement& run, int decimals, Bytes bytes) {
   std::string cell;
   for (const auto& m : run.memory) {
     char mib[32];
-    std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(m.peak_bytes) / (1 << 20));
+    std::snprintf(mib, sizeof mib, "%.*f", decimals, static_cast<double>(bytes(m)) / (1 << 20));
     cell += (cell.empty() ? "" : "/") + std::string(mib);
   }
   return cell;
+}
+
+std::string memory_cell(const parallel::RunMeasurement& run) {
+  return per_device_cell(run, 1, [](const parallel::DeviceMemory& m) { return m.peak_bytes; });
+}
+
+// Optimizer state is small beside the peak: two decimals, so that zero1's 1/N shows.
+std::string optimizer_state_cell(const parallel::RunMeasurement& run) {
+  return per_device_cell(run, 2, [](const parallel::DeviceMemory& m) { return m.optimizer_state_bytes; });
 }
 
 std::string diff_cell(const std::optional<double>& diff) {
@@ -165,18 +175,20 @@ void print_results(const CompareReport& report, std::FILE* out) {
   for (const std::string& note : report.notes) std::fprintf(out, "note: %s\n", note.c_str());
   std::fprintf(out, "%-15s %3s %8s %8s |", "strategy", "dev", "img/s", "ms/step");
   for (const char* head : kPhaseHeads) std::fprintf(out, " %7s", head);
-  std::fprintf(out, " | %9s  %-17s %10s %10s %10s %10s\n", "MB/step", "peak MiB/device", "final loss", "check ulps",
-               "diff@1", "diff@end");
+  std::fprintf(out, " | %9s  %-17s %-17s %10s %10s %10s %10s\n", "MB/step", "peak MiB/device", "optim MiB/device",
+               "final loss", "check ulps", "diff@1", "diff@end");
   for (const auto& run : report.runs) {
     std::fprintf(out, "%-15s %3d %8.0f %8.2f |", parallel::to_string(run.strategy).c_str(), run.devices,
                  run.images_per_second, run.ms_per_step);
     for (double ms : run.phase_ms) std::fprintf(out, " %7.2f", ms);
-    std::fprintf(out, " | %9.3f  %-17s %10.5f %10s %10s %10s\n", run.bytes_per_step / 1e6, memory_cell(run).c_str(),
-                 run.final_loss, ulps_cell(run.max_check_ulps).c_str(), diff_cell(run.first_step_param_diff).c_str(),
+    std::fprintf(out, " | %9.3f  %-17s %-17s %10.5f %10s %10s %10s\n", run.bytes_per_step / 1e6,
+                 memory_cell(run).c_str(), optimizer_state_cell(run).c_str(), run.final_loss,
+                 ulps_cell(run.max_check_ulps).c_str(), diff_cell(run.first_step_param_diff).c_str(),
                  diff_cell(run.max_param_diff).c_str());
   }
   std::fprintf(out,
                "phases: mean ms per step, the slowest device's for ddp; bwd includes dp's gradient reduce; "
+               "optim: the optimizer state each device holds (zero1 shards it); "
                "check ulps: the worst step's distance from single-device training's step from the same "
                "parameters, in float ulps; diff@1, diff@end: largest |parameter - single's| after the first and "
                "the last step of separate runs (training amplifies roundings: information, not a test)\n");
@@ -299,7 +311,10 @@ void write_results_json(const CompareReport& report, const std::string& path) {
     const auto& run = report.runs[i];
     nlohmann::json phases, memory = nlohmann::json::array();
     for (size_t i = 0; i < kNumPhases; ++i) phases[parallel::name(static_cast<Phase>(i))] = run.phase_ms[i];
-    for (const auto& m : run.memory) memory.push_back({{"device", m.device}, {"peak_bytes", m.peak_bytes}});
+    for (const auto& m : run.memory) {
+      memory.push_back(
+          {{"device", m.device}, {"peak_bytes", m.peak_bytes}, {"optimizer_state_bytes", m.optimizer_state_bytes}});
+    }
     results.push_back(
         {{"strategy", parallel::to_string(run.strategy)},
          {"devices", run.devices},
@@ -373,7 +388,7 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
     for (size_t i = 0; i < kNumPhases; ++i) out << ',' << parallel::name(static_cast<Phase>(i)) << "_ms";
     out << ",bytes_per_step,peak_bytes_per_device,final_loss,max_check_ulps,first_step_param_diff,max_param_diff,"
            "allreduce_ms_per_step,allreduce_exposed_ms_per_step,allreduce_hidden_share,batch_size,predicted_ms,"
-           "compute_slowdown\n";
+           "compute_slowdown,optimizer_state_bytes_per_device\n";
     for (size_t i = 0; i < report.runs.size(); ++i) {
       const auto& run = report.runs[i];
       out << run.strategy << ',' << run.devices << ',' << run.images_per_second << ',' << run.ms_per_step;
@@ -392,6 +407,8 @@ void write_results_csv(const CompareReport& report, const std::string& path) {
       if (auto predicted = predicted_ms(report, i)) out << *predicted;
       out << ',';
       if (auto slowdown = compute_slowdown(report, i)) out << *slowdown;
+      out << ',';
+      for (size_t i = 0; i < run.memory.size(); ++i) out << (i ? ";" : "") << run.memory[i].optimizer_state_bytes;
       out << '\n';
     }
   });

@@ -67,7 +67,14 @@ TrainReporter::TrainReporter(const TrainArgs& args, TrainSetup& setup, const std
 
 parallel::TrainerCallbacks TrainReporter::callbacks() {
   parallel::TrainerCallbacks callbacks;
-  if (!setup_.leader) return callbacks;
+  if (!setup_.leader) {
+    // zero1's optimizer state is sharded over the processes: the leader's checkpoint gathers
+    // it from every rank, at the same point of every epoch (after_epoch).
+    if (!args_.save.empty() && setup_.comm && args_.strategy == parallel::StrategyKind::zero1) {
+      callbacks.on_epoch = [this](const parallel::EpochStats&) { (void)setup_.strategy->optimizer().state(); };
+    }
+    return callbacks;
+  }
   callbacks.on_step = [this](const parallel::StepProgress& p) {
     bar_.update(p);
     if (profile_) profile_->after_step(setup_.strategy->last_phases());
@@ -89,25 +96,30 @@ void TrainReporter::after_epoch(const parallel::EpochStats& e) {
   // The checkpoint first: an epoch is in --metrics only once it is saved, so that a run resumed
   // after a failed save does not write that epoch's line a second time.
   std::optional<optim::CheckpointInfo> saved;
-  if (!args_.save.empty()) saved = save(e);
+  // Taken once for both files: under zero1 across processes it is gathered from every rank,
+  // which joins in callbacks().
+  nn::NamedTensors optimizer_state;
+  if (!args_.save.empty()) {
+    optimizer_state = setup_.strategy->optimizer().state();
+    saved = save(e, optimizer_state);
+  }
   if (metrics_.is_open()) metrics_ << metrics_line(args_, setup_, e, eval_seconds).dump() << "\n" << std::flush;
-  if (saved) save_best(e, *saved);
+  if (saved) save_best(e, *saved, optimizer_state);
 }
 
-optim::CheckpointInfo TrainReporter::save(const parallel::EpochStats& e) {
+optim::CheckpointInfo TrainReporter::save(const parallel::EpochStats& e, const nn::NamedTensors& optimizer_state) {
   optim::CheckpointInfo info{.epochs_done = e.epoch + 1, .extra = run_settings(args_)};
   info.extra["history"] = history_text(run_);
-  parallel::Strategy& strategy = *setup_.strategy;
-  optim::save_checkpoint(args_.save, strategy.model(), strategy.optimizer(), default_generator(), info);
+  optim::save_checkpoint(args_.save, setup_.strategy->model(), optimizer_state, default_generator(), info);
   return info;
 }
 
-void TrainReporter::save_best(const parallel::EpochStats& e, const optim::CheckpointInfo& info) {
+void TrainReporter::save_best(const parallel::EpochStats& e, const optim::CheckpointInfo& info,
+                              const nn::NamedTensors& optimizer_state) {
   if (e.test_accuracy <= best_accuracy_) return;
   best_accuracy_ = e.test_accuracy, best_epoch_ = e.epoch + 1;
   // A run that diverges without a NaN would otherwise overwrite its last good weights.
-  parallel::Strategy& strategy = *setup_.strategy;
-  optim::save_checkpoint(args_.save + ".best", strategy.model(), strategy.optimizer(), default_generator(), info);
+  optim::save_checkpoint(args_.save + ".best", setup_.strategy->model(), optimizer_state, default_generator(), info);
 }
 
 void TrainReporter::interrupted() {

@@ -36,9 +36,10 @@ class TrainReporter {
  private:
   void after_epoch(const parallel::EpochStats& e);
   // --save NAME after every epoch; returns what it recorded.
-  optim::CheckpointInfo save(const parallel::EpochStats& e);
+  optim::CheckpointInfo save(const parallel::EpochStats& e, const nn::NamedTensors& optimizer_state);
   // NAME.best when the test accuracy is the best so far.
-  void save_best(const parallel::EpochStats& e, const optim::CheckpointInfo& info);
+  void save_best(const parallel::EpochStats& e, const optim::CheckpointInfo& info,
+                 const nn::NamedTensors& optimizer_state);
 
   const TrainArgs& args_;
   TrainSetup& setup_;

@@ -99,13 +99,13 @@ data::DataLoaderOptions loader_options(int64_t batch_size, const std::vector<Dev
 
 std::string check_combination(const TrainArgs& args) {
   if (args.strategy == parallel::StrategyKind::single && (args.devices > 1 || args.device_ids.size() > 1)) {
-    return "several devices need --strategy dp or ddp";
+    return "several devices need --strategy dp, ddp or zero1";
   }
   if (args.devices > 1 && !args.device_ids.empty()) return "give --devices or --device-ids, not both";
   std::set<int> distinct(args.device_ids.begin(), args.device_ids.end());
   if (distinct.size() != args.device_ids.size()) return "--device-ids lists a device twice";
   if (args.comm == "mpi" && !parallel::runs_across_processes(args.strategy))
-    return "--comm mpi needs --strategy ddp (or a variant other than ddp-d2l)";
+    return "--comm mpi needs --strategy ddp (or a variant other than ddp-d2l) or zero1";
   if (std::string problem = optimizer_args_problem(args.optimizer); !problem.empty()) return problem;
   if (args.comm == "mpi" && (args.devices > 1 || args.device_ids.size() > 1)) {
     return "--comm mpi runs one device per process: start more processes with mpirun -np N instead of --devices";
@@ -118,8 +118,8 @@ std::string check_combination(const TrainArgs& args) {
     if (args.profile)
       return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
   }
-  if (args.sync_bn && !parallel::is_ddp(args.strategy)) {
-    return "--sync-bn synchronises BatchNorm across ddp's ranks: it needs --strategy ddp";
+  if (args.sync_bn && !parallel::is_distributed(args.strategy)) {
+    return "--sync-bn synchronises BatchNorm across ddp's ranks: it needs --strategy ddp or zero1";
   }
   if (args.accumulate > 1 && args.cuda_graph) {
     return "--accumulate runs several micro-batches per step, which --cuda-graph cannot replay";

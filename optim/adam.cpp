@@ -1,5 +1,6 @@
 #include "duet/optim/adam.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "duet/autograd/grad_mode.h"
@@ -43,6 +44,19 @@ void Adam::step() {
       if (t->defined()) t->bump_version();
     }
   }
+}
+
+std::vector<std::string> Adam::buffer_names() const {
+  std::vector<std::string> names = {"exp_avg", "exp_avg_sq"};
+  if (options_.amsgrad) names.push_back("max_exp_avg_sq");
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::unique_ptr<Optimizer> Adam::make_like(std::vector<Tensor> params) const {
+  AdamOptions options = options_;
+  options.lr = lr();
+  return std::make_unique<Adam>(std::move(params), options);
 }
 
 AdamW::AdamW(std::vector<Tensor> params, AdamOptions options)

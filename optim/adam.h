@@ -26,6 +26,9 @@ class Adam : public Optimizer {
   Adam(std::vector<Tensor> params, AdamOptions options);
   void step() override;
   const AdamOptions& options() const { return options_; }
+  std::vector<std::string> buffer_names() const override;
+  // An Adam with these options (AdamW's included: its options say decoupled_weight_decay).
+  std::unique_ptr<Optimizer> make_like(std::vector<Tensor> params) const override;
 
  private:
   AdamOptions options_;

@@ -48,10 +48,15 @@ std::map<std::string, Tensor> by_name(const nn::NamedTensors& tensors) {
 
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& optimizer,
                      const Generator& generator, const CheckpointInfo& info) {
+  save_checkpoint(path, model, optimizer.state(), generator, info);
+}
+
+void save_checkpoint(const std::string& path, const nn::Module& model, const nn::NamedTensors& optimizer_state,
+                     const Generator& generator, const CheckpointInfo& info) {
   DUET_CHECK(info.epochs_done >= 0, path, ": epochs_done must be >= 0, got ", info.epochs_done);
   nn::NamedTensors tensors;
   for (auto& [name, t] : model.state_dict()) tensors.emplace_back("model." + name, t);
-  for (auto& [name, t] : optimizer.state()) tensors.emplace_back("optim." + name, t);
+  for (auto& [name, t] : optimizer_state) tensors.emplace_back("optim." + name, t);
   std::map<std::string, std::string> meta = info.extra;
   meta["format"] = kFormat;
   meta["version"] = kVersion;

@@ -45,6 +45,10 @@ struct Checkpoint {
 // info.epochs_done is negative.
 void save_checkpoint(const std::string& path, const nn::Module& model, const Optimizer& optimizer,
                      const Generator& generator, const CheckpointInfo& info);
+// The same with the optimizer's state() already taken: a sharded optimizer gathers it from every
+// rank (a collective across processes), once, for a checkpoint that one rank writes.
+void save_checkpoint(const std::string& path, const nn::Module& model, const nn::NamedTensors& optimizer_state,
+                     const Generator& generator, const CheckpointInfo& info);
 
 // Reads `path`; throws naming it if it is not a duet checkpoint of this version, its metadata
 // is missing or malformed (an epochs_done that is not a whole number >= 0, say), or its tensors

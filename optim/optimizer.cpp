@@ -49,6 +49,14 @@ nn::NamedTensors Optimizer::state() const {
   return out;
 }
 
+int64_t Optimizer::state_bytes() const {
+  int64_t bytes = 0;
+  for (const auto& buffers : buffers_) {
+    for (const auto& [name, t] : buffers) bytes += t.nbytes();
+  }
+  return bytes;
+}
+
 namespace {
 
 // A count saved as a one-element tensor ("step", "<index>.step").

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,12 +44,23 @@ class Optimizer : public Schedulable {
 
   // The state as named tensors, for checkpoints: "step" (steps taken), and per parameter
   // "<index>.<buffer>" and "<index>.step" (its updates, for a parameter updated at least once).
-  nn::NamedTensors state() const;
+  // A sharded optimizer (parallel/sharded_optimizer.h) gathers its shards' state into this
+  // same per-parameter form, and loads it.
+  virtual nn::NamedTensors state() const;
   // Restores what state() saved; throws naming the first tensor that does not fit. A state
   // without per-parameter counts (checkpoints written before duet kept them) gives each
   // parameter that has buffers the global "step" and the others 0: exact when every parameter
   // had a gradient at every step, as in `duet train`.
-  void load_state(const std::map<std::string, Tensor>& state);
+  virtual void load_state(const std::map<std::string, Tensor>& state);
+
+  // The bytes of state this optimizer holds on its device (momentum buffers, Adam moments):
+  // what `duet compare` reports per device, and what a sharded optimizer divides.
+  virtual int64_t state_bytes() const;
+  // The named buffers every updated parameter has (state()'s "<index>.<buffer>"), in name order.
+  virtual std::vector<std::string> buffer_names() const = 0;
+  // A fresh optimizer of the same kind and hyperparameters (its learning rate included) over
+  // other tensors, without state: a sharded optimizer steps its shard with one.
+  virtual std::unique_ptr<Optimizer> make_like(std::vector<Tensor> params) const = 0;
 
  protected:
   // The named state tensor of parameter `index`, created as zeros like the parameter.

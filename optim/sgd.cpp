@@ -39,4 +39,15 @@ void SGD::step() {
   ++step_count_;
 }
 
+std::vector<std::string> SGD::buffer_names() const {
+  if (options_.momentum == 0) return {};
+  return {"momentum_buffer"};
+}
+
+std::unique_ptr<Optimizer> SGD::make_like(std::vector<Tensor> params) const {
+  SGDOptions options = options_;
+  options.lr = lr();
+  return std::make_unique<SGD>(std::move(params), options);
+}
+
 }  // namespace duet::optim

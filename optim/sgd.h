@@ -20,6 +20,8 @@ class SGD final : public Optimizer {
   SGD(std::vector<Tensor> params, SGDOptions options);
   void step() override;
   bool replayable() const override { return true; }  // its kernel arguments change only with lr
+  std::vector<std::string> buffer_names() const override;
+  std::unique_ptr<Optimizer> make_like(std::vector<Tensor> params) const override;
   const SGDOptions& options() const { return options_; }
 
  private:

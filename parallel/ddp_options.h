@@ -16,6 +16,11 @@ struct DDPOptions {
   // Bucketed all-reduce from backward hooks; false: one all-reduce per gradient after backward
   // (for comparison: no overlap, more latency).
   bool bucketed = true;
+  // ZeRO stage 1 (zero1, sharded_optimizer.h): the buckets are reduce-scattered instead of
+  // all-reduced, each rank steps its chunk of every bucket with optimizer state for that chunk
+  // alone, and the updated chunks are all-gathered. Needs `bucketed`; the buckets then keep
+  // their first layout, which the shards and their state follow.
+  bool shard_optimizer = false;
   // d2l's all-reduce (ddp-d2l, d2l_all_reduce.h), in one process only, not bucketed: once every
   // replica's backward is done, the host sums each gradient on device 0 and copies the sum back,
   // one parameter at a time, every copy a message over `link`; no communicator takes part.

@@ -15,6 +15,7 @@
 #include "duet/parallel/comm/nccl_communicator.h"
 #include "duet/parallel/d2l_all_reduce.h"
 #include "duet/parallel/replica_threads.h"
+#include "duet/parallel/sharded_optimizer.h"
 #include "duet/parallel/sync_batch_norm.h"
 
 namespace duet::parallel {
@@ -41,6 +42,12 @@ std::vector<int64_t> parameter_hashes(const nn::Module& model) {
   std::vector<int64_t> hashes;
   for (const Tensor& p : model.parameters()) hashes.push_back(hash_of(p));
   return hashes;
+}
+
+void check_sharding(const DDPOptions& options) {
+  DUET_CHECK(!options.shard_optimizer || (options.bucketed && !options.reduce_through_first_device),
+             "DistributedDataParallel: a sharded optimizer (zero1) reduce-scatters the gradient buckets: it needs "
+             "bucketed and no reduce_through_first_device");
 }
 
 int64_t mib_to_bytes(double mb, const char* what) {
@@ -87,13 +94,22 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
     DUET_CHECK(!options_.bucketed && !options_.mean_of_means,
                "DistributedDataParallel: the all-reduce through the first device is unbucketed, and sums");
   }
+  check_sharding(options_);
   if (options_.sync_batchnorm) model = convert_sync_batchnorm(std::move(model));
   std::vector<std::shared_ptr<Communicator>> comms = make_ddp_group(devices_, options_);
   layout_ = std::make_shared<const BucketLayout>(plan_for(*model, options_));
   for (size_t r = 0; r < devices_.size(); ++r) {
     // The one time parameters travel: every other rank starts from a copy of rank 0's model,
-    // which is what DDP's constructor broadcast achieves. From here on only gradients move.
+    // which is what DDP's constructor broadcast achieves. From here on only gradients move
+    // (and, under zero1, the updated shards).
     add_rank(r == 0 ? model : model->clone(devices_[r]), make_optimizer, comms[r]);
+  }
+  if (options_.shard_optimizer) {
+    // Every rank's shard is in this process: rank 0's state() reads them all directly.
+    std::vector<ShardedOptimizer*> sharded;
+    for (const Rank& rank : ranks_) sharded.push_back(static_cast<ShardedOptimizer*>(rank.optimizer.get()));
+    const std::vector<const ShardedOptimizer*> group(sharded.begin(), sharded.end());
+    for (ShardedOptimizer* optimizer : sharded) optimizer->set_local_group(group);
   }
 }
 
@@ -108,6 +124,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   DUET_CHECK(!options_.reduce_through_first_device,
              "DistributedDataParallel: the all-reduce through the first device copies every replica's gradients "
              "within one process, not across processes");
+  check_sharding(options_);
   devices_ = {comm->device()};
   check_model_on(*model, comm->device(), "DistributedDataParallel");
   if (options_.sync_batchnorm) model = convert_sync_batchnorm(std::move(model));
@@ -123,12 +140,20 @@ void DistributedDataParallel::add_rank(std::shared_ptr<nn::Module> model, const 
                                        std::shared_ptr<Communicator> comm) {
   Rank rank;
   rank.model = std::move(model);
-  rank.optimizer = make_optimizer(rank.model->parameters());
-  DUET_CHECK(rank.optimizer, "DistributedDataParallel: the optimizer factory returned null for rank ", comm->rank());
   rank.comm = std::move(comm);
   // Converted here or built with them by the caller: each replica's layers talk to its rank.
   sync_batchnorm_ = attach_communicator(*rank.model, rank.comm) > 0;
-  if (options_.bucketed) rank.reducer = BucketReducer::create(layout_, rank.model->parameters(), rank.comm);
+  if (options_.shard_optimizer) {
+    rank.reducer =
+        BucketReducer::create(layout_, rank.model->parameters(), rank.comm, BucketCollective::reduce_scatter);
+    rank.optimizer =
+        std::make_unique<ShardedOptimizer>(rank.model->parameters(), rank.reducer, rank.comm, make_optimizer);
+  } else {
+    rank.optimizer = make_optimizer(rank.model->parameters());
+    if (options_.bucketed) rank.reducer = BucketReducer::create(layout_, rank.model->parameters(), rank.comm);
+  }
+  DUET_CHECK(rank.optimizer, "DistributedDataParallel: the optimizer factory returned null for rank ",
+             rank.comm->rank());
   ranks_.push_back(std::move(rank));
 }
 
@@ -327,9 +352,16 @@ StepResult DistributedDataParallel::run_rank(size_t r, const std::vector<Shard>&
   backward_ends_[r] = {last_gradient > 0 ? last_gradient : backward_end, backward_end};
   rank_phases_[r].comm_events = std::move(events);
 
-  // The same reduced gradients and the same optimizer on every rank: identical updates.
+  // The same reduced gradients and the same optimizer on every rank: identical updates. Under
+  // zero1 each rank steps its shard and all-gathers the others' (sharded_optimizer.h).
   rank.optimizer->step();
   timer.lap(Phase::step);
+  if (options_.shard_optimizer) {
+    for (CommEvent e : static_cast<const ShardedOptimizer&>(*rank.optimizer).gather_events()) {
+      e.track = static_cast<int>(r);
+      rank_phases_[r].comm_events.push_back(std::move(e));
+    }
+  }
   rank_phases_[r].bytes_moved = rank.comm->stats().bytes_sent;
   return result;
 }
@@ -384,7 +416,7 @@ void DistributedDataParallel::reduce_through_first_device_and_step() {
 // parameters whose gradients never came last, from last to first.
 void DistributedDataParallel::rebuild_buckets() {
   rebuilt_ = true;
-  if (!options_.bucketed) return;
+  if (!options_.bucketed || options_.shard_optimizer) return;  // zero1's shards, and their state, follow the layout
   const size_t n = layout_->slot.size();
   std::vector<size_t> order = ranks_[0].reducer->grad_ready_order();
   std::vector<bool> listed(n, false);

@@ -22,6 +22,11 @@
 // PyTorch's).
 //   - Every rank then applies the same optimizer step to its own replica, so the replicas stay
 //     identical without being broadcast (an optional check verifies it).
+//   - shard_optimizer (zero1, ZeRO stage 1): the buckets are reduce-scattered instead, each rank
+//     steps only its chunk of every bucket with a ShardedOptimizer (sharded_optimizer.h), whose
+//     state covers that chunk alone, and the updated chunks are all-gathered into every replica.
+//     optimizer() and replica_optimizer() are then ShardedOptimizers, whose state() is the whole
+//     state.
 //   - reduce_through_first_device (ddp-d2l, one process): no buckets and no communicator for
 //     the gradients; once every rank's backward is done, the calling thread all-reduces them
 //     through device 0, one parameter at a time (d2l_all_reduce.h), then every rank steps.

@@ -52,6 +52,8 @@ BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_b
   return layout;
 }
 
+int64_t bucket_chunk(int64_t numel, int world_size) { return (numel + world_size - 1) / world_size; }
+
 Tensor local_usage(const std::vector<Tensor>& params, Device device) {
   std::vector<float> used;
   for (const Tensor& p : params) used.push_back(p.grad().defined() ? 1.0f : 0.0f);
@@ -59,8 +61,10 @@ Tensor local_usage(const std::vector<Tensor>& params, Device device) {
 }
 
 std::shared_ptr<BucketReducer> BucketReducer::create(std::shared_ptr<const BucketLayout> layout,
-                                                     std::vector<Tensor> params, std::shared_ptr<Communicator> comm) {
-  std::shared_ptr<BucketReducer> reducer(new BucketReducer(std::move(layout), std::move(params), std::move(comm)));
+                                                     std::vector<Tensor> params, std::shared_ptr<Communicator> comm,
+                                                     BucketCollective collective) {
+  std::shared_ptr<BucketReducer> reducer(
+      new BucketReducer(std::move(layout), std::move(params), std::move(comm), collective));
   std::weak_ptr<BucketReducer> weak = reducer;
   for (size_t i = 0; i < reducer->params_.size(); ++i) {
     reducer->params_[i].register_post_accumulate_grad_hook([weak, i](const Tensor&) {
@@ -71,8 +75,8 @@ std::shared_ptr<BucketReducer> BucketReducer::create(std::shared_ptr<const Bucke
 }
 
 BucketReducer::BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
-                             std::shared_ptr<Communicator> comm)
-    : layout_(std::move(layout)), params_(std::move(params)), comm_(std::move(comm)) {
+                             std::shared_ptr<Communicator> comm, BucketCollective collective)
+    : layout_(std::move(layout)), params_(std::move(params)), comm_(std::move(comm)), collective_(collective) {
   allocate_buckets();
 }
 
@@ -80,8 +84,14 @@ void BucketReducer::allocate_buckets() {
   DUET_CHECK(layout_->slot.size() == params_.size(), "BucketReducer: the layout has ", layout_->slot.size(),
              " parameters, the replica ", params_.size());
   flat_.clear();
+  chunks_.clear();
+  const bool scatter = collective_ == BucketCollective::reduce_scatter;
+  const int world = comm_->world_size();
   for (const BucketLayout::Bucket& b : layout_->buckets) {
-    flat_.push_back(zeros({b.numel}, {.dtype = b.dtype, .device = comm_->device()}));
+    // The padding is never written: it stays zero, and reduces to zero.
+    const int64_t chunk = bucket_chunk(b.numel, world);
+    flat_.push_back(zeros({scatter ? chunk * world : b.numel}, {.dtype = b.dtype, .device = comm_->device()}));
+    if (scatter) chunks_.push_back(zeros({chunk}, {.dtype = b.dtype, .device = comm_->device()}));
   }
 }
 
@@ -115,7 +125,7 @@ void BucketReducer::prepare(ReduceOp op) {
   events_.assign(layout_->buckets.size(), {});
   for (size_t b = 0; b < events_.size(); ++b) {
     events_[b].name = "bucket " + std::to_string(b);
-    events_[b].bytes = layout_->buckets[b].numel * static_cast<int64_t>(element_size(layout_->buckets[b].dtype));
+    events_[b].bytes = flat_[b].nbytes();
   }
 }
 
@@ -150,7 +160,9 @@ void BucketReducer::mark_ready(size_t bucket) {
   // and is launched right after it.
   while (next_launch_ < ready_.size() && ready_[next_launch_]) {
     events_[next_launch_].launch_us = trace_now_us();
-    works_[next_launch_] = comm_->all_reduce_async(flat_[next_launch_], op_);
+    works_[next_launch_] = collective_ == BucketCollective::reduce_scatter
+                               ? comm_->reduce_scatter_async(flat_[next_launch_], chunks_[next_launch_], op_)
+                               : comm_->all_reduce_async(flat_[next_launch_], op_);
     launch_log_.push_back(next_launch_);
     ++next_launch_;
   }
@@ -179,9 +191,12 @@ void BucketReducer::finish() {
   for (const std::shared_ptr<Work>& w : works_) w->wait();
   record_finish_times();
   const std::vector<float> used = usage.to_vector<float>();
+  used_.assign(params_.size(), false);
+  for (size_t i = 0; i < params_.size(); ++i) used_[i] = used[i] != 0;
+  if (collective_ == BucketCollective::reduce_scatter) return;  // the sharded optimizer reads the chunks
   NoGradGuard no_grad;
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (used[i] == 0) continue;  // no rank used it: .grad stays undefined, as in single-device training
+    if (!used_[i]) continue;  // no rank used it: .grad stays undefined, as in single-device training
     Tensor view = slot_view(i);
     if (params_[i].grad().defined()) {
       params_[i].grad().copy_(view);

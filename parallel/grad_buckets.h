@@ -60,6 +60,14 @@ BucketLayout plan_buckets(const std::vector<Tensor>& params, int64_t first_cap_b
 // ranks, a 0 marks a parameter that no rank used.
 Tensor local_usage(const std::vector<Tensor>& params, Device device);
 
+// What a ready bucket is launched with: ddp's all-reduce, or zero1's reduce-scatter, after which
+// each rank holds the reduced sum of its chunk of every bucket only (sharded_optimizer.h).
+enum class BucketCollective : uint8_t { all_reduce, reduce_scatter };
+
+// Reduce-scatter needs world_size() equal chunks: a bucket of `numel` elements is padded with
+// zeros to world_size * bucket_chunk(numel, world_size), and rank r owns chunk r.
+int64_t bucket_chunk(int64_t numel, int world_size);
+
 // One rank's reducer: owns its flat buckets and the post-accumulate-grad hooks on its
 // replica's parameters.
 class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
@@ -68,7 +76,8 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   // reducer weakly (rank 0's parameters are the user's model, which may outlive it) and do
   // nothing unless a step is armed.
   static std::shared_ptr<BucketReducer> create(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
-                                               std::shared_ptr<Communicator> comm);
+                                               std::shared_ptr<Communicator> comm,
+                                               BucketCollective collective = BucketCollective::all_reduce);
 
   // Arms the hooks for one backward: the buckets are all-reduced with `op`. A gradient already
   // accumulated in .grad (earlier micro-batches, without sync) is part of what the hook sees.
@@ -77,10 +86,21 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   // gradients whose hook never fired (from .grad when it holds accumulated micro-batches,
   // zeros otherwise), launches what is left in order and the map of used parameters, waits
   // for all of it, and copies the reduced buckets back into the .grad of every parameter that
-  // some rank used.
+  // some rank used. Reduce-scatter: the .grad are left as this rank's backward made them, and
+  // the reduced chunks are in reduced_chunk().
   void finish();
   // Swaps in another layout (the rebuilt buckets); between steps only.
   void set_layout(std::shared_ptr<const BucketLayout> layout);
+
+  const BucketLayout& layout() const { return *layout_; }
+  // Reduce-scatter, after finish(): this rank's chunk of bucket `bucket`, reduced over the ranks.
+  const Tensor& reduced_chunk(size_t bucket) const { return chunks_.at(bucket); }
+  // Bucket `bucket`'s flat (padded) buffer; after finish() and until the next prepare(), free
+  // for other use (zero1 all-gathers the updated parameters in it).
+  const Tensor& bucket_buffer(size_t bucket) const { return flat_.at(bucket); }
+  // After finish(): whether some rank used parameter `param` in the step (its .grad then holds,
+  // or reduced_chunk() covers, a reduced gradient).
+  bool used(size_t param) const { return used_.at(param); }
 
   // Last step: the bucket indices in the order this rank found them ready / launched them, and
   // the parameter indices in the order their gradients arrived.
@@ -94,7 +114,7 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
 
  private:
   BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
-                std::shared_ptr<Communicator> comm);
+                std::shared_ptr<Communicator> comm, BucketCollective collective);
   void allocate_buckets();
   void on_grad_ready(size_t param);                  // the hook's body
   void fill_slot(size_t param, const Tensor& grad);  // with mutex_ held
@@ -109,7 +129,10 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   std::shared_ptr<const BucketLayout> layout_;
   std::vector<Tensor> params_;
   std::shared_ptr<Communicator> comm_;
-  std::vector<Tensor> flat_;  // one contiguous tensor per bucket, on comm_->device()
+  BucketCollective collective_;
+  std::vector<Tensor> flat_;    // one contiguous tensor per bucket, on comm_->device(), padded for reduce-scatter
+  std::vector<Tensor> chunks_;  // reduce-scatter: per bucket, this rank's reduced chunk
+  std::vector<bool> used_;      // per parameter, after finish()
 
   mutable std::mutex mutex_;  // hooks may run on the engine's device thread
   bool armed_ = false;

@@ -23,7 +23,9 @@ std::unique_ptr<Strategy> make_strategy(StrategyKind kind, std::shared_ptr<nn::M
              "not ",
              name, "'s");
   DUET_CHECK(!options.comm || runs_across_processes(kind),
-             "make_strategy: only ddp and its variants but ddp-d2l run over a multi-process communicator, not ", name);
+             "make_strategy: only ddp and its variants but ddp-d2l, and zero1, run over a multi-process communicator, "
+             "not ",
+             name);
   if (kind == StrategyKind::single) {
     if (options.cuda_graph) {
       return std::make_unique<GraphedSingleDevice>(model, make_optimizer(model->parameters()), devices[0], options.loss,
@@ -41,6 +43,7 @@ std::unique_ptr<Strategy> make_strategy(StrategyKind kind, std::shared_ptr<nn::M
   if (options.link.emulated()) ddp.link = options.link;
   ddp.bucketed = kind != StrategyKind::ddp_unbucketed && kind != StrategyKind::ddp_d2l;
   ddp.reduce_through_first_device = kind == StrategyKind::ddp_d2l;
+  ddp.shard_optimizer = kind == StrategyKind::zero1;
   ddp.loss = options.loss;
   ddp.loss_fn = options.loss_fn;
   if (kind == StrategyKind::ddp_naive) ddp.algorithm = LocalAlgorithm::naive;

@@ -31,6 +31,8 @@ const std::vector<StrategyInfo>& strategy_table() {
       {StrategyKind::ddp_naive, "ddp-naive", "DDP, bucketed, with a reduce-then-broadcast all-reduce"},
       {StrategyKind::ddp_d2l, "ddp-d2l",
        "d2l's from-scratch DDP: after backward, each gradient summed on device 0 and copied back, one at a time"},
+      {StrategyKind::zero1, "zero1",
+       "ZeRO-1: DDP whose buckets are reduce-scattered, each device stepping 1/N of the parameters, then all-gathered"},
   };
   return table;
 }
@@ -57,6 +59,8 @@ bool is_ddp(StrategyKind kind) {
          kind == StrategyKind::ddp_d2l;
 }
 
-bool runs_across_processes(StrategyKind kind) { return is_ddp(kind) && kind != StrategyKind::ddp_d2l; }
+bool is_distributed(StrategyKind kind) { return is_ddp(kind) || kind == StrategyKind::zero1; }
+
+bool runs_across_processes(StrategyKind kind) { return is_distributed(kind) && kind != StrategyKind::ddp_d2l; }
 
 }  // namespace duet::parallel

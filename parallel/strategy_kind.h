@@ -17,6 +17,7 @@ enum class StrategyKind {
   ddp_unbucketed,  // B with one all-reduce per gradient after backward
   ddp_naive,       // B, bucketed, with the naive reduce-then-broadcast all-reduce
   ddp_d2l,         // B as d2l's book writes it: each gradient summed on device 0 and copied back
+  zero1,           // B with a sharded optimizer (ZeRO stage 1): reduce-scatter, step a shard, all-gather
 };
 
 struct StrategyInfo {
@@ -37,7 +38,10 @@ std::ostream& operator<<(std::ostream& out, StrategyKind kind);
 
 // ddp and its variants: one replica per device, gradients all-reduced.
 bool is_ddp(StrategyKind kind);
-// The ddp variants that run one rank per process too (mpirun): all but ddp-d2l, whose
+// ddp and its variants, and zero1: one replica per device, each rank's own loss and backward,
+// gradients reduced over a communicator (DistributedDataParallel).
+bool is_distributed(StrategyKind kind);
+// The distributed kinds that run one rank per process too (mpirun): all but ddp-d2l, whose
 // all-reduce copies every replica's gradients within one process.
 bool runs_across_processes(StrategyKind kind);
 

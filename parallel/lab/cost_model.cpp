@@ -74,6 +74,20 @@ Prediction predict(StrategyKind strategy, int devices, const Link& link, const S
       }
       out.comm_ms = buffers + exposed;
     }
+  } else if (strategy == StrategyKind::zero1) {
+    // ddp's bucketed ring all-reduce split in its two halves: the reduce-scatters overlap
+    // backward as ddp's buckets do, the step runs on 1/n of the parameters, and the all-gather
+    // of every bucket follows it, exposed.
+    out.compute_ms = (p.forward_ms + p.loss_ms + p.backward_ms + p.step_ms) / n;
+    if (n > 1) {
+      const double buffers = p.buffer_bytes > 0 ? root_bound_ms(link, n, static_cast<double>(p.buffer_bytes)) : 0;
+      double total = 0, last = 0;
+      for (int64_t b : p.bucket_bytes) {
+        last = ring_all_reduce_ms(link, n, static_cast<double>(b)) / 2;
+        total += last;
+      }
+      out.comm_ms = buffers + std::max(last, total - p.backward_ms / n) + total;
+    }
   } else {
     DUET_FAIL("predict: no closed form for ", strategy);
   }

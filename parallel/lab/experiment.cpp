@@ -161,6 +161,9 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   const Device check_device = group[0].is_cpu() ? cpu(group.back().index + 1) : group[0];
   if (config_.check && (!across_processes || config_.comm->rank() == 0))
     check.emplace(new_model(), config_.make_optimizer, check_device, config_.loss_fn);
+  // zero1 across processes: the check's copy of the optimizer state is gathered from every
+  // rank's shard (ShardedOptimizer::state, a collective), which the other ranks join.
+  const bool joins_state_gather = config_.check && across_processes && !check && run.strategy == StrategyKind::zero1;
   // Every replica against rank 0's, on every rank (across processes it is a collective).
   auto* ddp = dynamic_cast<DistributedDataParallel*>(strategy.get());
   if (!config_.check || (ddp && ddp->world_size() < 2)) ddp = nullptr;
@@ -196,7 +199,11 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
         checking = {};
       }
       const Clock::time_point check_start = Clock::now();
-      if (check) check->before(*strategy, batch);
+      if (check) {
+        check->before(*strategy, batch);
+      } else if (joins_state_gather) {
+        (void)strategy->optimizer().state();
+      }
       checking += Clock::now() - check_start;
       StepResult r = strategy->train_step(across_processes ? rank_rows(batch, *config_.comm) : batch);
       if (check || ddp) {
@@ -238,8 +245,14 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   m.ms_per_step = m.seconds * 1e3 / steps;
   for (double& ms : m.phase_ms) ms /= steps;
   m.bytes_per_step /= steps;
+  auto* replicas = dynamic_cast<DistributedDataParallel*>(strategy.get());
   for (size_t i = 0; i < group.size(); ++i) {
-    m.memory.push_back({group[i].str(), memory_stats(group[i]).peak - baseline[i]});
+    const optim::Optimizer* optimizer = replicas ? &replicas->replica_optimizer(i)
+                                        : i == 0 ? &strategy->optimizer()
+                                                 : nullptr;
+    m.memory.push_back({.device = group[i].str(),
+                        .peak_bytes = memory_stats(group[i]).peak - baseline[i],
+                        .optimizer_state_bytes = optimizer ? optimizer->state_bytes() : 0});
   }
 
   std::vector<std::vector<double>> params = parameter_values(strategy->model());

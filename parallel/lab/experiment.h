@@ -64,6 +64,9 @@ struct StrategyRun {
 struct DeviceMemory {
   std::string device;
   int64_t peak_bytes = 0;  // above what the device held before the run built its model
+  // The optimizer state the device holds after the run (Optimizer::state_bytes): the whole
+  // state on every ddp replica's device (and on dp's and single's device 0), 1/N of it under zero1.
+  int64_t optimizer_state_bytes = 0;
 };
 
 struct RunMeasurement {

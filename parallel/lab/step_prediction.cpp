@@ -56,6 +56,22 @@ Links pcie_links() { return gpu_links("PCIe (NCCL)", 3.0, 22); }
 
 namespace {
 
+// zero1 (sharded_optimizer.h) as ddp's bucketed step with: each bucket reduce-scattered, the ring
+// all-reduce's first half (n-1 messages of 1/n of it), overlapping backward as ddp's buckets
+// (the map of used parameters is still all-reduced: its second half after it); the optimizer
+// step on 1/n of the parameters; and after it the all-gather of every bucket of zero1's plan
+// (the first one, which it keeps), the ring's second half, which nothing overlaps, then the
+// copy of the gathered parameters out of the buckets.
+void shard_the_step(DdpStepInput& in, const StepProfile& p, const Links& links, int n) {
+  in.all_reduce = in.all_reduce.times(0.5);
+  if (in.all_reduce_on_cores) in.all_reduce_on_cores = in.all_reduce_on_cores->times(0.5);
+  in.after_ms += in.all_reduce.ms(4.0 * static_cast<double>(p.parameter_sizes.size()));  // the map, f32 per parameter
+  in.compute.step_ms /= n;
+  for (int64_t bytes : p.bucket_bytes) in.after_step_ms += in.all_reduce.ms(static_cast<double>(bytes));
+  if (links.collectives_use_compute)
+    in.after_step_ms += links.memory_copy.transfer_ms(static_cast<double>(p.parameter_bytes));
+}
+
 SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, const StepProfile& p,
                        const Links& links) {
   DUET_CHECK(devices >= 1, "predict_step: devices must be at least 1, got ", devices);
@@ -107,13 +123,14 @@ SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, c
     }
     return simulate_dp_step(in);
   }
-  DUET_CHECK(is_ddp(strategy), "predict_step: no simulation of ", strategy);
+  DUET_CHECK(is_distributed(strategy), "predict_step: no simulation of ", strategy);
   DUET_CHECK(p.grad_ready_ms.size() == p.parameter_sizes.size(),
              "predict_step: the profile has no per-parameter gradient times for ", strategy);
   DdpStepInput in;
   in.compute = device;
   in.all_reduce = links.all_reduce_at(n, strategy == StrategyKind::ddp_naive);
   in.all_reduce_on_cores = links.all_reduce_on_cores_at(n, strategy == StrategyKind::ddp_naive);
+  if (strategy == StrategyKind::zero1) shard_the_step(in, p, links, n);
   in.collectives_use_compute = links.collectives_use_compute;
   const double map_bytes = 4.0 * static_cast<double>(p.parameter_sizes.size());  // f32 per parameter
   if (strategy == StrategyKind::ddp_d2l) {
@@ -143,8 +160,9 @@ SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, c
     in.last_gradient_ms = last_gradient;
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});  // after the buckets
   }
-  // On CPU devices the reduced buckets are copied back into .grad at memory speed.
-  if (links.collectives_use_compute && strategy != StrategyKind::ddp_d2l)
+  // On CPU devices the reduced buckets are copied back into .grad at memory speed (zero1 copies
+  // the gathered parameters out of its buckets instead: shard_the_step).
+  if (links.collectives_use_compute && strategy != StrategyKind::ddp_d2l && strategy != StrategyKind::zero1)
     in.after_ms = links.memory_copy.transfer_ms(static_cast<double>(p.parameter_bytes));
   // Rank 0's buffers to every rank before forward (BatchNorm models).
   if (p.buffer_bytes > 0) in.before_forward_ms += (n - 1) * links.link.ms(static_cast<double>(p.buffer_bytes));

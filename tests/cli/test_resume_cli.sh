@@ -2,8 +2,8 @@
 # `duet train --resume` continues a run bit for bit: one epoch, saved, then resumed for a
 # second, ends with the same parameters and optimizer state as two epochs straight through,
 # with gradient accumulation and SyncBatchNorm too.
-# In one process for single, dp and ddp; given a launcher (mpirun -np N ...), for ddp across
-# processes, where rank 0 writes and every rank loads the same file.
+# In one process for single, dp, ddp and zero1; given a launcher (mpirun -np N ...), for ddp and
+# zero1 across processes, where rank 0 writes and every rank loads the same file.
 #   test_resume_cli.sh DUET [LAUNCHER...]
 set -uo pipefail
 source "$(dirname "$0")/expect.sh" "$1" train
@@ -55,9 +55,13 @@ if [ ${#launcher[@]} -eq 0 ]; then
   check_resume dp --model mlp --optimizer adam --amsgrad --strategy dp --devices 2 --accumulate 2
   check_resume ddp --model mlp --momentum 0.9 --strategy ddp --devices 2 --accumulate 2 --sync-bn
   grep -q '"sync_bn":"true"' "$work/ddp-resumed" || fail "ddp: the resumed run dropped --sync-bn"
+  # zero1's checkpoint holds the whole optimizer state, gathered from the devices' shards.
+  check_resume zero1 --model mlp --optimizer adam --strategy zero1 --devices 2
 else
   # 240: a global batch that 2, 3, 4 and 5 ranks divide.
   check_resume mpi-ddp --model mlp --momentum 0.9 --strategy ddp --comm mpi --batch-size 240 --accumulate 2
+  # Every rank joins rank 0's gathering of zero1's sharded optimizer state.
+  check_resume mpi-zero1 --model mlp --optimizer adam --strategy zero1 --comm mpi --batch-size 240
 fi
 
 echo "$failures failure(s)"

@@ -152,7 +152,8 @@ TEST_CASE(
                                    {parallel::StrategyKind::dp, {.accumulate = 2}},
                                    {parallel::StrategyKind::ddp, {.accumulate = 2}},
                                    {parallel::StrategyKind::ddp, {.sync_bn = true}},
-                                   {parallel::StrategyKind::ddp, {.accumulate = 2, .sync_bn = true}}};
+                                   {parallel::StrategyKind::ddp, {.accumulate = 2, .sync_bn = true}},
+                                   {parallel::StrategyKind::zero1, {.accumulate = 2}}};
   for (const Case& c : cases) {
     INFO(c.strategy << ", accumulate " << c.setting.accumulate << ", sync_bn " << c.setting.sync_bn);
     const std::string path = temp_path(parallel::to_string(c.strategy) + ".safetensors");

@@ -92,10 +92,17 @@ TEST_CASE("DDP leaves a parameter no rank used without a gradient, as single and
   CHECK(max_relative_diff(dp_params, expected) < 1e-5);
   CHECK(dp_params[2] == start[2]);
   for (int n : {2, 3}) {
-    for (bool bucketed : {true, false}) {
-      INFO(n << " devices, " << (bucketed ? "bucketed" : "unbucketed"));
+    struct Mode {
+      const char* name;
+      bool bucketed, sharded;
+    };
+    // zero1 too: the pieces of a parameter that no rank used get no gradient, and no step.
+    for (const Mode mode :
+         {Mode{"bucketed", true, false}, Mode{"unbucketed", false, false}, Mode{"zero1", true, true}}) {
+      INFO(n << " devices, " << mode.name);
       DDPOptions options = tiny_buckets();
-      options.bucketed = bucketed;
+      options.bucketed = mode.bucketed;
+      options.shard_optimizer = mode.sharded;
       DistributedDataParallel ddp(fresh_branch(), make, cpus(n), options);
       const Params got = trained(ddp, batches);
       CHECK(max_relative_diff(got, expected) < 1e-5);

@@ -203,6 +203,14 @@ TEST_CASE("the cost model adds latency plus bytes over bandwidth", "[experiment]
   CHECK(d2l.comm_ms > u.comm_ms);
   CHECK(predict(StrategyKind::ddp_d2l, 1, link, p).comm_ms == 0);
 
+  // zero1: each bucket's reduce-scatter is half its ring all-reduce, 3 messages of 1/4 of it,
+  // hidden but for the last, 3 * message(200000); the step on a quarter of the parameters; then
+  // the all-gathers of both buckets, the other halves, after it.
+  Prediction z = predict(StrategyKind::zero1, 4, link, p);
+  CHECK(z.compute_ms == Approx((8 + 1 + 16 + 2) / 4.0));
+  CHECK(z.comm_ms == Approx(3 * message(200000) + 3 * (message(50000) + message(200000))));
+  CHECK(predict(StrategyKind::zero1, 1, link, p).comm_ms == 0);
+
   // A slow link: bucket all-reduces outlast backward, and all but its length is exposed.
   Prediction slow = predict(StrategyKind::ddp, 4, Link{"slow", 1, 0.01}, p);
   double total = 6 * (0.001 + 50000 * 1e-4) + 6 * (0.001 + 200000 * 1e-4);

@@ -256,3 +256,31 @@ TEST_CASE("a sweep skips the device counts the machine has no cores for, and say
   CHECK(plan_sweep({16}, 8, 0).device_counts.empty());
   REQUIRE_THROWS_WITH(plan_sweep({0, 2}, 2, 1), Contains("at least 1"));
 }
+
+TEST_CASE("predict_step: zero1 reduce-scatters while backward runs, steps 1/N, and all-gathers after the step",
+          "[cost-model][zero1]") {
+  StepProfile p = eight_row_profile();
+  p.parameter_sizes = {3'000'000, 2'000'000};
+  p.parameter_bytes = 5'000'000;
+  p.grad_ready_ms = {20, 8};
+  p.arrival_buckets = {{1}, {0}};
+  p.bucket_bytes = {2'000'000, 3'000'000};
+  Links links;
+  links.link = {1, 1e-6};
+  links.all_reduce[2] = {1, 1e-6};
+  // ddp's step is 18 (the test above). zero1's collectives are half the all-reduce, {0.5, 5e-7}:
+  // the 2 MB bucket from 6 to 7.5, the 3 MB one from 12 to 14, the first half of the 8-byte map
+  // to 14.5 and its second half to 15; the step on half the parameters, 0.5; then the two
+  // buckets all-gathered, 1.5 + 2.
+  const SimulatedStep s = predict_step(StrategyKind::zero1, 2, 8, p, links);
+  CHECK(s.launch_ms[0] == 6);
+  CHECK(s.finish_ms[0] == Approx(7.5));
+  CHECK(s.finish_ms[1] == Approx(14));
+  CHECK(s.step_ms == Approx(15 + 0.5 + 3.5));
+  // The bytes are ddp's, in two halves: on a link where the all-reduce is pure bandwidth, zero1
+  // moves the gather out of backward's shadow, and costs more than ddp whenever backward hid it.
+  CHECK(predict_step(StrategyKind::ddp, 2, 8, p, links).step_ms == Approx(18));
+  // One device: no communication, and the whole step.
+  links.all_reduce[1] = {0, 0};
+  CHECK(predict_step(StrategyKind::zero1, 1, 8, p, links).step_ms == Approx(25));
+}

@@ -27,8 +27,8 @@ TEST_CASE("every strategy name parses to its kind and prints back the same", "[s
   }
   CHECK(kinds.size() == table.size());  // no kind twice
   CHECK(names.size() == table.size());  // no name twice
-  CHECK(strategy_names() == std::vector<std::string>({"single", "dp", "ddp", "ddp-unbucketed", "ddp-naive",
-                                                      "ddp-d2l"}));  // what scripts read
+  CHECK(strategy_names() == std::vector<std::string>({"single", "dp", "ddp", "ddp-unbucketed", "ddp-naive", "ddp-d2l",
+                                                      "zero1"}));  // what scripts read
 }
 
 TEST_CASE("an unknown strategy name is refused with the valid ones listed", "[strategy-kind]") {
@@ -49,4 +49,10 @@ TEST_CASE("is_ddp: the kinds with one replica per device and all-reduced gradien
   CHECK(runs_across_processes(StrategyKind::ddp));
   CHECK_FALSE(runs_across_processes(StrategyKind::ddp_d2l));  // it copies gradients within one process
   CHECK_FALSE(runs_across_processes(StrategyKind::dp));
+  // zero1 reduce-scatters instead: distributed, but not a ddp variant.
+  CHECK_FALSE(is_ddp(StrategyKind::zero1));
+  CHECK(is_distributed(StrategyKind::zero1));
+  CHECK(is_distributed(StrategyKind::ddp_d2l));
+  CHECK_FALSE(is_distributed(StrategyKind::dp));
+  CHECK(runs_across_processes(StrategyKind::zero1));
 }

@@ -2,14 +2,16 @@
 // trains on its shard of the same global batches and also trains single-device on the whole
 // batches; after 5 SGD steps both hold the same parameters. The same for gradient accumulation
 // (3 micro-batches per step against one step on their concatenation), for SyncBatchNorm
-// against single-device BatchNorm, and for an MSE loss_fn on f32 targets with a schedule. A plain program that exits
-// non-zero when a check fails; every rank runs every step whatever the results, so a failed check never leaves another
-// rank waiting.
+// against single-device BatchNorm, and for an MSE loss_fn on f32 targets with a schedule. zero1 (a sharded
+// optimizer) runs the equivalence and accumulation checks too, and its gathered optimizer state (a collective) must
+// match the single-device optimizer's. A plain program that exits non-zero when a check fails; every rank runs every
+// step whatever the results, so a failed check never leaves another rank waiting.
 //
 //   mpi_ddp                 the equivalence checks (any number of ranks)
 //   mpi_ddp --failing-rank  rank 1's forward throws: its abort must end the job on every rank
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -92,11 +94,40 @@ std::vector<Tensor> buffers(const nn::Module& model) {
   return out;
 }
 
-void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::string& model, bool bucketed) {
+// How the gradients are reduced: one all-reduce per gradient, in buckets, or zero1's
+// reduce-scattered buckets with a sharded optimizer.
+enum class Mode { unbucketed, bucketed, zero1 };
+
+const char* name(Mode mode) {
+  return mode == Mode::unbucketed ? "unbucketed" : mode == Mode::bucketed ? "bucketed" : "zero1";
+}
+
+DDPOptions options_for(Mode mode) {
+  return {.bucketed = mode != Mode::unbucketed,
+          .shard_optimizer = mode == Mode::zero1,
+          .first_bucket_mb = 4.0 / 1024,
+          .bucket_cap_mb = 64.0 / 1024,
+          .check_every = 1};
+}
+
+// zero1's whole optimizer state, gathered from the ranks' shards (every rank calls it), against
+// the single-device optimizer's.
+void check_gathered_state(DistributedDataParallel& ddp, const optim::Optimizer& single, const std::string& what,
+                          int rank) {
+  const nn::NamedTensors got = ddp.optimizer().state(), want = single.state();
+  check(got.size() == want.size(), what + ": the gathered state's entries", rank);
+  std::map<std::string, Tensor> wanted(want.begin(), want.end());
+  for (const auto& [name, t] : got) {
+    auto it = wanted.find(name);
+    check(it != wanted.end() && max_relative_diff({t}, {it->second}) < 1e-5, what + ": gathered state '" + name + "'",
+          rank);
+  }
+}
+
+void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::string& model, Mode mode) {
   const int r = comm->rank(), n = comm->world_size();
-  const std::string what = model + (bucketed ? " bucketed" : " unbucketed");
-  DDPOptions options{
-      .bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
+  const std::string what = model + " " + name(mode);
+  DDPOptions options = options_for(mode);
   DistributedDataParallel ddp(fresh(model, r), sgd, comm, options);
   check(ddp.is_multi_process() == (n > 1) && ddp.world_size() == n && ddp.rank() == r, what + ": group", r);
   std::shared_ptr<nn::Module> reference = fresh(model, 0);
@@ -113,16 +144,16 @@ void run_equivalence(const std::shared_ptr<Communicator>& comm, const std::strin
   }
   double diff = max_relative_diff(ddp.model(), *reference);
   check(diff < 1e-5, what + ": max relative parameter difference " + std::to_string(diff), r);
+  if (mode == Mode::zero1) check_gathered_state(ddp, single.optimizer(), what, r);
   if (r == 0) std::printf("mpi_ddp: %s on %d ranks: max relative parameter difference %.2e\n", what.c_str(), n, diff);
 }
 
 // Gradient accumulation: 3 steps of 3 micro-batches (this rank's shards of them) against
 // single-device steps on the concatenated global batches.
-void run_accumulation(const std::shared_ptr<Communicator>& comm, bool bucketed) {
+void run_accumulation(const std::shared_ptr<Communicator>& comm, Mode mode) {
   const int r = comm->rank(), n = comm->world_size();
-  const std::string what = std::string("accumulation, ") + (bucketed ? "bucketed" : "unbucketed");
-  DDPOptions options{
-      .bucketed = bucketed, .first_bucket_mb = 4.0 / 1024, .bucket_cap_mb = 64.0 / 1024, .check_every = 1};
+  const std::string what = std::string("accumulation, ") + name(mode);
+  DDPOptions options = options_for(mode);
   DistributedDataParallel ddp(fresh("lenet-relu", r), sgd, comm, options);
   std::shared_ptr<nn::Module> reference = fresh("lenet-relu", 0);
   SingleDevice single(reference, sgd(reference->parameters()), cpu(0));
@@ -259,11 +290,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (const char* model : {"mlp", "lenet-relu"}) {
-    run_equivalence(comm, model, true);
-    run_equivalence(comm, model, false);
+    for (Mode mode : {Mode::bucketed, Mode::unbucketed, Mode::zero1}) run_equivalence(comm, model, mode);
   }
-  run_accumulation(comm, true);
-  run_accumulation(comm, false);
+  for (Mode mode : {Mode::bucketed, Mode::unbucketed, Mode::zero1}) run_accumulation(comm, mode);
   run_sync_batchnorm(comm);
   run_regression(comm);
   std::printf("mpi_ddp: rank %d: %d failures\n", r, failures);
