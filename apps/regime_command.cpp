@@ -32,12 +32,12 @@ constexpr int kMeasuredDevices = 2;
 const std::vector<int> kPredictedDevices = {2, 4, 8};
 
 struct RegimeArgs {
-  std::vector<std::string> models = {"mlp", "lenet", "lenet-relu"};  // resnet18 takes minutes a step on a CPU
+  std::vector<std::string> models = {"mlp", "lenet", "lenet-relu"};  // resnet18: tens of seconds a step on a core
   std::vector<std::string> links = parallel::link_preset_names();
   std::vector<StrategyKind> strategies = {StrategyKind::single, StrategyKind::dp, StrategyKind::ddp,
                                           StrategyKind::ddp_d2l};
   int64_t batch_size = 256;
-  int64_t steps = 40;
+  int64_t steps = 100;
   int64_t warmup = 5;
   OptimizerArgs optimizer{.lr = 0.1};
   uint64_t seed = 0;
