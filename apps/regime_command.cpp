@@ -70,10 +70,19 @@ class SweepProgress {
   char prefix_[160] = "";
 };
 
+// Each item once, in the order first given (a link or model named twice would be one cell).
+template <class T> std::vector<T> once_each(const std::vector<T>& items) {
+  std::vector<T> out;
+  for (const T& item : items) {
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+  }
+  return out;
+}
+
 // Single first: the reference every run of a model is checked and predicted from.
 std::vector<StrategyKind> single_first(std::vector<StrategyKind> strategies) {
+  strategies = once_each(strategies);
   std::stable_partition(strategies.begin(), strategies.end(), [](StrategyKind s) { return s == StrategyKind::single; });
-  strategies.erase(std::unique(strategies.begin(), strategies.end()), strategies.end());
   return strategies;
 }
 
@@ -89,9 +98,9 @@ parallel::RegimePoint point_of(const std::string& model, const std::string& link
           .images_per_second = ms_per_step > 0 ? static_cast<double>(batch) * 1e3 / ms_per_step : 0};
 }
 
-// One model over one link: every strategy measured, each measured run predicted under the
-// compute load measured just before it, and every strategy predicted on kPredictedDevices
-// devices with each device computing as fast as the single-device run did.
+// One model over one link (args.strategies single first): every strategy measured, each measured run predicted under
+// the compute load measured just before it, and every strategy predicted on kPredictedDevices devices with each device
+// computing as fast as the single-device run did.
 void sweep_cell(const RegimeArgs& args, const std::string& model, const std::string& link_name,
                 const parallel::LinkModel& link, const CalibratedLinks& links, const data::TensorDataset& train,
                 const Shape& example, SweepProgress& progress, std::vector<parallel::RegimePoint>& points) {
@@ -111,7 +120,7 @@ void sweep_cell(const RegimeArgs& args, const std::string& model, const std::str
   ComputeLoad load(first, nullptr, model, example);
   const int64_t shard = (args.batch_size + kMeasuredDevices - 1) / kMeasuredDevices;
   std::vector<std::pair<parallel::RunMeasurement, double>> runs;  // with its compute slowdown
-  for (StrategyKind s : single_first(args.strategies)) {
+  for (StrategyKind s : args.strategies) {
     const bool single = s == StrategyKind::single;
     const int devices = single ? 1 : kMeasuredDevices;
     progress.start(model, link_name, s, devices);
@@ -136,7 +145,7 @@ void sweep_cell(const RegimeArgs& args, const std::string& model, const std::str
     p.predicted_ms = parallel::predict_step(run.strategy, run.devices, run.batch_size, profile, under_load).step_ms;
     points.push_back(p);
   }
-  for (StrategyKind s : single_first(args.strategies)) {
+  for (StrategyKind s : args.strategies) {
     const bool single = s == StrategyKind::single;
     for (int n : single ? std::vector<int>{1} : kPredictedDevices) {
       const double ms = parallel::predict_step(s, n, args.batch_size, profile, links.links).step_ms;
@@ -149,10 +158,6 @@ void sweep_cell(const RegimeArgs& args, const std::string& model, const std::str
 std::string args_problem(const RegimeArgs& args) {
   if (std::find(args.strategies.begin(), args.strategies.end(), StrategyKind::single) == args.strategies.end())
     return "--strategies: the map compares with single-device training and predicts from it: add single";
-  for (StrategyKind s : args.strategies) {
-    if (s != StrategyKind::single && !parallel::is_ddp(s) && s != StrategyKind::dp)
-      return "--strategies: no regime map for " + parallel::to_string(s);
-  }
   return optimizer_args_problem(args.optimizer);
 }
 
@@ -188,6 +193,8 @@ int write_outputs(const RegimeArgs& args, const RegimeReport& report) {
 
 int run_regime(RegimeArgs args) {
   args.strategies = single_first(args.strategies);
+  args.models = once_each(args.models);
+  args.links = once_each(args.links);
   if (std::string problem = args_problem(args); !problem.empty()) {
     std::cerr << "duet regime: error: " << problem << "\n";
     return kBadInput;
@@ -201,6 +208,8 @@ int run_regime(RegimeArgs args) {
                       .steps = args.steps,
                       .warmup = args.warmup,
                       .seed = args.seed,
+                      .optimizer = args.optimizer.name,
+                      .lr = args.optimizer.lr,
                       .check = args.check,
                       .build = build_info(),
                       .machine = machine_info(),
@@ -242,6 +251,7 @@ int run_regime(RegimeArgs args) {
       std::fprintf(stderr, "calibrating %s ...\n", links[l].describe().c_str());
       const bool naive = std::count(args.strategies.begin(), args.strategies.end(), StrategyKind::ddp_naive) > 0;
       const CalibratedLinks calibrated = calibrate_links(cpu(0), {kMeasuredDevices}, naive, nullptr, links[l]);
+      report.calibration.emplace_back(args.links[l], calibrated.fits);
       for (const std::string& model : args.models)
         sweep_cell(args, model, args.links[l], links[l], calibrated, train, example, progress, report.points);
     }

@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "result_files.h"
-#include "strategy_flags.h"
 
 namespace duet::apps {
 namespace {
@@ -34,6 +33,8 @@ std::vector<std::pair<std::string, nlohmann::json>> metadata(const RegimeReport&
           {"steps", r.steps},
           {"warmup", r.warmup},
           {"seed", r.seed},
+          {"optimizer", r.optimizer},
+          {"lr", r.lr},
           {"check", r.check}};
 }
 
@@ -102,9 +103,17 @@ void write_regime_json(const RegimeReport& report, const std::string& path) {
   }
   nlohmann::json predicted_winners = nlohmann::json::object();
   for (int n : report.predicted_devices) predicted_winners[std::to_string(n)] = winners_json(report, false, n);
+  nlohmann::json calibration = nlohmann::json::object();
+  for (const auto& [link, fits] : report.calibration) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const parallel::LinkFit& fit : fits)
+      list.push_back({{"what", fit.what}, {"alpha_us", fit.alpha_us}, {"beta_gbps", fit.beta_gbps}});
+    calibration[link] = list;
+  }
   const nlohmann::json doc = {
       {"metadata", meta},
       {"points", points},
+      {"calibration", calibration},
       {"winners",
        {{"measured", winners_json(report, true, report.measured_devices)}, {"predicted", predicted_winners}}}};
   write_checked(path, "regime.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "build_info.h"
+#include "duet/parallel/lab/link_calibration.h"
 #include "duet/parallel/lab/regime_map.h"
 
 namespace duet::apps {
@@ -21,6 +23,8 @@ struct RegimeReport {
   int64_t steps = 0;
   int64_t warmup = 0;
   uint64_t seed = 0;
+  std::string optimizer;  // "sgd", "adam"
+  double lr = 0;
   bool check = true;
   std::string device_kind;  // "logical CPU devices, 1 core(s) each, pinned"
   BuildInfo build;
@@ -28,6 +32,8 @@ struct RegimeReport {
   std::string started_utc;
   double seconds = 0;  // the whole sweep's wall clock
   std::vector<parallel::RegimePoint> points;
+  // Per link, in the order run: what its calibration measured (alpha and beta of each fit).
+  std::vector<std::pair<std::string, std::vector<parallel::LinkFit>>> calibration;
 };
 
 // Both throw duet::Error naming the file when it cannot be written. The CSV's metadata are

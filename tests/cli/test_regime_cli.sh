@@ -16,13 +16,15 @@ without_gnuplot expect_bad "the plots: gnuplot is not on the PATH" --out "$work/
 
 plots=(--no-plots)
 command -v gnuplot > /dev/null && plots=()
-if ! "$duet" regime --models mlp --links none,pcie --steps 2 --warmup 1 --batch-size 64 "${plots[@]}" \
+# A link or strategy named twice runs once, and single runs first whatever the order.
+if ! "$duet" regime --models mlp --links none,pcie,none --strategies ddp-d2l,dp,single,ddp,dp --steps 2 --warmup 1 \
+     --batch-size 64 "${plots[@]}" \
      --out "$work/map" > "$work/run" 2> "$work/progress"; then
   fail "tiny sweep: $(cat "$work/run" "$work/progress")"
 fi
 # Progress on stderr, a line per run as it starts: [k/n] model link strategy.
 grep -qE "^\[1/8\] mlp none single on 1 device\(s\) \.\.\.$" "$work/progress" || fail "no progress: $(cat "$work/progress")"
-grep -qE "^\[8/8\] mlp pcie ddp-d2l on 2 device\(s\): [0-9.]+ ms per step" "$work/progress" \
+grep -qE "^\[8/8\] mlp pcie ddp on 2 device\(s\): [0-9.]+ ms per step" "$work/progress" \
   || fail "no last run in: $(cat "$work/progress")"
 grep -qE "^pcie +(single|dp|ddp|ddp-d2l)( \+[0-9.]+%)? *$" "$work/run" || fail "no map printed: $(cat "$work/run")"
 python3 - "$work/map" <<'PY' || fail "regime.csv or regime.json is malformed (above)"
@@ -64,6 +66,7 @@ for w in winners:
     assert w["winner"] in ("single", "dp", "ddp", "ddp-d2l") and w["margin"] >= 0, w
     assert w["label"].startswith(w["winner"] + " +"), w
 assert set(doc["winners"]["predicted"]) == {"2", "4", "8"}
+assert set(doc["calibration"]) == {"none", "pcie"} and doc["calibration"]["pcie"][0]["alpha_us"] >= 0
 PY
 if [ ${#plots[@]} -eq 0 ]; then
   for png in regime-map.png speedup.png; do
