@@ -98,6 +98,20 @@ parallel::RegimePoint point_of(const std::string& model, const std::string& link
           .images_per_second = ms_per_step > 0 ? static_cast<double>(batch) * 1e3 / ms_per_step : 0};
 }
 
+// The calibrated links, with a step's thread start and join at every predicted device count:
+// measured on kMeasuredDevices only, and n / kMeasuredDevices times that on n, since the step
+// starts and joins one thread per device, one after another. Left at 0 (the predictor's default
+// for a count not measured), 4 and 8 devices would look cheaper than 2 on a model whose step is
+// a few ms.
+parallel::Links with_thread_starts(parallel::Links links) {
+  const auto measured = links.replica_threads_ms.find(kMeasuredDevices);
+  if (measured == links.replica_threads_ms.end()) return links;
+  for (int n : kPredictedDevices) {
+    if (!links.replica_threads_ms.count(n)) links.replica_threads_ms[n] = measured->second * n / kMeasuredDevices;
+  }
+  return links;
+}
+
 // One model over one link (args.strategies single first): every strategy measured, each measured run predicted under
 // the compute load measured just before it, and every strategy predicted on kPredictedDevices devices with each device
 // computing as fast as the single-device run did.
@@ -145,10 +159,11 @@ void sweep_cell(const RegimeArgs& args, const std::string& model, const std::str
     p.predicted_ms = parallel::predict_step(run.strategy, run.devices, run.batch_size, profile, under_load).step_ms;
     points.push_back(p);
   }
+  const parallel::Links predicting = with_thread_starts(links.links);
   for (StrategyKind s : args.strategies) {
     const bool single = s == StrategyKind::single;
     for (int n : single ? std::vector<int>{1} : kPredictedDevices) {
-      const double ms = parallel::predict_step(s, n, args.batch_size, profile, links.links).step_ms;
+      const double ms = parallel::predict_step(s, n, args.batch_size, profile, predicting).step_ms;
       points.push_back(point_of(model, link_name, s, n, args.batch_size, ms));
     }
   }
