@@ -6,6 +6,7 @@
 #include "duet/core/error.h"
 #include "duet/nn/layers.h"
 #include "duet/nn/models/models.h"
+#include "result_files.h"
 
 namespace duet::apps {
 namespace {
@@ -150,17 +151,6 @@ void print_overlap(const CompareReport& report, std::FILE* out) {
                  parallel::to_string(run.strategy).c_str(), run.devices, 100 * o.hidden_share(), predicted,
                  per_step(o.busy_ms, o), per_step(o.exposed_ms, o));
   }
-}
-
-nlohmann::json optional_json(const std::optional<double>& value) {
-  return value ? nlohmann::json(*value) : nlohmann::json();
-}
-
-template <class Row> void write_checked(const std::string& path, const char* what, Row write) {
-  std::ofstream out(path);
-  DUET_CHECK(out, what, ": cannot write ", path);
-  write(out);
-  DUET_CHECK(out.good(), what, ": writing ", path, " failed");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "compare_command.h"
 #include "duet/duet.h"
 #include "duet/kernels/cuda/runtime.h"
+#include "regime_command.h"
 #include "train_command.h"
 
 namespace {
@@ -32,6 +33,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   duet::apps::add_train_command(app, exit_code);
   duet::apps::add_compare_command(app, exit_code);
+  duet::apps::add_regime_command(app, exit_code);
 
   try {
     app.parse(argc, argv);

@@ -19,13 +19,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// What a plot writes: its data to `data`, a file at `data_path` in a scratch folder, and the
-// gnuplot commands that draw it to `gp`.
-using WritePlot = std::function<void(std::ostream& data, const std::string& data_path, std::ostream& gp)>;
+std::string label(const parallel::RunMeasurement& run) {
+  return parallel::to_string(run.strategy) +
+         (run.strategy == parallel::StrategyKind::single ? "" : " x" + std::to_string(run.devices));
+}
 
-// Runs the gnuplot script that write_plot writes, with its data file data_name beside it in a
-// scratch folder. Its `set terminal` must say noenhanced (that command resets the terminal's
-// options), or names such as buffer_sync are drawn with a subscript.
+}  // namespace
+
 void run_gnuplot(const std::string& png_path, const std::string& data_name, const WritePlot& write_plot) {
   fs::path dir = fs::temp_directory_path() / ("duet-plot-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -48,13 +48,6 @@ void run_gnuplot(const std::string& png_path, const std::string& data_name, cons
              ": gnuplot is not installed; install Debian's gnuplot-nox package, which make installs");
   DUET_CHECK(status == 0, "plotting ", png_path, ": gnuplot failed (exit status ", status, "): ", said);
 }
-
-std::string label(const parallel::RunMeasurement& run) {
-  return parallel::to_string(run.strategy) +
-         (run.strategy == parallel::StrategyKind::single ? "" : " x" + std::to_string(run.devices));
-}
-
-}  // namespace
 
 void plot_history(const std::vector<parallel::EpochStats>& history, const std::string& png_path,
                   const std::string& title) {

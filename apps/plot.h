@@ -1,6 +1,8 @@
 // Plots as PNG files, drawn by gnuplot (Debian's gnuplot-nox).
 #pragma once
 
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,16 @@
 #include "duet/parallel/trainer.h"
 
 namespace duet::apps {
+
+// What a plot writes: its data to `data`, a file at `data_path` in a scratch folder, and the
+// gnuplot commands that draw it to `gp`.
+using WritePlot = std::function<void(std::ostream& data, const std::string& data_path, std::ostream& gp)>;
+
+// Runs the gnuplot script that write_plot writes, with its data file data_name beside it in a
+// scratch folder, after a `set output` to png_path. Its `set terminal` must say noenhanced (that
+// command resets the terminal's options), or names such as buffer_sync are drawn with a
+// subscript. Throws duet::Error if gnuplot is missing or fails.
+void run_gnuplot(const std::string& png_path, const std::string& data_name, const WritePlot& write_plot);
 
 // `duet train --plot`: loss on the left, train and test accuracy on the right, per epoch.
 // Every plot function throws duet::Error if gnuplot is missing or fails.
