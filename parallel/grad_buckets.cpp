@@ -59,8 +59,10 @@ Tensor local_usage(const std::vector<Tensor>& params, Device device) {
 }
 
 std::shared_ptr<BucketReducer> BucketReducer::create(std::shared_ptr<const BucketLayout> layout,
-                                                     std::vector<Tensor> params, std::shared_ptr<Communicator> comm) {
-  std::shared_ptr<BucketReducer> reducer(new BucketReducer(std::move(layout), std::move(params), std::move(comm)));
+                                                     std::vector<Tensor> params, std::shared_ptr<Communicator> comm,
+                                                     GradCompression compression) {
+  std::shared_ptr<BucketReducer> reducer(
+      new BucketReducer(std::move(layout), std::move(params), std::move(comm), compression));
   std::weak_ptr<BucketReducer> weak = reducer;
   for (size_t i = 0; i < reducer->params_.size(); ++i) {
     reducer->params_[i].register_post_accumulate_grad_hook([weak, i](const Tensor&) {
@@ -71,8 +73,8 @@ std::shared_ptr<BucketReducer> BucketReducer::create(std::shared_ptr<const Bucke
 }
 
 BucketReducer::BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
-                             std::shared_ptr<Communicator> comm)
-    : layout_(std::move(layout)), params_(std::move(params)), comm_(std::move(comm)) {
+                             std::shared_ptr<Communicator> comm, GradCompression compression)
+    : layout_(std::move(layout)), params_(std::move(params)), comm_(std::move(comm)), compression_(compression) {
   allocate_buckets();
 }
 
@@ -115,7 +117,8 @@ void BucketReducer::prepare(ReduceOp op) {
   events_.assign(layout_->buckets.size(), {});
   for (size_t b = 0; b < events_.size(); ++b) {
     events_[b].name = "bucket " + std::to_string(b);
-    events_[b].bytes = layout_->buckets[b].numel * static_cast<int64_t>(element_size(layout_->buckets[b].dtype));
+    const BucketLayout::Bucket& bucket = layout_->buckets[b];
+    events_[b].bytes = wire_bytes(bucket.numel, bucket.dtype, compression_);
   }
 }
 
@@ -150,7 +153,7 @@ void BucketReducer::mark_ready(size_t bucket) {
   // and is launched right after it.
   while (next_launch_ < ready_.size() && ready_[next_launch_]) {
     events_[next_launch_].launch_us = trace_now_us();
-    works_[next_launch_] = comm_->all_reduce_async(flat_[next_launch_], op_);
+    works_[next_launch_] = comm_->all_reduce_compressed_async(flat_[next_launch_], compression_, op_);
     launch_log_.push_back(next_launch_);
     ++next_launch_;
   }

@@ -64,11 +64,13 @@ Tensor local_usage(const std::vector<Tensor>& params, Device device);
 // replica's parameters.
 class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
  public:
-  // Allocates the flat buckets on comm's device and hooks every parameter. The hooks hold the
+  // Allocates the flat buckets on comm's device and hooks every parameter; the buckets are
+  // all-reduced as `compression` says (ddp_options.h). The hooks hold the
   // reducer weakly (rank 0's parameters are the user's model, which may outlive it) and do
   // nothing unless a step is armed.
   static std::shared_ptr<BucketReducer> create(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
-                                               std::shared_ptr<Communicator> comm);
+                                               std::shared_ptr<Communicator> comm,
+                                               GradCompression compression = GradCompression::none);
 
   // Arms the hooks for one backward: the buckets are all-reduced with `op`. A gradient already
   // accumulated in .grad (earlier micro-batches, without sync) is part of what the hook sees.
@@ -94,7 +96,7 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
 
  private:
   BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
-                std::shared_ptr<Communicator> comm);
+                std::shared_ptr<Communicator> comm, GradCompression compression);
   void allocate_buckets();
   void on_grad_ready(size_t param);                  // the hook's body
   void fill_slot(size_t param, const Tensor& grad);  // with mutex_ held
@@ -109,6 +111,7 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   std::shared_ptr<const BucketLayout> layout_;
   std::vector<Tensor> params_;
   std::shared_ptr<Communicator> comm_;
+  GradCompression compression_;
   std::vector<Tensor> flat_;  // one contiguous tensor per bucket, on comm_->device()
 
   mutable std::mutex mutex_;  // hooks may run on the engine's device thread
