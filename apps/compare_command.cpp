@@ -269,6 +269,12 @@ std::string strategies_problem(const CompareArgs& args) {
       }
     }
   }
+  if (args.grad_compression != parallel::GradCompression::none) {
+    if (args.comm == "mpi") return "--grad-compression runs on the local communicators only, not under --comm mpi";
+    if (has_strategy(args, parallel::StrategyKind::ddp_d2l))
+      return "--grad-compression compresses a communicator's all-reduce, and ddp-d2l uses none: drop ddp-d2l from "
+             "--strategies";
+  }
   return "";
 }
 

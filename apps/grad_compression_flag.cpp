@@ -11,7 +11,7 @@ CLI::Option* add_grad_compression_flag(CLI::App& cmd, parallel::GradCompression&
   CLI::Validator names(
       [](std::string& text) -> std::string {
         try {
-          text = std::to_string(static_cast<int>(parallel::parse_grad_compression(text, "--grad-compression")));
+          text = std::to_string(static_cast<int>(parallel::parse_grad_compression(text)));
           return "";
         } catch (const Error& e) {
           return e.what();

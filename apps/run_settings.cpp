@@ -145,9 +145,7 @@ const std::vector<Setting>& settings() {
        [](TrainArgs& a, const std::string& v) { a.sync_bn = parse_boolean(v); }, no_problem},
       {"grad_compression", "--grad-compression", Kind::tunable,
        [](const TrainArgs& a) { return std::string(parallel::name(a.grad_compression)); },
-       [](TrainArgs& a, const std::string& v) {
-         a.grad_compression = parallel::parse_grad_compression(v, "--grad-compression");
-       },
+       [](TrainArgs& a, const std::string& v) { a.grad_compression = parallel::parse_grad_compression(v); },
        no_problem},
       {"strategy", "--strategy", Kind::placement, [](const TrainArgs& a) { return parallel::to_string(a.strategy); },
        [](TrainArgs& a, const std::string& v) { a.strategy = parallel::parse_strategy_kind(v); }, no_problem},

@@ -118,8 +118,11 @@ std::string check_combination(const TrainArgs& args) {
     if (args.profile)
       return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
   }
-  if (args.grad_compression != parallel::GradCompression::none && !parallel::is_ddp(args.strategy)) {
-    return "--grad-compression compresses ddp's gradient all-reduce: it needs --strategy ddp";
+  if (args.grad_compression != parallel::GradCompression::none) {
+    if (!parallel::is_ddp(args.strategy) || args.strategy == parallel::StrategyKind::ddp_d2l)
+      return "--grad-compression compresses ddp's gradient all-reduce: it needs --strategy ddp (or a variant other "
+             "than ddp-d2l)";
+    if (args.comm == "mpi") return "--grad-compression runs on the local communicators only, not under --comm mpi";
   }
   if (args.sync_bn && !parallel::is_ddp(args.strategy)) {
     return "--sync-bn synchronises BatchNorm across ddp's ranks: it needs --strategy ddp";

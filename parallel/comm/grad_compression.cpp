@@ -72,10 +72,10 @@ const char* name(GradCompression format) {
   return "unknown grad compression";
 }
 
-GradCompression parse_grad_compression(const std::string& text, const std::string& what) {
+GradCompression parse_grad_compression(const std::string& text) {
   for (GradCompression format : {GradCompression::none, GradCompression::fp16, GradCompression::bf16})
     if (text == name(format)) return format;
-  DUET_FAIL(what, ": unknown value '", text, "' (choose none, fp16 or bf16)");
+  DUET_FAIL("unknown gradient compression '", text, "': expected none, fp16 or bf16");
 }
 
 int64_t wire_bytes(int64_t numel, DType dtype, GradCompression format) {

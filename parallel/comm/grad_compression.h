@@ -18,8 +18,8 @@ namespace duet::parallel {
 enum class GradCompression : uint8_t { none, fp16, bf16 };
 
 const char* name(GradCompression format);  // "none", "fp16", "bf16"
-// From its name; throws a duet::Error naming `what` (the flag) and the choices for anything else.
-GradCompression parse_grad_compression(const std::string& text, const std::string& what = "grad compression");
+// From its name; throws a duet::Error naming the choices for anything else.
+GradCompression parse_grad_compression(const std::string& text);
 // Bytes on the wire for `numel` values of `dtype`: their own size without compression, 2 each
 // with it.
 int64_t wire_bytes(int64_t numel, DType dtype, GradCompression format);

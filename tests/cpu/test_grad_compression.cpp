@@ -109,8 +109,9 @@ TEST_CASE("bf16 casts round to nearest even with f32's range", "[grad-compressio
     const float v = decode_value(static_cast<uint16_t>(code), bf16);
     if (!std::isnan(v) && encode_value(v, bf16) != code) FAIL("bf16 code " << code << " -> " << v);
   }
-  CHECK_THROWS_WITH(parse_grad_compression("fp8", "--grad-compression"),
-                    Contains("--grad-compression: unknown value 'fp8' (choose none, fp16 or bf16)"));
+  CHECK(parse_grad_compression("bf16") == bf16);
+  CHECK_THROWS_WITH(parse_grad_compression("fp8"),
+                    Contains("unknown gradient compression 'fp8': expected none, fp16 or bf16"));
 }
 
 TEST_CASE("the compressed all-reduce on 2 and 3 local ranks sums the rounded values in rank order",
