@@ -12,6 +12,7 @@
 #include "duet/autograd/factory.h"
 #include "duet/parallel/comm/grad_compression.h"
 #include "duet/parallel/comm/local_communicator.h"
+#include "duet/parallel/lab/cost_model.h"
 #include "duet/parallel/lab/step_check.h"
 #include "strategy_fixtures.h"
 
@@ -209,4 +210,23 @@ TEST_CASE("ddp refuses gradient compression where nothing compresses", "[grad-co
   options.bucketed = false;
   CHECK_THROWS_WITH(DistributedDataParallel(test::fresh("mlp"), test::sgd, test::cpus(2), options),
                     Contains("the all-reduce through the first device has no gradient compression"));
+}
+
+TEST_CASE("the cost model prices compressed gradients at half their bytes", "[grad-compression][experiment]") {
+  const Link link{"test", 1, 1};
+  StepProfile compressed;
+  compressed.backward_ms = 0.004;  // too short to hide any bucket
+  compressed.parameter_bytes = 1000000;
+  compressed.bucket_bytes = {200000, 800000};
+  compressed.parameter_count = 4;
+  StepProfile half = compressed;  // the same gradients at half the bytes, uncompressed
+  half.parameter_bytes = 500000;
+  half.bucket_bytes = {100000, 400000};
+  StepProfile plain = compressed;
+  compressed.gradient_wire_factor = 0.5;
+  for (StrategyKind kind : {StrategyKind::ddp, StrategyKind::ddp_naive, StrategyKind::ddp_unbucketed}) {
+    CAPTURE(kind);
+    CHECK(predict(kind, 4, link, compressed).comm_ms == Approx(predict(kind, 4, link, half).comm_ms));
+    CHECK(predict(kind, 4, link, compressed).comm_ms < predict(kind, 4, link, plain).comm_ms);
+  }
 }
