@@ -20,6 +20,7 @@
 #include "duet/parallel/comm/mpi_communicator.h"
 #include "duet/parallel/lab/scaling_sweep.h"
 #include "file_collisions.h"
+#include "grad_compression_flag.h"
 #include "output_paths.h"
 #include "plot.h"
 #include "process_cores.h"
@@ -55,6 +56,7 @@ struct CompareArgs {
   bool check = true;
   double bucket_mb = 0;  // 0: DDP's default caps
   bool sync_bn = false;
+  parallel::GradCompression grad_compression = parallel::GradCompression::none;
   int cores_per_device = 0;      // 0: the cores divided among the largest device count
   int64_t batch_per_device = 0;  // weak scaling: the global batch is this times the devices
   std::string comm = "local";    // mpi: ddp across the processes mpirun started
@@ -82,6 +84,7 @@ NamedSettings compare_rank_settings(const CompareArgs& args) {
           {"seed", std::to_string(args.seed)},
           {"bucket_mb", number(args.bucket_mb)},
           {"sync_bn", args.sync_bn ? "true" : "false"},
+          {"grad_compression", parallel::name(args.grad_compression)},
           {"check", args.check ? "true" : "false"}};
 }
 
@@ -266,6 +269,14 @@ std::string strategies_problem(const CompareArgs& args) {
       }
     }
   }
+  if (args.grad_compression != parallel::GradCompression::none) {
+    if (args.comm == "mpi") return "--grad-compression runs on the local communicators only, not under --comm mpi";
+    if (has_strategy(args, parallel::StrategyKind::ddp_d2l))
+      return "--grad-compression compresses a communicator's all-reduce, and ddp-d2l uses none: drop ddp-d2l from "
+             "--strategies";
+    if (has_strategy(args, parallel::StrategyKind::zero1))
+      return "--grad-compression compresses ddp's all-reduce, and zero1 reduce-scatters: drop zero1 from --strategies";
+  }
   return "";
 }
 
@@ -281,7 +292,9 @@ parallel::ExperimentConfig experiment_config(const CompareArgs& args, Device dev
       .make_optimizer =
           [&args](std::vector<Tensor> params) { return make_optimizer(args.optimizer, std::move(params)); },
       .first_device = device,
-      .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)},
+      .ddp = {.sync_batchnorm = args.sync_bn,
+              .grad_compression = args.grad_compression,
+              .comm_timeout = comm_timeout(args.comm_timeout)},
       .link = parallel::link_model(args.link),
       .check = args.check,
       .comm = std::move(comm)};
@@ -477,6 +490,7 @@ void add_compare_command(CLI::App& app, int& exit_code) {
                   "ddp's bucket cap in MiB (PyTorch's bucket_cap_mb; caps the first "
                   "bucket too when below its 1 MiB)")
       ->check(in_range(1e-6, kMaxBucketMb, "a size in MiB"));
+  add_grad_compression_flag(*cmd, args->grad_compression);
   cmd->add_flag("--sync-bn", args->sync_bn,
                 "ddp variants: BatchNorm with the global batch's statistics (SyncBatchNorm)");
   cmd->add_option("--cores-per-device", args->cores_per_device,

@@ -162,6 +162,11 @@ void print_results(const CompareReport& report, std::FILE* out) {
                c.model.c_str(), static_cast<long long>(c.batch_size), static_cast<long long>(c.steps),
                static_cast<long long>(c.warmup), static_cast<unsigned long long>(c.seed), report.device_kind.c_str(),
                c.link.describe().c_str());
+  if (const parallel::GradCompression format = c.ddp.grad_compression; format != parallel::GradCompression::none)
+    std::fprintf(out,
+                 "gradient compression: ddp all-reduces its gradients as %s, half the bytes; the per-step check "
+                 "applies the same roundings to single-device training's gradient\n",
+                 parallel::name(format));
   for (const std::string& note : report.notes) std::fprintf(out, "note: %s\n", note.c_str());
   std::fprintf(out, "%-15s %3s %8s %8s |", "strategy", "dev", "img/s", "ms/step");
   for (const char* head : kPhaseHeads) std::fprintf(out, " %7s", head);

@@ -31,6 +31,7 @@ struct TrainArgs {
   bool cuda_graph = false;
   int64_t accumulate = 1;  // micro-batches per optimizer step
   bool sync_bn = false;
+  parallel::GradCompression grad_compression = parallel::GradCompression::none;
 };
 
 }  // namespace duet::apps

@@ -6,6 +6,7 @@
 #include "duet/nn/models/models.h"
 #include "duet/optim/checkpoint.h"
 #include "duet/parallel/trainer.h"
+#include "grad_compression_flag.h"
 #include "run_settings.h"
 #include "strategy_flags.h"
 #include "train_args.h"
@@ -112,6 +113,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(kPositive)
       ->capture_default_str();
   cmd->add_flag("--sync-bn", args->sync_bn, "ddp: BatchNorm with the global batch's statistics (SyncBatchNorm)");
+  add_grad_compression_flag(*cmd, args->grad_compression);
   cmd->add_flag("--cuda-graph", args->cuda_graph,
                 "Record the training step once as a CUDA graph and replay it (one GPU, SGD, no dropout)");
   cmd->get_option("--lr")

@@ -118,6 +118,12 @@ std::string check_combination(const TrainArgs& args) {
     if (args.profile)
       return "--profile times every kernel launch, and a replayed CUDA graph makes none: use one or the other";
   }
+  if (args.grad_compression != parallel::GradCompression::none) {
+    if (!parallel::is_ddp(args.strategy) || args.strategy == parallel::StrategyKind::ddp_d2l)
+      return "--grad-compression compresses ddp's gradient all-reduce: it needs --strategy ddp (or a variant other "
+             "than ddp-d2l)";
+    if (args.comm == "mpi") return "--grad-compression runs on the local communicators only, not under --comm mpi";
+  }
   if (args.sync_bn && !parallel::is_distributed(args.strategy)) {
     return "--sync-bn synchronises BatchNorm across ddp's ranks: it needs --strategy ddp or zero1";
   }
@@ -189,11 +195,12 @@ void set_up(const TrainArgs& args, TrainSetup& setup, const optim::Checkpoint* c
     if (checkpoint) checkpoint->restore_optimizer(*optimizer);
     return optimizer;
   };
-  setup.strategy = parallel::make_strategy(
-      args.strategy, model, make_optimizer, group,
-      {.cuda_graph = args.cuda_graph,
-       .comm = setup.comm,
-       .ddp = {.sync_batchnorm = args.sync_bn, .comm_timeout = comm_timeout(args.comm_timeout)}});
+  setup.strategy = parallel::make_strategy(args.strategy, model, make_optimizer, group,
+                                           {.cuda_graph = args.cuda_graph,
+                                            .comm = setup.comm,
+                                            .ddp = {.sync_batchnorm = args.sync_bn,
+                                                    .grad_compression = args.grad_compression,
+                                                    .comm_timeout = comm_timeout(args.comm_timeout)}});
   if (checkpoint) {
     checkpoint->restore_generator(generator);
     setup.first_epoch = checkpoint->info.epochs_done;

@@ -47,6 +47,11 @@ struct DDPOptions {
   // statistics are the global batch's: then B equals single-device training for BatchNorm
   // models too. Every rank then needs at least one example per micro-batch.
   bool sync_batchnorm = false;
+  // The communication hook (PyTorch's fp16_compress_hook, bf16_compress_hook): fp16 or bf16
+  // all-reduce the f32 gradient buckets as 16-bit values (Communicator::all_reduce_compressed),
+  // half the bytes, and the gradients come back rounded to that format. Local groups only (not
+  // MPI or NCCL), and not ddp-d2l, which uses no communicator.
+  GradCompression grad_compression = GradCompression::none;
   // Every this many steps, check that all replicas hold bit-identical parameters (0: never).
   int64_t check_every = 0;
   // In one process: NCCL on distinct physical GPUs; otherwise the local group, whose

@@ -48,6 +48,9 @@ void check_sharding(const DDPOptions& options) {
   DUET_CHECK(!options.shard_optimizer || (options.bucketed && !options.reduce_through_first_device),
              "DistributedDataParallel: a sharded optimizer (zero1) reduce-scatters the gradient buckets: it needs "
              "bucketed and no reduce_through_first_device");
+  DUET_CHECK(!options.shard_optimizer || options.grad_compression == GradCompression::none,
+             "DistributedDataParallel: gradient compression casts an all-reduce's buckets, and a sharded optimizer "
+             "(zero1) reduce-scatters them: zero1 takes no grad_compression");
 }
 
 int64_t mib_to_bytes(double mb, const char* what) {
@@ -93,6 +96,8 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<nn::Module> mod
   if (options_.reduce_through_first_device) {
     DUET_CHECK(!options_.bucketed && !options_.mean_of_means,
                "DistributedDataParallel: the all-reduce through the first device is unbucketed, and sums");
+    DUET_CHECK(options_.grad_compression == GradCompression::none,
+               "DistributedDataParallel: the all-reduce through the first device has no gradient compression");
   }
   check_sharding(options_);
   if (options_.sync_batchnorm) model = convert_sync_batchnorm(std::move(model));
@@ -141,6 +146,9 @@ void DistributedDataParallel::add_rank(std::shared_ptr<nn::Module> model, const 
   Rank rank;
   rank.model = std::move(model);
   rank.comm = std::move(comm);
+  DUET_CHECK(options_.grad_compression == GradCompression::none || rank.comm->compresses(),
+             "DistributedDataParallel: ", name(options_.grad_compression), " gradient compression needs a local group ",
+             "(ring or naive); the ", rank.comm->name(), " communicator has none");
   // Converted here or built with them by the caller: each replica's layers talk to its rank.
   sync_batchnorm_ = attach_communicator(*rank.model, rank.comm) > 0;
   if (options_.shard_optimizer) {
@@ -150,7 +158,9 @@ void DistributedDataParallel::add_rank(std::shared_ptr<nn::Module> model, const 
         std::make_unique<ShardedOptimizer>(rank.model->parameters(), rank.reducer, rank.comm, make_optimizer);
   } else {
     rank.optimizer = make_optimizer(rank.model->parameters());
-    if (options_.bucketed) rank.reducer = BucketReducer::create(layout_, rank.model->parameters(), rank.comm);
+    if (options_.bucketed)
+      rank.reducer = BucketReducer::create(layout_, rank.model->parameters(), rank.comm, BucketCollective::all_reduce,
+                                           options_.grad_compression);
   }
   DUET_CHECK(rank.optimizer, "DistributedDataParallel: the optimizer factory returned null for rank ",
              rank.comm->rank());
@@ -372,19 +382,22 @@ StepResult DistributedDataParallel::run_rank(size_t r, const std::vector<Shard>&
 void DistributedDataParallel::all_reduce_unbucketed(Rank& rank, ReduceOp op, std::vector<CommEvent>& events) {
   NoGradGuard no_grad;
   std::vector<Tensor> params = rank.model->parameters();
-  auto timed = [&](const std::string& name, const Tensor& t) {
+  auto timed = [&](const std::string& name, const Tensor& t, GradCompression compression) {
     const double launch = trace_now_us();
-    rank.comm->all_reduce(t, op);
-    events.push_back(
-        {.name = name, .ready_us = launch, .launch_us = launch, .finish_us = trace_now_us(), .bytes = t.nbytes()});
+    rank.comm->all_reduce_compressed(t, compression, op);
+    events.push_back({.name = name,
+                      .ready_us = launch,
+                      .launch_us = launch,
+                      .finish_us = trace_now_us(),
+                      .bytes = wire_bytes(t.numel(), t.dtype(), compression)});
   };
   Tensor usage = local_usage(params, rank.comm->device());
-  timed("unused-parameter map", usage);
+  timed("unused-parameter map", usage, GradCompression::none);  // counts, never compressed
   const std::vector<float> used = usage.to_vector<float>();
   for (size_t i = params.size(); i-- > 0;) {
     if (used[i] == 0) continue;
     if (!params[i].grad().defined()) params[i].set_grad(zeros_like(params[i]));  // used by another rank
-    timed("parameter " + std::to_string(i), params[i].grad());
+    timed("parameter " + std::to_string(i), params[i].grad(), options_.grad_compression);
   }
 }
 

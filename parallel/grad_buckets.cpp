@@ -62,9 +62,9 @@ Tensor local_usage(const std::vector<Tensor>& params, Device device) {
 
 std::shared_ptr<BucketReducer> BucketReducer::create(std::shared_ptr<const BucketLayout> layout,
                                                      std::vector<Tensor> params, std::shared_ptr<Communicator> comm,
-                                                     BucketCollective collective) {
+                                                     BucketCollective collective, GradCompression compression) {
   std::shared_ptr<BucketReducer> reducer(
-      new BucketReducer(std::move(layout), std::move(params), std::move(comm), collective));
+      new BucketReducer(std::move(layout), std::move(params), std::move(comm), collective, compression));
   std::weak_ptr<BucketReducer> weak = reducer;
   for (size_t i = 0; i < reducer->params_.size(); ++i) {
     reducer->params_[i].register_post_accumulate_grad_hook([weak, i](const Tensor&) {
@@ -75,8 +75,13 @@ std::shared_ptr<BucketReducer> BucketReducer::create(std::shared_ptr<const Bucke
 }
 
 BucketReducer::BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
-                             std::shared_ptr<Communicator> comm, BucketCollective collective)
-    : layout_(std::move(layout)), params_(std::move(params)), comm_(std::move(comm)), collective_(collective) {
+                             std::shared_ptr<Communicator> comm, BucketCollective collective,
+                             GradCompression compression)
+    : layout_(std::move(layout)),
+      params_(std::move(params)),
+      comm_(std::move(comm)),
+      collective_(collective),
+      compression_(compression) {
   allocate_buckets();
 }
 
@@ -125,7 +130,10 @@ void BucketReducer::prepare(ReduceOp op) {
   events_.assign(layout_->buckets.size(), {});
   for (size_t b = 0; b < events_.size(); ++b) {
     events_[b].name = "bucket " + std::to_string(b);
-    events_[b].bytes = flat_[b].nbytes();
+    const BucketLayout::Bucket& bucket = layout_->buckets[b];
+    events_[b].bytes = collective_ == BucketCollective::reduce_scatter
+                           ? flat_[b].nbytes()  // padded to a multiple of the ranks
+                           : wire_bytes(bucket.numel, bucket.dtype, compression_);
   }
 }
 
@@ -162,7 +170,7 @@ void BucketReducer::mark_ready(size_t bucket) {
     events_[next_launch_].launch_us = trace_now_us();
     works_[next_launch_] = collective_ == BucketCollective::reduce_scatter
                                ? comm_->reduce_scatter_async(flat_[next_launch_], chunks_[next_launch_], op_)
-                               : comm_->all_reduce_async(flat_[next_launch_], op_);
+                               : comm_->all_reduce_compressed_async(flat_[next_launch_], compression_, op_);
     launch_log_.push_back(next_launch_);
     ++next_launch_;
   }

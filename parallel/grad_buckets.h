@@ -72,12 +72,14 @@ int64_t bucket_chunk(int64_t numel, int world_size);
 // replica's parameters.
 class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
  public:
-  // Allocates the flat buckets on comm's device and hooks every parameter. The hooks hold the
+  // Allocates the flat buckets on comm's device and hooks every parameter; the buckets are
+  // all-reduced as `compression` says (ddp_options.h). The hooks hold the
   // reducer weakly (rank 0's parameters are the user's model, which may outlive it) and do
   // nothing unless a step is armed.
   static std::shared_ptr<BucketReducer> create(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
                                                std::shared_ptr<Communicator> comm,
-                                               BucketCollective collective = BucketCollective::all_reduce);
+                                               BucketCollective collective = BucketCollective::all_reduce,
+                                               GradCompression compression = GradCompression::none);
 
   // Arms the hooks for one backward: the buckets are all-reduced with `op`. A gradient already
   // accumulated in .grad (earlier micro-batches, without sync) is part of what the hook sees.
@@ -114,7 +116,7 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
 
  private:
   BucketReducer(std::shared_ptr<const BucketLayout> layout, std::vector<Tensor> params,
-                std::shared_ptr<Communicator> comm, BucketCollective collective);
+                std::shared_ptr<Communicator> comm, BucketCollective collective, GradCompression compression);
   void allocate_buckets();
   void on_grad_ready(size_t param);                  // the hook's body
   void fill_slot(size_t param, const Tensor& grad);  // with mutex_ held
@@ -130,9 +132,10 @@ class BucketReducer : public std::enable_shared_from_this<BucketReducer> {
   std::vector<Tensor> params_;
   std::shared_ptr<Communicator> comm_;
   BucketCollective collective_;
-  std::vector<Tensor> flat_;    // one contiguous tensor per bucket, on comm_->device(), padded for reduce-scatter
-  std::vector<Tensor> chunks_;  // reduce-scatter: per bucket, this rank's reduced chunk
-  std::vector<bool> used_;      // per parameter, after finish()
+  GradCompression compression_;  // all-reduce only
+  std::vector<Tensor> flat_;     // one contiguous tensor per bucket, on comm_->device(), padded for reduce-scatter
+  std::vector<Tensor> chunks_;   // reduce-scatter: per bucket, this rank's reduced chunk
+  std::vector<bool> used_;       // per parameter, after finish()
 
   mutable std::mutex mutex_;  // hooks may run on the engine's device thread
   bool armed_ = false;

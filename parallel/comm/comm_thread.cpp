@@ -109,6 +109,18 @@ std::shared_ptr<Work> QueuedCommunicator::all_reduce_impl(const Tensor& t, Reduc
   });
 }
 
+std::shared_ptr<Work> QueuedCommunicator::all_reduce_compressed_impl(const Tensor& t, GradCompression format,
+                                                                     ReduceOp op) {
+  return queue([this, t, format, op] {
+    run_all_reduce_compressed(t, format, op);
+    t.bump_version();
+  });
+}
+
+void QueuedCommunicator::run_all_reduce_compressed(const Tensor& t, GradCompression format, ReduceOp op) {
+  Communicator::all_reduce_compressed_impl(t, format, op);  // throws: this communicator has none
+}
+
 std::shared_ptr<Work> QueuedCommunicator::broadcast_impl(const Tensor& t, int root) {
   return queue([this, t, root] {
     run_broadcast(t, root);

@@ -54,6 +54,8 @@ class QueuedCommunicator : public Communicator {
   virtual void run_all_gather(const Tensor& t, const Tensor& out) = 0;
   virtual void run_reduce_scatter(const Tensor& in, const Tensor& out, ReduceOp op) = 0;
   virtual void run_barrier() = 0;
+  // Only for a communicator whose compresses() is true.
+  virtual void run_all_reduce_compressed(const Tensor& t, GradCompression format, ReduceOp op);
 
   void stop() { thread_.stop(); }
 
@@ -65,6 +67,7 @@ class QueuedCommunicator : public Communicator {
   std::shared_ptr<Work> all_gather_impl(const Tensor& t, const Tensor& out) final;
   std::shared_ptr<Work> reduce_scatter_impl(const Tensor& in, const Tensor& out, ReduceOp op) final;
   std::shared_ptr<Work> barrier_impl() final;
+  std::shared_ptr<Work> all_reduce_compressed_impl(const Tensor& t, GradCompression format, ReduceOp op) final;
 
   CommThread thread_;
 };

@@ -81,6 +81,26 @@ std::shared_ptr<Work> Communicator::all_reduce_async(const Tensor& t, ReduceOp o
 
 void Communicator::all_reduce(const Tensor& t, ReduceOp op) { all_reduce_async(t, op)->wait(); }
 
+std::shared_ptr<Work> Communicator::all_reduce_compressed_async(const Tensor& t, GradCompression format, ReduceOp op) {
+  if (format == GradCompression::none) return all_reduce_async(t, op);
+  check_tensor("all_reduce_compressed", t);
+  check_op("all_reduce_compressed", t, op);
+  DUET_CHECK(t.dtype() == DType::f32, "all_reduce_compressed on rank ", rank(), ": ", parallel::name(format),
+             " compression casts f32 values, got ", t.describe());
+  DUET_CHECK(compresses(), "all_reduce_compressed on rank ", rank(), ": the ", name(), " communicator has no ",
+             parallel::name(format), " compression (the local ring and naive groups have)");
+  count_call();
+  return all_reduce_compressed_impl(t, format, op);
+}
+
+void Communicator::all_reduce_compressed(const Tensor& t, GradCompression format, ReduceOp op) {
+  all_reduce_compressed_async(t, format, op)->wait();
+}
+
+std::shared_ptr<Work> Communicator::all_reduce_compressed_impl(const Tensor&, GradCompression format, ReduceOp) {
+  DUET_FAIL("all_reduce_compressed: the ", name(), " communicator has no ", parallel::name(format), " compression");
+}
+
 void Communicator::broadcast(const Tensor& t, int root) {
   check_tensor("broadcast", t);
   check_root("broadcast", root);

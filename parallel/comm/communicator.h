@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "duet/core/tensor.h"
+#include "duet/parallel/comm/grad_compression.h"
 
 namespace duet::parallel {
 
@@ -64,6 +65,18 @@ class Communicator {
   // wait() returns.
   std::shared_ptr<Work> all_reduce_async(const Tensor& t, ReduceOp op = ReduceOp::sum);
   void all_reduce(const Tensor& t, ReduceOp op = ReduceOp::sum);
+  // The same for an f32 t whose values travel as 16-bit `format` codes (grad_compression.h):
+  // half the bytes. Every rank ends with the same values: each rank's t rounded to `format`,
+  // summed in f32 in rank order (for avg, divided by world_size()), and that sum rounded to
+  // `format` once more. Summing the received values in f32 and in one fixed order, rather than
+  // rounding a partial sum at every hop as a 16-bit ring does, keeps the result exact up to
+  // those roundings and independent of chunks and algorithm, so that single-device training can
+  // reproduce it (the per-step check). With format none it is all_reduce_async. Only a
+  // communicator whose compresses() is true takes fp16 or bf16.
+  std::shared_ptr<Work> all_reduce_compressed_async(const Tensor& t, GradCompression format,
+                                                    ReduceOp op = ReduceOp::sum);
+  void all_reduce_compressed(const Tensor& t, GradCompression format, ReduceOp op = ReduceOp::sum);
+  virtual bool compresses() const { return false; }
   // Copies root's t into t on every other rank.
   void broadcast(const Tensor& t, int root);
   // Leaves the reduction in root's t; the other ranks' t are left unchanged.
@@ -114,6 +127,8 @@ class Communicator {
   virtual std::shared_ptr<Work> all_gather_impl(const Tensor& t, const Tensor& out) = 0;
   virtual std::shared_ptr<Work> reduce_scatter_impl(const Tensor& in, const Tensor& out, ReduceOp op) = 0;
   virtual std::shared_ptr<Work> barrier_impl() = 0;
+  // Called only where compresses() is true, with fp16 or bf16 and an f32 t.
+  virtual std::shared_ptr<Work> all_reduce_compressed_impl(const Tensor& t, GradCompression format, ReduceOp op);
 
   void count_bytes_sent(int64_t bytes) { bytes_sent_.fetch_add(bytes, std::memory_order_relaxed); }
 

@@ -84,6 +84,17 @@ class LocalCommunicator final : public QueuedCommunicator {
     });
   }
 
+  bool compresses() const override { return true; }
+
+  void run_all_reduce_compressed(const Tensor& t, GradCompression format, ReduceOp op) override {
+    collective(describe_collective("all_reduce_compressed", t,
+                                   std::string(parallel::name(format)) + ", " + parallel::name(op)),
+               [&](CollectiveCall& call) {
+                 if (algorithm_ == LocalAlgorithm::ring) ring_all_reduce_compressed(call, t, format, op);
+                 else naive_all_reduce_compressed(call, t, format, op);
+               });
+  }
+
   void run_barrier() override {
     collective(describe_collective("barrier", Tensor()), [&](CollectiveCall& call) {
       rendezvous_->post(call, Tensor(), world_size() - 1);
@@ -184,6 +195,79 @@ class LocalCommunicator final : public QueuedCommunicator {
     reduce_to(call, sum, 0, ReduceOp::sum);
     rendezvous_->post(call, sum, world_size() - 1);
     if (m > 0) kernels::copy(flat_slice(sum, {0, m}), flat_slice(out, {0, m}));
+  }
+
+  // The compressed all-reduce's two phases, in 16-bit codes (two u8 per value). First each
+  // rank posts all its codes once, and every other rank reads from it the chunk that it owns
+  // (chunk r for rank r; a direct exchange, since a ring would pass on partial sums, rounded at
+  // every hop): every rank sends (n-1)/n of the codes, as in the ring's reduce-scatter. The
+  // owner sums its chunk in rank order and rounds it. Then the ring's all-gather passes the
+  // reduced chunks' codes around, and every rank decodes the whole buffer.
+  void ring_all_reduce_compressed(CollectiveCall& call, const Tensor& t, GradCompression format, ReduceOp op) {
+    const int n = world_size();
+    const int64_t numel = t.numel();
+    const Tensor codes = encode(flat_slice(t, {0, numel}), format);
+    auto code_chunk = [&](const Tensor& c, int64_t i) {
+      const ring::Range r = ring::chunk(numel, n, i);
+      return flat_slice(c, {2 * r.begin, 2 * r.end});
+    };
+    const ring::Range mine = ring::chunk(numel, n, rank_);
+    std::vector<Tensor> contributions(static_cast<size_t>(n));
+    rendezvous_->post(call, codes, n - 1);
+    for (int q = 0; q < n; ++q) {
+      Tensor& part = contributions[static_cast<size_t>(q)];
+      if (q == rank_) {
+        part = code_chunk(codes, rank_);
+        continue;
+      }
+      part = empty({2 * mine.size()}, {.dtype = DType::u8, .device = device_});
+      rendezvous_->fetch_part(call, q, part, 2 * mine.begin);
+    }
+    // The post of `codes` must be read before its chunk is overwritten with the sum's codes.
+    rendezvous_->finish(call);
+    const Tensor sum = sum_in_rank_order(contributions, mine.size(), format, op);
+    if (mine.size() > 0) kernels::copy(encode(sum, format), code_chunk(codes, rank_));
+    for (int s = 0; s < n - 1; ++s) {
+      rendezvous_->post(call, code_chunk(codes, rank_ - s), 1);
+      rendezvous_->fetch(call, (rank_ + n - 1) % n, code_chunk(codes, rank_ - s - 1));
+    }
+    rendezvous_->finish(call);
+    decode(codes, flat_slice(t, {0, numel}), format);
+  }
+
+  // Naive: rank 0 reads every rank's codes, sums them in rank order, and posts the sum's codes
+  // to all.
+  void naive_all_reduce_compressed(CollectiveCall& call, const Tensor& t, GradCompression format, ReduceOp op) {
+    const int64_t numel = t.numel();
+    Tensor codes = encode(flat_slice(t, {0, numel}), format);
+    if (rank_ != 0) {
+      rendezvous_->post(call, codes, 1);
+      rendezvous_->fetch(call, 0, codes);
+    } else {
+      std::vector<Tensor> contributions{codes};
+      for (int q = 1; q < world_size(); ++q) {
+        contributions.push_back(empty({2 * numel}, {.dtype = DType::u8, .device = device_}));
+        rendezvous_->fetch(call, q, contributions.back());
+      }
+      codes = encode(sum_in_rank_order(contributions, numel, format, op), format);
+      rendezvous_->post(call, codes, world_size() - 1);
+      rendezvous_->finish(call);
+    }
+    decode(codes, flat_slice(t, {0, numel}), format);
+  }
+
+  // The f32 sum, in rank order, of the values of each rank's codes (avg: then divided by n).
+  Tensor sum_in_rank_order(const std::vector<Tensor>& contributions, int64_t numel, GradCompression format,
+                           ReduceOp op) const {
+    Tensor sum = empty({numel}, {.dtype = DType::f32, .device = device_});
+    Tensor part = empty({numel}, {.dtype = DType::f32, .device = device_});
+    decode(contributions[0], sum, format);
+    for (size_t q = 1; q < contributions.size(); ++q) {
+      decode(contributions[q], part, format);
+      add_into(sum, part);
+    }
+    if (op == ReduceOp::avg) divide_in_place(sum, world_size());
+    return sum;
   }
 
   void reduce_to(CollectiveCall& call, const Tensor& t, int root, ReduceOp op) {

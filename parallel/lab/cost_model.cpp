@@ -61,7 +61,7 @@ Prediction predict(StrategyKind strategy, int devices, const Link& link, const S
         // broadcast from it, (n-1) whole buckets each way through rank 0.
         double total = 0, last = 0;
         for (int64_t b : p.bucket_bytes) {
-          const double bytes = static_cast<double>(b);
+          const double bytes = static_cast<double>(p.gradient_wire_bytes(b));
           last = strategy == StrategyKind::ddp ? ring_all_reduce_ms(link, n, bytes) : 2 * root_bound_ms(link, n, bytes);
           total += last;
         }
@@ -69,8 +69,9 @@ Prediction predict(StrategyKind strategy, int devices, const Link& link, const S
       } else {
         // One all-reduce per parameter tensor after backward: nothing overlaps, and every
         // tensor pays the latency.
-        exposed =
-            2.0 * (n - 1) * (static_cast<double>(p.parameter_count) * latency_ms(link) + transfer_ms(link, params / n));
+        exposed = 2.0 * (n - 1) *
+                  (static_cast<double>(p.parameter_count) * latency_ms(link) +
+                   transfer_ms(link, static_cast<double>(p.gradient_wire_bytes(p.parameter_bytes)) / n));
       }
       out.comm_ms = buffers + exposed;
     }

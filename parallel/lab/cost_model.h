@@ -52,6 +52,12 @@ struct StepProfile {
   std::vector<int64_t> parameter_sizes;              // bytes of each parameter, parameters() order
   std::vector<double> grad_ready_ms;                 // when each one's gradient was ready, ms into backward
   std::vector<std::vector<size_t>> arrival_buckets;  // DDP's buckets as rebuilt in arrival order
+  // DDP's gradient bytes on the wire per byte of gradient: 0.5 under fp16 or bf16 compression
+  // (DDPOptions::grad_compression), whose buckets travel as 16-bit values.
+  double gradient_wire_factor = 1;
+  int64_t gradient_wire_bytes(int64_t gradient_bytes) const {
+    return static_cast<int64_t>(static_cast<double>(gradient_bytes) * gradient_wire_factor);
+  }
 };
 
 struct Prediction {

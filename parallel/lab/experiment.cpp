@@ -79,6 +79,15 @@ double backward_start_us(const PhaseTimes& phases) {
   return 0;
 }
 
+// What the per-step check must reproduce of a ddp run's gradient compression (nothing otherwise).
+CompressedRanks compressed_ranks(const DDPOptions& ddp, StrategyKind kind, int devices, Device first_device) {
+  if (!is_ddp(kind) || ddp.grad_compression == GradCompression::none) return {};
+  return {.format = ddp.grad_compression,
+          .ranks = devices,
+          .mean_of_means = ddp.mean_of_means,
+          .first_device = first_device};
+}
+
 }  // namespace
 
 Experiment::Experiment(ExperimentConfig config, data::TensorDataset train)
@@ -160,7 +169,8 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   std::optional<StepCheck> check;
   const Device check_device = group[0].is_cpu() ? cpu(group.back().index + 1) : group[0];
   if (config_.check && (!across_processes || config_.comm->rank() == 0))
-    check.emplace(new_model(), config_.make_optimizer, check_device, config_.loss_fn);
+    check.emplace(new_model(), config_.make_optimizer, check_device, config_.loss_fn,
+                  compressed_ranks(config_.ddp, run.strategy, devices, group[0]));
   // zero1 across processes: the check's copy of the optimizer state is gathered from every
   // rank's shard (ShardedOptimizer::state, a collective), which the other ranks join.
   const bool joins_state_gather = config_.check && across_processes && !check && run.strategy == StrategyKind::zero1;
@@ -302,6 +312,7 @@ StepProfile Experiment::profile() const {
     p.arrival_buckets.push_back(std::move(members));
   }
   for (const Tensor& t : params) p.parameter_sizes.push_back(t.nbytes());
+  p.gradient_wire_factor = static_cast<double>(wire_bytes(1, DType::f32, config_.ddp.grad_compression)) / 4.0;
   return p;
 }
 

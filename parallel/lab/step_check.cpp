@@ -50,12 +50,12 @@ double max_ulps(const std::vector<std::vector<double>>& a, const std::vector<std
 }
 
 StepCheck::StepCheck(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer, Device device,
-                     LossFn loss_fn)
-    : model_(std::move(model)) {
+                     LossFn loss_fn, CompressedRanks compressed)
+    : model_(std::move(model)), loss_fn_(std::move(loss_fn)), compressed_(compressed) {
   DUET_CHECK(model_, "StepCheck: needs a model");
   model_->to(device);
   single_ = std::make_unique<SingleDevice>(model_, make_optimizer(model_->parameters()), device, LossReduction::mean,
-                                           std::move(loss_fn));
+                                           loss_fn_);
 }
 
 StepCheck::StepCheck(const std::string& model, const OptimizerFactory& make_optimizer, Device device)
@@ -66,7 +66,12 @@ void StepCheck::before(Strategy& strategy, const data::Batch& batch) {
   model_->load_state_dict(copies(strategy.model().state_dict()));
   single_->optimizer().load_state(copies(strategy.optimizer().state()));
   single_->set_lr(strategy.optimizer().lr());  // a schedule may have changed it
-  single_->train_step(batch);
+  if (compressed_.format == GradCompression::none) {
+    single_->train_step(batch);
+  } else {
+    compressed_ddp_gradients(*model_, loss_fn_, batch, compressed_);
+    single_->optimizer().step();
+  }
   expected_ = parameter_values(*model_);
 }
 

@@ -12,6 +12,11 @@
 // The distance of one parameter tensor is max |p - p_single| over its elements, in units of
 // the float spacing at its largest |p_single| (an element near zero would otherwise turn a
 // rounding of its update into millions of its own ulps). A step's is the worst tensor's.
+//
+// With ddp's gradient compression (DDPOptions::grad_compression) the single-device step's
+// gradients are what the compressed all-reduce returns, computed shard by shard on one device
+// (compressed_gradients.h): the same 16-bit roundings of the same values, so a correct run
+// still lands within a few ulps, and a missing or wrong rounding lands hundreds away.
 #pragma once
 
 #include <memory>
@@ -19,6 +24,7 @@
 #include <vector>
 
 #include "duet/parallel/distributed.h"
+#include "duet/parallel/lab/compressed_gradients.h"
 #include "duet/parallel/strategy.h"
 
 namespace duet::parallel {
@@ -27,9 +33,10 @@ class StepCheck {
  public:
   // A single-device copy of the strategy's model: `model` is a fresh instance of its class (the
   // check loads the strategy's state into it before every step), moved here to `device`, and
-  // trained with `loss_fn` (unset: cross-entropy), the strategy's loss.
+  // trained with `loss_fn` (unset: cross-entropy), the strategy's loss. `compressed`: the ddp
+  // run's gradient compression and ranks, which the single-device step then reproduces.
   StepCheck(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer, Device device,
-            LossFn loss_fn = {});
+            LossFn loss_fn = {}, CompressedRanks compressed = {});
   // The same for the bundled model named `model`.
   StepCheck(const std::string& model, const OptimizerFactory& make_optimizer, Device device);
 
@@ -42,6 +49,8 @@ class StepCheck {
  private:
   std::shared_ptr<nn::Module> model_;
   std::unique_ptr<SingleDevice> single_;
+  LossFn loss_fn_;
+  CompressedRanks compressed_;
   std::vector<std::vector<double>> expected_;  // the single-device step's parameters
 };
 

@@ -144,7 +144,7 @@ SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, c
     // After backward: the map of used parameters, then each parameter alone, last first.
     in.buckets.push_back({device.backward_ms, static_cast<int64_t>(map_bytes)});
     for (size_t i = p.parameter_sizes.size(); i-- > 0;)
-      in.buckets.push_back({device.backward_ms, p.parameter_sizes[i]});
+      in.buckets.push_back({device.backward_ms, p.gradient_wire_bytes(p.parameter_sizes[i])});
   } else {
     DUET_CHECK(!p.arrival_buckets.empty(), "predict_step: the profile has no bucket plan for ", strategy);
     double last_gradient = 0;
@@ -152,7 +152,7 @@ SimulatedStep simulate(StrategyKind strategy, int devices, int64_t batch_size, c
       DdpStepInput::Bucket b;
       for (size_t i : bucket) {
         b.ready_ms = std::max(b.ready_ms, p.grad_ready_ms[i] * share);
-        b.bytes += p.parameter_sizes[i];
+        b.bytes += p.gradient_wire_bytes(p.parameter_sizes[i]);
       }
       last_gradient = std::max(last_gradient, b.ready_ms);
       in.buckets.push_back(b);

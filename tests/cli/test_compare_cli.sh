@@ -24,6 +24,8 @@ expect_bad "drop ddp-d2l from --strategies" --comm mpi --strategies single,ddp-d
 expect_bad "link 'infiniband': expected none, nvlink, pcie, pcie-no-p2p, 10gbe, 1gbe or ALPHA_US,BETA_GBPS" --link infiniband
 expect_bad "--link emulates links between the devices of one process" --comm mpi --strategies single,ddp --link pcie
 expect_bad "--predict needs the measured single-device compute: add single to --strategies" --predict --strategies dp,ddp
+expect_bad "--grad-compression: unknown gradient compression 'fp8': expected none, fp16 or bf16" --grad-compression fp8
+expect_bad "drop ddp-d2l from --strategies" --strategies single,ddp-d2l --grad-compression fp16
 
 # One device more than this machine has cores, a core each: skipped, with a message (a machine
 # of 63 cores or more cannot show it: duet has 64 logical CPU devices).
@@ -120,6 +122,22 @@ names = collections.Counter(e["name"] for e in events if e["pid"] == pid and e["
 print(" ".join(f"{n}={c}" for n, c in sorted(names.items())))' "$work/d2l.json")
 [ "$d2l_collectives" = "parameter 0=3 parameter 1=3 parameter 2=3 parameter 3=3" ] \
   || fail "ddp-d2l's trace should show one collective per parameter tensor and step, not: $d2l_collectives"
+
+# bf16 gradient compression halves ddp's bytes per step against the short run above (the same
+# model, batch and buckets), and ddp still takes the per-step check's compressed step.
+if ! "$duet" compare --model mlp --devices 2 --strategies single,ddp --steps 2 --warmup 1 --batch-size 64 \
+     --bucket-mb 0.05 --grad-compression bf16 > "$work/bf16" 2>&1; then
+  fail "--grad-compression bf16 run: $(cat "$work/bf16")"
+fi
+# The measured table's ddp row (the cost model's table below it has one too).
+mb_per_step() { awk -F'|' '/^ddp +2 /{split($3, f, " "); print f[1]; exit}' "$1"; }
+python3 -c 'import sys; f32, bf16 = map(float, sys.argv[1:]); sys.exit(abs(bf16 / f32 - 0.5) > 0.01)' \
+  "$(mb_per_step "$work/run")" "$(mb_per_step "$work/bf16")" \
+  || fail "bf16 did not halve ddp's MB/step: $(mb_per_step "$work/run") then $(mb_per_step "$work/bf16")"
+grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/bf16" \
+  || fail "ddp with bf16 compression failed the per-step check: $(cat "$work/bf16")"
+grep -q "^gradient compression: ddp all-reduces its gradients as bf16, half the bytes" "$work/bf16" \
+  || fail "no gradient compression line in: $(cat "$work/bf16")"
 
 # A BatchNorm model fails the check under dp, rightly, and the output says why.
 if ! "$duet" compare --model resnet18 --devices 2 --steps 1 --warmup 0 --batch-size 8 --strategies single,dp \

@@ -125,6 +125,7 @@ crafted strategy fsdp "a value of --strategy (unknown strategy 'fsdp': expected 
 crafted batch_size 0 "a whole number >= 1"
 crafted accumulate -1 "a whole number >= 1"
 crafted sync_bn maybe "a value of --sync-bn"
+crafted grad_compression fp4 "a value of --grad-compression (unknown gradient compression 'fp4': expected none, fp16 or bf16)"
 crafted devices 65 "a whole number from 1 to 64"
 crafted device tpu "cpu, cpu:N, cuda or cuda:N"
 # A flipped bit in a tensor: the checksum says so.

@@ -10,7 +10,10 @@ expect_bad "expected a number >= 0, got '-1'" --lr -1
 expect_bad "dataset-fashion-mnist" --data-dir "$work/nowhere"
 expect_bad "not expected" --no-such-flag
 expect_bad "--amsgrad is an Adam option: give --optimizer adam" --amsgrad
+expect_bad "--grad-compression: unknown gradient compression 'half': expected none, fp16 or bf16" --grad-compression half
+expect_bad "--grad-compression compresses ddp's gradient all-reduce: it needs --strategy ddp" --grad-compression bf16
 expect_bad "--comm mpi needs --strategy ddp" --comm mpi
+expect_bad "--grad-compression runs on the local communicators only, not under --comm mpi" --strategy ddp --comm mpi --grad-compression bf16
 expect_bad "start more processes with mpirun" --strategy ddp --comm mpi --devices 2
 expect_bad "--device-ids lists a device twice" --strategy dp --device-ids 1,1
 expect_bad "give --devices or --device-ids, not both" --strategy dp --devices 2 --device-ids 0,1
