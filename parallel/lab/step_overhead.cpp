@@ -1,0 +1,40 @@
+#include "duet/parallel/lab/step_overhead.h"
+
+#include <algorithm>
+
+#include "duet/core/error.h"
+
+namespace duet::parallel {
+
+std::vector<StepOverhead> measure_step_overhead(ExperimentConfig config, data::TensorDataset examples,
+                                                const std::vector<StrategyRun>& runs, Links links,
+                                                const StepOverheadProbe& probe) {
+  DUET_CHECK(!config.comm, "measure_step_overhead: in one process only");
+  DUET_CHECK(probe.rows_per_device > 0 && probe.steps > 0 && probe.warmup >= 0,
+             "measure_step_overhead: rows_per_device and steps must be positive and warmup >= 0");
+  int most = 1;
+  for (const StrategyRun& run : runs) most = std::max(most, run.devices);
+  config.batch_size = probe.rows_per_device * most;
+  config.steps = probe.steps;
+  config.warmup = probe.warmup;
+  config.check = false;
+  links.compute_slowdown = 1;
+  links.step_overhead_ms.clear();
+  Experiment experiment(std::move(config), std::move(examples));
+  experiment.run({StrategyKind::single, 1});
+  std::vector<StepOverhead> out;
+  for (const StrategyRun& run : runs) {
+    if (run.strategy == StrategyKind::single) continue;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const StepOverhead& o) {
+      return o.strategy == run.strategy && o.devices == run.devices;
+    });
+    if (seen) continue;
+    const RunMeasurement measured = experiment.run({run.strategy, run.devices});
+    const SimulatedStep simulated =
+        predict_step(run.strategy, run.devices, measured.batch_size, experiment.profile(), links);
+    out.push_back({run.strategy, run.devices, measured.ms_per_step, simulated.step_ms});
+  }
+  return out;
+}
+
+}  // namespace duet::parallel
