@@ -30,7 +30,7 @@ struct StepOverhead {
 
 struct StepOverheadProbe {
   int64_t rows_per_device = 2;  // of the largest device count: the probe's global batch
-  int64_t steps = 60;
+  int64_t steps = 100;
   int64_t warmup = 5;
 };
 
