@@ -1,10 +1,20 @@
 #include "duet/parallel/lab/step_overhead.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "duet/core/error.h"
 
 namespace duet::parallel {
+
+double typical_mean(std::vector<double> values) {
+  DUET_CHECK(!values.empty(), "typical_mean: no values");
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  const double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  const auto typical = std::upper_bound(values.begin(), values.end(), 10 * median);
+  return std::accumulate(values.begin(), typical, 0.0) / static_cast<double>(typical - values.begin());
+}
 
 std::vector<StepOverhead> measure_step_overhead(ExperimentConfig config, data::TensorDataset examples,
                                                 const std::vector<StrategyRun>& runs, Links links,
@@ -32,7 +42,7 @@ std::vector<StepOverhead> measure_step_overhead(ExperimentConfig config, data::T
     const RunMeasurement measured = experiment.run({run.strategy, run.devices});
     const SimulatedStep simulated =
         predict_step(run.strategy, run.devices, measured.batch_size, experiment.profile(), links);
-    out.push_back({run.strategy, run.devices, measured.ms_per_step, simulated.step_ms});
+    out.push_back({run.strategy, run.devices, typical_mean(measured.step_ms), simulated.step_ms});
   }
   return out;
 }

@@ -28,6 +28,13 @@ struct StepOverhead {
   double ms() const { return measured_ms - simulated_ms; }
 };
 
+// The mean of `values` without those over 10 times their median. A probe step of a fraction of
+// a millisecond now and then waits for a core that another process holds, up to hundreds of
+// milliseconds on a loaded machine; the mean would carry that into every prediction. The median
+// would leave out the small delays that every real step has too, and came out short.
+// Throws when empty.
+double typical_mean(std::vector<double> values);
+
 struct StepOverheadProbe {
   int64_t rows_per_device = 2;  // of the largest device count: the probe's global batch
   int64_t steps = 100;
