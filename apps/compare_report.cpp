@@ -238,8 +238,8 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
   }
   std::fprintf(out,
                "compute: the run's devices timing the model's forward and backward at its shard size at once just "
-               "before it, over one device alone just before single's run (the prediction scales single's compute by "
-               "it); speedup: img/s "
+               "before it, per row, over one device alone at single's batch just before single's run (the prediction "
+               "scales single's compute by it); speedup: img/s "
                "over single-device training's (predicted: over its predicted step); effic.: speedup / devices; "
                "hidden: the share of ddp's all-reduced bytes whose collective finished before the rank's backward "
                "computed its last gradient, the waits for the last rank to launch taken out\n");
