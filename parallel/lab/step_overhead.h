@@ -8,7 +8,8 @@
 // rows per device, where there is almost nothing to compute, under single and under each
 // strategy; the simulation predicts those steps from that single-device run as it predicts the
 // real ones; what it misses there (measured - simulated) is the strategy's overhead on that many
-// devices, and is added to its predicted step at any batch.
+// devices, and is added to its predicted step at any batch. Each side takes typical_mean of its
+// steps, so that a step which waited for another process's core enters neither.
 #pragma once
 
 #include <cstdint>
@@ -24,7 +25,7 @@ struct StepOverhead {
   StrategyKind strategy = StrategyKind::dp;
   int devices = 1;
   double measured_ms = 0;   // its step at the probe's batch
-  double simulated_ms = 0;  // the simulation's, from the probe's single-device run
+  double simulated_ms = 0;  // the simulation's, from the probe's single-device run (its typical steps)
   double ms() const { return measured_ms - simulated_ms; }
 };
 
