@@ -74,7 +74,7 @@ TEST_CASE("measure_step_overhead runs each strategy once per device count and si
     INFO(o.strategy);
     CHECK(o.devices == 2);
     CHECK(o.measured_ms > 0);
-    CHECK(o.simulated_ms > 0);
+    CHECK(std::isfinite(o.simulated_ms));
     CHECK(std::isfinite(o.ms()));
     CHECK(o.ms() == o.measured_ms - o.simulated_ms);
   }
