@@ -310,7 +310,7 @@ parallel::ExperimentConfig experiment_config(const CompareArgs& args, Device dev
 // Calibrates the links, runs every planned run (each after measuring its compute load), and on
 // the leader predicts each measured run from the single-device one. Every rank calls it.
 void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel::Experiment& experiment,
-               CompareReport& report) {
+               const data::TensorDataset& probe_examples, CompareReport& report) {
   const Device device = report.config.first_device;
   const std::shared_ptr<parallel::Communicator>& comm = report.config.comm;
   const bool leader = !comm || comm->rank() == 0;
@@ -325,6 +325,12 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
     report.replica_threads_ms = links.links.replica_threads_ms;
   }
   const std::vector<parallel::StrategyRun> runs = plan_runs(args, counts);
+  if (has_single && parallel_runs && !comm) {
+    // What each strategy's step costs beyond the simulation, from steps of almost no compute.
+    report.step_overhead = parallel::measure_step_overhead(report.config, probe_examples, runs, links.links);
+    for (const parallel::StepOverhead& o : report.step_overhead)
+      links.links.step_overhead_ms[{o.strategy, o.devices}] = o.ms();
+  }
   RunProgress progress;
   auto on_step = [&](int64_t done, int64_t total) {
     if (leader) progress.step(done, total);
@@ -335,11 +341,6 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
     const int64_t batch = run.batch_size > 0 ? run.batch_size : report.config.batch_size;
     return (batch + devices - 1) / devices;
   };
-  std::vector<int64_t> shards;
-  for (const parallel::StrategyRun& run : runs) {
-    if (run.strategy != parallel::StrategyKind::single)
-      shards.push_back(shard_rows(run, comm ? comm->world_size() : run.devices));
-  }
   for (size_t i = 0; i < runs.size(); ++i) {
     // Across processes single-device training runs on rank 0 alone; the others wait for it
     // in the compute load's barrier, or the next run's first collective.
@@ -351,7 +352,7 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
                      parallel::to_string(runs[i].strategy) + " on " + std::to_string(devices) + " device(s)");
     std::optional<double> slowdown;
     if (!report.calibration.empty()) {
-      if (single) load.before_single(shards);
+      if (single) load.before_single(shard_rows(runs[i], 1));
       slowdown = single ? 1.0 : load.before_run(devices, shard_rows(runs[i], devices));
     }
     report.compute_slowdown.push_back(slowdown);
@@ -432,9 +433,13 @@ int run_compare(CompareArgs args) {
   }
   report.config = experiment_config(args, device, comm);
   report.weak_scaling = args.batch_per_device > 0;
+  // A few examples for the step-overhead probe (the loader goes round them).
+  const int64_t probe_size = std::min<int64_t>(train_set.size(), 64);
+  const data::TensorDataset probe_examples{train_set.images.narrow(0, 0, probe_size).contiguous(),
+                                           train_set.labels.narrow(0, 0, probe_size).contiguous()};
   parallel::Experiment experiment(report.config, std::move(train_set));
   try {
-    run_sweep(args, counts, experiment, report);
+    run_sweep(args, counts, experiment, probe_examples, report);
     if (!leader) return 0;
   } catch (const Error& e) {
     std::cerr << "\nduet compare: " << e.what() << "\n";

@@ -80,10 +80,9 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
 ComputeLoad::ComputeLoad(Device first, std::shared_ptr<parallel::Communicator> comm, std::string model, Shape example)
     : first_(first), comm_(std::move(comm)), model_(std::move(model)), example_(std::move(example)) {}
 
-void ComputeLoad::before_single(const std::vector<int64_t>& shard_rows) {
-  for (int64_t rows : shard_rows) {
-    if (!alone_ms_.count(rows)) alone_ms_[rows] = parallel::time_model_step(model_, example_, rows, {first_}, kRepeats);
-  }
+void ComputeLoad::before_single(int64_t rows) {
+  single_rows_ = rows;
+  single_ms_ = parallel::time_model_step(model_, example_, rows, {first_}, kRepeats);
 }
 
 double ComputeLoad::before_run(int devices, int64_t rows) {
@@ -95,8 +94,10 @@ double ComputeLoad::before_run(int devices, int64_t rows) {
   } else {
     together_ms = parallel::time_model_step(model_, example_, rows, devices_from(first_, devices), kRepeats);
   }
-  auto alone = alone_ms_.find(rows);
-  return alone != alone_ms_.end() && alone->second > 0 ? together_ms / alone->second : 1.0;
+  if (single_ms_ <= 0 || single_rows_ <= 0) return 1.0;
+  // Per row, against the single-device run's batch: what a smaller shard loses (a GEMM of fewer
+  // rows runs less efficiently) counts as well as what the devices lose side by side.
+  return together_ms / rows / (single_ms_ / static_cast<double>(single_rows_));
 }
 
 }  // namespace duet::apps

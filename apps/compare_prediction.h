@@ -34,22 +34,23 @@ CalibratedLinks calibrate_links(Device first, const std::vector<int>& counts, bo
 
 // The compute load each run starts under. The model scales the single-device run's per-phase
 // times, but a CPU's load moves between runs (other processes, the hypervisor's neighbours), and
-// runs on several devices also share memory bandwidth and caches. So the model's own forward,
-// loss and backward at a run's shard size is timed on `first` alone just before the
-// single-device run, and on all of that run's devices at once just before it: their ratio is
-// the run's compute slowdown, contention and drift together, measured rather than fitted. (A
-// fixed workload with a memory-bound pass contended far more than the models' GEMMs and
-// convolutions do, and from minute to minute.)
+// runs on several devices also share memory bandwidth and caches, and a smaller shard computes
+// less efficiently per row. So the model's own forward, loss and backward is timed on `first`
+// alone at the single-device run's batch just before that run, and at a run's shard size on all
+// of its devices at once just before it: their ratio per row is the run's compute slowdown,
+// contention, shard size and drift together, measured rather than fitted. (A fixed workload
+// with a memory-bound pass contended far more than the models' GEMMs and convolutions do, and
+// from minute to minute.)
 class ComputeLoad {
  public:
   // `comm`: across processes, this rank's communicator; null in one process. `example`: one
   // example's shape.
   ComputeLoad(Device first, std::shared_ptr<parallel::Communicator> comm, std::string model, Shape example);
-  // Before the single-device run (under MPI, on rank 0 alone), at every shard size to come.
-  void before_single(const std::vector<int64_t>& shard_rows);
+  // Before the single-device run (under MPI, on rank 0 alone), at its batch of `rows`.
+  void before_single(int64_t rows);
   // Before a run on `devices` devices whose largest shard has `rows` rows (under MPI, on every
-  // rank at once): its slowdown over before_single's time at that size; 1 when that was not
-  // measured (the other ranks under MPI).
+  // rank at once): its time per row over before_single's; 1 when that was not measured (the
+  // other ranks under MPI).
   double before_run(int devices, int64_t rows);
 
  private:
@@ -58,7 +59,8 @@ class ComputeLoad {
   std::shared_ptr<parallel::Communicator> comm_;
   std::string model_;
   Shape example_;
-  std::map<int64_t, double> alone_ms_;  // by rows
+  int64_t single_rows_ = 0;
+  double single_ms_ = 0;
 };
 
 }  // namespace duet::apps

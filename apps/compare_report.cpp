@@ -201,6 +201,11 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
     std::fprintf(out, "  %-52s %8.1f us per step\n",
                  ("replica threads, " + std::to_string(devices) + " devices").c_str(), ms * 1e3);
   }
+  for (const parallel::StepOverhead& o : report.step_overhead) {
+    std::fprintf(out, "  %-52s %8.1f us per step (%.2f ms measured, %.2f simulated)\n",
+                 ("step overhead, " + parallel::to_string(o.strategy) + " on " + std::to_string(o.devices)).c_str(),
+                 o.ms() * 1e3, o.measured_ms, o.simulated_ms);
+  }
   const parallel::RunMeasurement* single = nullptr;
   const parallel::SimulatedStep* single_predicted = nullptr;
   for (size_t i = 0; i < report.runs.size(); ++i) {
@@ -240,8 +245,8 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
   }
   std::fprintf(out,
                "compute: the run's devices timing the model's forward and backward at its shard size at once just "
-               "before it, over one device alone just before single's run (the prediction scales single's compute by "
-               "it); speedup: img/s "
+               "before it, per row, over one device alone at single's batch just before single's run (the prediction "
+               "scales single's compute by it); speedup: img/s "
                "over single-device training's (predicted: over its predicted step); effic.: speedup / devices; "
                "hidden: the share of ddp's all-reduced bytes whose collective finished before the rank's backward "
                "computed its last gradient, the waits for the last rank to launch taken out\n");
@@ -355,6 +360,14 @@ void write_results_json(const CompareReport& report, const std::string& path) {
     calibration.push_back(
         {{"link", fit.what}, {"alpha_us", fit.alpha_us}, {"beta_gbps", fit.beta_gbps}, {"samples", samples}});
   }
+  nlohmann::json step_overhead = nlohmann::json::array();
+  for (const parallel::StepOverhead& o : report.step_overhead) {
+    step_overhead.push_back({{"strategy", parallel::to_string(o.strategy)},
+                             {"devices", o.devices},
+                             {"measured_ms", o.measured_ms},
+                             {"simulated_ms", o.simulated_ms},
+                             {"overhead_ms", o.ms()}});
+  }
   const auto& c = report.config;
   nlohmann::json doc = {{"model", c.model},
                         {"batch_size", c.batch_size},
@@ -373,7 +386,8 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                         {"scaling", report.weak_scaling ? "weak" : "strong"},
                         {"notes", report.notes},
                         {"calibration", calibration},
-                        {"replica_threads_ms", report.replica_threads_ms}};
+                        {"replica_threads_ms", report.replica_threads_ms},
+                        {"step_overhead", step_overhead}};
   write_checked(path, "results.json", [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
 }
 

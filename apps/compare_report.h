@@ -10,6 +10,7 @@
 
 #include "duet/parallel/lab/experiment.h"
 #include "duet/parallel/lab/link_calibration.h"
+#include "duet/parallel/lab/step_overhead.h"
 #include "duet/parallel/lab/step_prediction.h"
 #include "duet/parallel/lab/step_simulation.h"
 
@@ -33,10 +34,12 @@ struct CompareReport {
   bool weak_scaling = false;       // --batch-per-device: the global batch grows with the devices
   std::vector<std::string> notes;  // where the devices ran, the device counts left out
   std::vector<parallel::RunMeasurement> runs;
-  std::vector<parallel::LinkFit> calibration;  // the links measured before the sweep
-  std::map<int, double> replica_threads_ms;    // the same: a step's thread start and join, per device count
-  // Per run (same order): its devices' compute time at once, just before it, over one device's
-  // alone just before the single-device run (ComputeLoad); 1 for single; unset without the
+  std::vector<parallel::LinkFit> calibration;         // the links measured before the sweep
+  std::map<int, double> replica_threads_ms;           // the same: a step's thread start and join, per device count
+  std::vector<parallel::StepOverhead> step_overhead;  // measured before the sweep, per strategy and device count
+  // Per run (same order): its devices' compute time per row at once, just before it, over one
+  // device's alone at single's batch just before the single-device run (ComputeLoad); 1 for
+  // single; unset without the
   // calibration (no single-device run, or nothing parallel to predict).
   std::vector<std::optional<double>> compute_slowdown;
   // Per run (same order): the event simulation's step from the calibrated links; unset when

@@ -32,6 +32,11 @@ double max_abs_diff(const std::vector<std::vector<double>>& a, const std::vector
   return worst;
 }
 
+double ms_between(std::chrono::steady_clock::time_point from, std::chrono::steady_clock::time_point to,
+                  std::chrono::steady_clock::duration left_out) {
+  return std::chrono::duration<double, std::milli>(to - from - left_out).count();
+}
+
 int64_t mib(double mb) { return static_cast<int64_t>(mb * (1 << 20)); }
 
 // When each parameter's gradient is ready, stamped by a post-accumulate hook; the cost model
@@ -202,6 +207,8 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   Clock::duration checking{};  // in the timed steps: taken out of their time
+  Clock::time_point step_start = start;
+  Clock::duration step_checking{};
   while (done < total) {
     for (const data::Batch& batch : loader) {
       if (done == config_.warmup) {
@@ -209,6 +216,10 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
         checking = {};
       }
       const Clock::time_point check_start = Clock::now();
+      // The previous timed step's wall time: from its start to this one's, its check taken out.
+      if (done > config_.warmup) m.step_ms.push_back(ms_between(step_start, check_start, checking - step_checking));
+      step_start = check_start;
+      step_checking = checking;
       if (check) {
         check->before(*strategy, batch);
       } else if (joins_state_gather) {
@@ -249,7 +260,9 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
       if (done == total) break;
     }
   }
-  m.seconds = std::chrono::duration<double>(Clock::now() - start - checking).count();
+  const Clock::time_point end = Clock::now();
+  m.step_ms.push_back(ms_between(step_start, end, checking - step_checking));
+  m.seconds = std::chrono::duration<double>(end - start - checking).count();
   const double steps = static_cast<double>(config_.steps);
   m.images_per_second = images / std::max(m.seconds, 1e-9);
   m.ms_per_step = m.seconds * 1e3 / steps;

@@ -78,6 +78,7 @@ struct RunMeasurement {
   double seconds = 0;                     // wall clock of the timed steps, data loading included
   double images_per_second = 0;
   double ms_per_step = 0;
+  std::vector<double> step_ms;                // each timed step's wall time, its data loading included, its check not
   std::array<double, kNumPhases> phase_ms{};  // mean per timed step
   double bytes_per_step = 0;                  // between devices
   std::vector<DeviceMemory> memory;

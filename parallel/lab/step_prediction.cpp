@@ -184,6 +184,8 @@ SimulatedStep predict_step(StrategyKind strategy, int devices, int64_t batch_siz
       strategy != StrategyKind::single && threads != links.replica_threads_ms.end()) {
     out.step_ms += threads->second * (strategy == StrategyKind::ddp_d2l ? 2 : 1);
   }
+  if (auto overhead = links.step_overhead_ms.find({strategy, devices}); overhead != links.step_overhead_ms.end())
+    out.step_ms += overhead->second;
   // The single run's time outside its phases (the loader's batches, the host between phases)
   // recurs in every strategy's step, in proportion to the batch the loader assembles.
   if (links.host_time_recurs) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "duet/parallel/lab/cost_model.h"
 #include "duet/parallel/lab/step_simulation.h"
@@ -43,6 +44,9 @@ struct Links {
   // Measured: starting and joining one thread per local device (run_on_devices), which dp and
   // ddp do once per step, keyed by the run's device count; 0 where not measured (the presets).
   std::map<int, double> replica_threads_ms;
+  // Measured (step_overhead.h): what a strategy's step on that many devices costs beyond the
+  // simulation (thread wake-ups, bookkeeping), added to its step; none where not measured.
+  std::map<std::pair<StrategyKind, int>, double> step_overhead_ms;
   // DDP's ranks are processes: a few small all-reduces per step (shard counts, the global loss).
   bool multi_process = false;
   // The single run's time outside its phases (waiting for the loader, the host between phases)

@@ -43,6 +43,7 @@ TEST_CASE("Experiment runs every strategy on the same batches and measures it", 
   CHECK(single.max_param_diff == 0.0);
   CHECK(single.first_step_param_diff == 0.0);
   CHECK(single.steps == 4);
+  CHECK(single.step_ms.size() == 4);  // each timed step's wall time
   CHECK(single.images_per_second > 0);
   CHECK(single.phase_ms[static_cast<size_t>(Phase::forward)] > 0);
   CHECK(single.bytes_per_step == 0);
