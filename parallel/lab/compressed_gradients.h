@@ -10,7 +10,7 @@
 // or wrong rounding moves the gradients by whole 16-bit steps, hundreds of float ulps.
 #pragma once
 
-#include "duet/data/dataset.h"
+#include "duet/data/dataloader.h"
 #include "duet/nn/module.h"
 #include "duet/parallel/comm/grad_compression.h"
 #include "duet/parallel/loss_fn.h"
