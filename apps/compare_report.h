@@ -48,9 +48,6 @@ struct CompareReport {
   std::vector<PredictionRow> predictions;  // empty without --predict
 };
 
-// A correct strategy lands within this many float ulps of single-device training's step.
-inline constexpr double kCheckUlps = 8;
-
 void print_results(const CompareReport& report, std::FILE* out);
 // The calibration, then every measured run's predicted step beside its measured one, with the
 // error, speedup and scaling efficiency of each.

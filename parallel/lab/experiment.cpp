@@ -67,6 +67,16 @@ class GradReadyClock {
   int64_t steps_ = 0;
 };
 
+// One checked step `ulps` from single-device training's: beyond kCheckUlps, measured against what
+// the order of additions alone does to it (step_check.h).
+void record_check(RunMeasurement& m, StepCheck& check, double ulps) {
+  m.max_check_ulps = std::max(m.max_check_ulps.value_or(0), ulps);
+  if (ulps <= kCheckUlps) return;
+  const std::optional<double> order = check.order_ulps();
+  if (order) m.check_order_ulps = std::max(m.check_order_ulps.value_or(0), *order);
+  if (!step_passes(ulps, order)) m.check_passed = false;
+}
+
 // This rank's rows of a global batch, split as scatter splits it (chunk_sizes).
 data::Batch rank_rows(const data::Batch& batch, const Communicator& comm) {
   const std::vector<int64_t> sizes = chunk_sizes(batch.y.size(0), comm.world_size());
@@ -229,7 +239,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
       StepResult r = strategy->train_step(across_processes ? rank_rows(batch, *config_.comm) : batch);
       if (check || ddp) {
         const Clock::time_point after_start = Clock::now();
-        if (check) m.max_check_ulps = std::max(m.max_check_ulps.value_or(0), check->after(*strategy));
+        if (check) record_check(m, *check, check->after(*strategy));
         if (ddp) {
           m.replicas_checked = true;
           std::string divergence = ddp->replica_divergence();

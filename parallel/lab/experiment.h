@@ -85,6 +85,11 @@ struct RunMeasurement {
   double final_loss = 0;  // the last step's (mean over its batch)
   // The per-step check's worst step, in float ulps (step_check.h); unset without the check.
   std::optional<double> max_check_ulps;
+  // Whether every checked step passed (step_passes), and for the steps beyond kCheckUlps the
+  // largest distance that reversing the batch's rows alone moved single-device training's step
+  // (StepCheck::order_ulps; unset where every step was within kCheckUlps).
+  bool check_passed = true;
+  std::optional<double> check_order_ulps;
   // ddp on 2 devices or more, with the check: whether every replica's parameters equalled rank
   // 0's after every step (bitwise in one process, a checksum per rank across processes), and
   // if not, the first that drifted, with the step ("after step 1, the replica of rank 1 ...").

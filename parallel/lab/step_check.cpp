@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "duet/autograd/ops.h"
 #include "duet/core/error.h"
 #include "duet/nn/models/models.h"
 
@@ -13,7 +14,8 @@ namespace {
 
 // Copies: Optimizer::load_state adopts a tensor already on the right device, and the
 // single-device step must not write into the strategy's momentum buffers.
-std::map<std::string, Tensor> copies(const nn::NamedTensors& tensors) {
+template <typename NamedTensors>
+std::map<std::string, Tensor> copies(const NamedTensors& tensors) {
   std::map<std::string, Tensor> out;
   for (const auto& [name, t] : tensors) out.emplace(name, t.detach().clone());
   return out;
@@ -49,6 +51,21 @@ double max_ulps(const std::vector<std::vector<double>>& a, const std::vector<std
   return worst;
 }
 
+data::Batch reversed_rows(const data::Batch& batch) {
+  const int64_t rows = batch.y.size(0);
+  if (rows == 0) return batch;
+  std::vector<Tensor> x, y;
+  for (int64_t i = rows; i-- > 0;) {
+    x.push_back(batch.x.narrow(0, i, 1));
+    y.push_back(batch.y.narrow(0, i, 1));
+  }
+  return {cat(x, 0).contiguous(), cat(y, 0).contiguous()};
+}
+
+bool step_passes(double ulps, std::optional<double> order_ulps) {
+  return ulps <= kCheckUlps || (order_ulps && ulps <= kOrderFactor * *order_ulps);
+}
+
 StepCheck::StepCheck(std::shared_ptr<nn::Module> model, const OptimizerFactory& make_optimizer, Device device,
                      LossFn loss_fn, CompressedRanks compressed)
     : model_(std::move(model)), loss_fn_(std::move(loss_fn)), compressed_(compressed) {
@@ -63,9 +80,13 @@ StepCheck::StepCheck(const std::string& model, const OptimizerFactory& make_opti
 
 void StepCheck::before(Strategy& strategy, const data::Batch& batch) {
   // By name: a ddp model with SyncBatchNorm2d layers has BatchNorm2d's names.
-  model_->load_state_dict(copies(strategy.model().state_dict()));
-  single_->optimizer().load_state(copies(strategy.optimizer().state()));
-  single_->set_lr(strategy.optimizer().lr());  // a schedule may have changed it
+  start_state_ = copies(strategy.model().state_dict());
+  start_optimizer_ = copies(strategy.optimizer().state());
+  start_lr_ = strategy.optimizer().lr();  // a schedule may have changed it
+  batch_ = batch;
+  model_->load_state_dict(start_state_);
+  single_->optimizer().load_state(copies(start_optimizer_));
+  single_->set_lr(start_lr_);
   if (compressed_.format == GradCompression::none) {
     single_->train_step(batch);
   } else {
@@ -78,6 +99,16 @@ void StepCheck::before(Strategy& strategy, const data::Batch& batch) {
 double StepCheck::after(Strategy& strategy) const {
   DUET_CHECK(!expected_.empty(), "StepCheck::after without before");
   return max_ulps(parameter_values(strategy.model()), expected_);
+}
+
+std::optional<double> StepCheck::order_ulps() {
+  DUET_CHECK(!expected_.empty(), "StepCheck::order_ulps without before");
+  if (compressed_.format != GradCompression::none) return std::nullopt;
+  model_->load_state_dict(start_state_);  // copied into the model's own tensors
+  single_->optimizer().load_state(copies(start_optimizer_));  // adopted: a copy
+  single_->set_lr(start_lr_);
+  single_->train_step(reversed_rows(batch_));
+  return max_ulps(parameter_values(*model_), expected_);
 }
 
 }  // namespace duet::parallel

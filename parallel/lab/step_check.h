@@ -13,13 +13,24 @@
 // the float spacing at its largest |p_single| (an element near zero would otherwise turn a
 // rounding of its update into millions of its own ulps). A step's is the worst tensor's.
 //
+// How far is "a few roundings"? For most models 8 ulps (kCheckUlps) holds on every CPU. A deep
+// BatchNorm model (resnet18) sums tens of thousands of nearly cancelling terms per gradient, and
+// how far another order of those additions moves its step depends on the CPU's BLAS kernels:
+// 3 ulps on one machine, 25 on another, for a correct ddp with SyncBatchNorm. So a step beyond
+// 8 ulps is measured against the order of additions' own effect on that model and CPU: single-
+// device training's step on the same batch with its rows in reverse order (the same sums, added
+// in another order). The step passes within kOrderFactor times that distance (measured ratios
+// 0.8 to 2.9 for a correct ddp), while a wrong strategy lands hundreds of times further.
+//
 // With ddp's gradient compression (DDPOptions::grad_compression) the single-device step's
 // gradients are what the compressed all-reduce returns, computed shard by shard on one device
 // (compressed_gradients.h): the same 16-bit roundings of the same values, so a correct run
 // still lands within a few ulps, and a missing or wrong rounding lands hundreds away.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +39,16 @@
 #include "duet/parallel/strategy.h"
 
 namespace duet::parallel {
+
+inline constexpr double kCheckUlps = 8;
+inline constexpr double kOrderFactor = 4;
+
+// A step `ulps` from single-device training's passes within kCheckUlps, or, where reversing the
+// batch's rows alone moved single's step by `order_ulps` (measured: StepCheck::order_ulps), within
+// kOrderFactor times that.
+bool step_passes(double ulps, std::optional<double> order_ulps = std::nullopt);
+// The batch with its rows in reverse order: the same examples, their sums added in another order.
+data::Batch reversed_rows(const data::Batch& batch);
 
 class StepCheck {
  public:
@@ -45,6 +66,11 @@ class StepCheck {
   void before(Strategy& strategy, const data::Batch& batch);
   // After it: how far the strategy's parameters landed from that step's, in float ulps.
   double after(Strategy& strategy) const;
+  // How far the order of additions alone moves that step: single-device training's step from the
+  // same state on the same batch with its rows reversed, in float ulps from before()'s. One more
+  // single-device step; unset with gradient compression, whose roundings are of each shard's sum,
+  // so that other rows in a shard would round otherwise.
+  std::optional<double> order_ulps();
 
  private:
   std::shared_ptr<nn::Module> model_;
@@ -52,6 +78,10 @@ class StepCheck {
   LossFn loss_fn_;
   CompressedRanks compressed_;
   std::vector<std::vector<double>> expected_;  // the single-device step's parameters
+  // What before() started from, for order_ulps().
+  std::map<std::string, Tensor> start_state_, start_optimizer_;
+  double start_lr_ = 0;
+  data::Batch batch_;
 };
 
 // Every parameter's values, in parameters() order.

@@ -154,6 +154,47 @@ TEST_CASE("the per-step check covers every ddp replica: a bug on rank 1 alone fa
   CHECK_FALSE(right.run({StrategyKind::dp, 2}).replicas_checked);   // dp's replicas are copies of the master's
 }
 
+TEST_CASE("the per-step check measures a deep BatchNorm model against the order of additions' own effect",
+          "[experiment]") {
+  CHECK(step_passes(8.0));
+  CHECK_FALSE(step_passes(8.5));
+  CHECK(step_passes(30, 7.5));  // within 4x
+  CHECK_FALSE(step_passes(31, 7.5));
+
+  // On mlp the order of additions moves a step by a few ulps at most: the plain rule holds.
+  ExperimentConfig mlp = small_config("mlp");
+  Experiment small(mlp, random_images());
+  (void)small.run({StrategyKind::single, 1});
+  const RunMeasurement ddp_mlp = small.run({StrategyKind::ddp, 3});
+  CHECK(ddp_mlp.check_passed);
+  CHECK(*ddp_mlp.max_check_ulps <= kCheckUlps);
+  CHECK_FALSE(ddp_mlp.check_order_ulps.has_value());  // measured only beyond kCheckUlps
+
+  // resnet18 at batch 8: ddp with SyncBatchNorm takes single's step up to the order of its
+  // additions (3 ulps on one CPU, 25 on another); without it each rank normalises its shard
+  // alone, and no order of additions explains that.
+  ExperimentConfig config = small_config("resnet18");
+  config.batch_size = 8;
+  config.steps = 1;
+  config.warmup = 0;
+  config.ddp.sync_batchnorm = true;
+  Experiment synced(config, random_images(16));
+  (void)synced.run({StrategyKind::single, 1});
+  const RunMeasurement right = synced.run({StrategyKind::ddp, 2});
+  INFO("ddp with SyncBatchNorm: " << *right.max_check_ulps << " ulps, order of additions "
+                                  << right.check_order_ulps.value_or(-1));
+  CHECK(right.check_passed);
+  config.ddp.sync_batchnorm = false;
+  Experiment per_shard(config, random_images(16));
+  (void)per_shard.run({StrategyKind::single, 1});
+  const RunMeasurement wrong = per_shard.run({StrategyKind::ddp, 2});
+  INFO("ddp without SyncBatchNorm: " << *wrong.max_check_ulps << " ulps, order of additions "
+                                     << wrong.check_order_ulps.value_or(-1));
+  CHECK_FALSE(wrong.check_passed);
+  REQUIRE(wrong.check_order_ulps.has_value());
+  CHECK(*wrong.max_check_ulps > 100 * *wrong.check_order_ulps);
+}
+
 TEST_CASE("Experiment needs a single-device run before it can profile", "[experiment]") {
   Experiment experiment(small_config("mlp"), random_images());
   CHECK_THROWS_WITH(experiment.profile(), Contains("single-device run first"));
