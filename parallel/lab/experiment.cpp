@@ -44,15 +44,20 @@ int64_t mib(double mb) { return static_cast<int64_t>(mb * (1 << 20)); }
 class GradReadyClock {
  public:
   explicit GradReadyClock(const std::vector<Tensor>& params)
-      : stamps_(std::make_shared<std::vector<double>>(params.size(), 0.0)), sums_(params.size(), 0.0) {
+      : hooks_(std::make_shared<Hooks>()), sums_(params.size(), 0.0) {
+    hooks_->stamps.assign(params.size(), 0.0);
     for (size_t i = 0; i < params.size(); ++i) {
-      params[i].register_post_accumulate_grad_hook(
-          [stamps = stamps_, i](const Tensor&) { (*stamps)[i] = trace_now_us(); });
+      params[i].register_post_accumulate_grad_hook([hooks = hooks_, i](const Tensor&) {
+        hooks->stamps[i] = trace_now_us();
+        hooks->order.push_back(i);
+      });
     }
   }
+  // Before a step's backward: its order starts afresh.
+  void start_step() { hooks_->order.clear(); }
   // After a step whose backward began at backward_start_us (its phase event's start).
   void add_step(double backward_start_us) {
-    for (size_t i = 0; i < sums_.size(); ++i) sums_[i] += std::max(0.0, (*stamps_)[i] - backward_start_us) / 1e3;
+    for (size_t i = 0; i < sums_.size(); ++i) sums_[i] += std::max(0.0, hooks_->stamps[i] - backward_start_us) / 1e3;
     ++steps_;
   }
   std::vector<double> mean_ms() const {
@@ -60,9 +65,16 @@ class GradReadyClock {
     for (double& ms : out) ms /= std::max<int64_t>(1, steps_);
     return out;
   }
+  // The order in which the last step's gradients arrived, as DDP's reducer records it: two
+  // gradients a microsecond apart keep their order here, where their times may tie.
+  const std::vector<size_t>& order() const { return hooks_->order; }
 
  private:
-  std::shared_ptr<std::vector<double>> stamps_;  // the hooks write from the engine's thread
+  struct Hooks {  // written from the engine's thread
+    std::vector<double> stamps;
+    std::vector<size_t> order;
+  };
+  std::shared_ptr<Hooks> hooks_;
   std::vector<double> sums_;
   int64_t steps_ = 0;
 };
@@ -236,6 +248,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
         (void)strategy->optimizer().state();
       }
       checking += Clock::now() - check_start;
+      if (ready_clock) ready_clock->start_step();
       StepResult r = strategy->train_step(across_processes ? rank_rows(batch, *config_.comm) : batch);
       if (check || ddp) {
         const Clock::time_point after_start = Clock::now();
@@ -293,6 +306,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
     reference_ = m;
     reference_params_ = params;
     grad_ready_ms_ = ready_clock->mean_ms();
+    grad_ready_order_ = ready_clock->order();
   }
   if (comparable) m.max_param_diff = max_abs_diff(params, reference_params_);
   return m;
@@ -321,13 +335,16 @@ StepProfile Experiment::profile() const {
     p.output_bytes = p.batch_size * row.nbytes();
   }
   p.grad_ready_ms = grad_ready_ms_;
-  // DDP's buckets as its rebuild plans them after the first step: in the order the gradients
-  // arrived (earliest first; ties from the last parameter back, as the first plan walks them).
+  // DDP's buckets as its rebuild plans them after the first step (DistributedDataParallel::
+  // rebuild_buckets): in the order the gradients arrived, those that never came last, from the
+  // last parameter back.
   std::vector<Tensor> params = model->parameters();
-  std::vector<size_t> order(params.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = order.size() - 1 - i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return grad_ready_ms_[a] < grad_ready_ms_[b]; });
+  std::vector<size_t> order = grad_ready_order_;
+  std::vector<bool> listed(params.size(), false);
+  for (size_t i : order) listed[i] = true;
+  for (size_t i = params.size(); i-- > 0;) {
+    if (!listed[i]) order.push_back(i);
+  }
   for (const auto& bucket :
        plan_buckets(params, mib(config_.ddp.first_bucket_mb), mib(config_.ddp.bucket_cap_mb), order).buckets) {
     std::vector<size_t> members;

@@ -131,6 +131,7 @@ class Experiment {
   std::vector<std::vector<double>> reference_first_step_params_;  // after the first
   StepProfile sizes_;                                             // the model's byte counts, filled by the first run
   std::vector<double> grad_ready_ms_;  // the reference run's, per parameter, mean over its timed steps
+  std::vector<size_t> grad_ready_order_;  // the order its last step's gradients arrived in
 };
 
 }  // namespace duet::parallel
