@@ -18,6 +18,7 @@
 #include "duet/kernels/kernels.h"
 #include "duet/nn/models/models.h"
 #include "duet/parallel/comm/mpi_communicator.h"
+#include "duet/parallel/lab/repeats.h"
 #include "duet/parallel/lab/scaling_sweep.h"
 #include "file_collisions.h"
 #include "grad_compression_flag.h"
@@ -61,6 +62,7 @@ struct CompareArgs {
   int64_t batch_per_device = 0;  // weak scaling: the global batch is this times the devices
   std::string comm = "local";    // mpi: ddp across the processes mpirun started
   std::string link = "none";     // an emulated interconnect between the logical devices
+  int repeats = 1;               // of the whole sweep, interleaved; each run's median is reported
 };
 
 // What every rank of `duet compare --comm mpi` must share (rank_agreement.h).
@@ -85,7 +87,8 @@ NamedSettings compare_rank_settings(const CompareArgs& args) {
           {"bucket_mb", number(args.bucket_mb)},
           {"sync_bn", args.sync_bn ? "true" : "false"},
           {"grad_compression", parallel::name(args.grad_compression)},
-          {"check", args.check ? "true" : "false"}};
+          {"check", args.check ? "true" : "false"},
+          {"repeats", std::to_string(args.repeats)}};
 }
 
 bool has_strategy(const CompareArgs& args, parallel::StrategyKind kind) {
@@ -325,12 +328,7 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
     report.replica_threads_ms = links.links.replica_threads_ms;
   }
   const std::vector<parallel::StrategyRun> runs = plan_runs(args, counts);
-  if (has_single && parallel_runs && !comm) {
-    // What each strategy's step costs beyond the simulation, from steps of almost no compute.
-    report.step_overhead = parallel::measure_step_overhead(report.config, probe_examples, runs, links.links);
-    for (const parallel::StepOverhead& o : report.step_overhead)
-      links.links.step_overhead_ms[{o.strategy, o.devices}] = o.ms();
-  }
+  const bool probe_overhead = has_single && parallel_runs && !comm;
   RunProgress progress;
   auto on_step = [&](int64_t done, int64_t total) {
     if (leader) progress.step(done, total);
@@ -341,26 +339,55 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
     const int64_t batch = run.batch_size > 0 ? run.batch_size : report.config.batch_size;
     return (batch + devices - 1) / devices;
   };
-  for (size_t i = 0; i < runs.size(); ++i) {
-    // Across processes single-device training runs on rank 0 alone; the others wait for it
-    // in the compute load's barrier, or the next run's first collective.
-    const bool single = runs[i].strategy == parallel::StrategyKind::single;
-    if (comm && single && !leader) continue;
-    const int devices = single ? 1 : comm ? comm->world_size() : runs[i].devices;
-    if (leader)
-      progress.start(i, runs.size(),
-                     parallel::to_string(runs[i].strategy) + " on " + std::to_string(devices) + " device(s)");
-    std::optional<double> slowdown;
-    if (!report.calibration.empty()) {
-      if (single) load.before_single(shard_rows(runs[i], 1));
-      slowdown = single ? 1.0 : load.before_run(devices, shard_rows(runs[i], devices));
+  // Every repeat runs the whole sweep, so that a drift of the machine's speed reaches every
+  // strategy's repeats alike (repeats.h).
+  std::vector<std::vector<parallel::RunMeasurement>> measured(runs.size());
+  std::vector<std::vector<double>> slowdowns(runs.size());
+  std::map<std::pair<parallel::StrategyKind, int>, std::vector<parallel::StepOverhead>> overheads;
+  const size_t total = runs.size() * static_cast<size_t>(args.repeats);
+  for (int repeat = 0; repeat < args.repeats; ++repeat) {
+    if (probe_overhead) {
+      // What each strategy's step costs beyond the simulation, from steps of almost no compute.
+      for (const parallel::StepOverhead& o :
+           parallel::measure_step_overhead(report.config, probe_examples, runs, links.links))
+        overheads[{o.strategy, o.devices}].push_back(o);
     }
-    report.compute_slowdown.push_back(slowdown);
-    report.runs.push_back(experiment.run(runs[i], on_step));
-    if (leader) progress.finish(report.runs.back());
+    for (size_t i = 0; i < runs.size(); ++i) {
+      // Across processes single-device training runs on rank 0 alone; the others wait for it
+      // in the compute load's barrier, or the next run's first collective.
+      const bool single = runs[i].strategy == parallel::StrategyKind::single;
+      if (comm && single && !leader) continue;
+      const int devices = single ? 1 : comm ? comm->world_size() : runs[i].devices;
+      if (leader)
+        progress.start(static_cast<size_t>(repeat) * runs.size() + i, total,
+                       parallel::to_string(runs[i].strategy) + " on " + std::to_string(devices) + " device(s)");
+      if (!report.calibration.empty()) {
+        if (single) load.before_single(shard_rows(runs[i], 1));
+        slowdowns[i].push_back(single ? 1.0 : load.before_run(devices, shard_rows(runs[i], devices)));
+      }
+      measured[i].push_back(experiment.run(runs[i], on_step));
+      if (leader) progress.finish(measured[i].back());
+    }
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (measured[i].empty()) continue;  // single, on the ranks but rank 0
+    report.runs.push_back(parallel::median_repeat(std::move(measured[i])));
+    report.compute_slowdown.push_back(slowdowns[i].empty() ? std::nullopt
+                                                           : std::optional<double>(parallel::median(slowdowns[i])));
+  }
+  // Each strategy's overhead: the probe of the median excess.
+  for (auto& [key, probes] : overheads) {
+    std::stable_sort(probes.begin(), probes.end(),
+                     [](const parallel::StepOverhead& a, const parallel::StepOverhead& b) { return a.ms() < b.ms(); });
+    const parallel::StepOverhead& typical = probes[(probes.size() - 1) / 2];
+    report.step_overhead.push_back(typical);
+    links.links.step_overhead_ms[key] = typical.ms();
   }
   if (!leader || !has_single) return;
-  const parallel::StepProfile profile = experiment.profile();
+  const auto single = std::find_if(report.runs.begin(), report.runs.end(), [](const parallel::RunMeasurement& r) {
+    return r.strategy == parallel::StrategyKind::single;
+  });
+  const parallel::StepProfile profile = experiment.profile(*single);
   if (!report.calibration.empty()) predict_runs(profile, links.links, report);
   if (args.predict) report.predictions = predictions(args, profile, counts, report.runs);
 }
@@ -433,6 +460,7 @@ int run_compare(CompareArgs args) {
   }
   report.config = experiment_config(args, device, comm);
   report.weak_scaling = args.batch_per_device > 0;
+  report.repeats = args.repeats;
   // A few examples for the step-overhead probe (the loader goes round them).
   const int64_t probe_size = std::min<int64_t>(train_set.size(), 64);
   const data::TensorDataset probe_examples{train_set.images.narrow(0, 0, probe_size).contiguous(),
@@ -509,6 +537,11 @@ void add_compare_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--link", args->link,
                   "Emulated interconnect between the logical devices: none, nvlink, pcie, pcie-no-p2p, 10gbe, 1gbe, or "
                   "ALPHA_US,BETA_GBPS; every message between two devices then takes at least alpha + bytes / beta")
+      ->capture_default_str();
+  cmd->add_option("--repeats", args->repeats,
+                  "Runs of the whole sweep, one after another; each row is its run of median step time, "
+                  "the prediction from single's median run (the check covers every repeat)")
+      ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmd->add_option("--comm", args->comm,
                   "local: devices in this process; mpi: ddp with one rank per process under "

@@ -114,8 +114,8 @@ void print_check(const CompareReport& report, std::FILE* out) {
       "with --sync-bn ddp computes the global batch's statistics with BatchNorm2d's own arithmetic "
       "(kernels/batch_norm_math.h), so what separates its step from single-device training's is only the order "
       "of additions: the statistics' double sums split by rank, and the gradients added over the ranks";
-  const std::string order_clause =
-      ", or within " + std::to_string(static_cast<int>(parallel::kOrderFactor)) + "x the order of additions' own effect";
+  const std::string order_clause = ", or within " + std::to_string(static_cast<int>(parallel::kOrderFactor)) +
+                                   "x the order of additions' own effect";
   if (failed.empty()) {
     std::fprintf(out,
                  "per-step check: every strategy's every step within %.0f ulps of single-device training's step "
@@ -185,6 +185,11 @@ void print_results(const CompareReport& report, std::FILE* out) {
                  "gradient compression: ddp all-reduces its gradients as %s, half the bytes; the per-step check "
                  "applies the same roundings to single-device training's gradient\n",
                  parallel::name(format));
+  if (report.repeats > 1)
+    std::fprintf(out,
+                 "repeats: the sweep ran %d times, one after another; each row is the run's repeat of median step "
+                 "time, with the check's verdict over all of them\n",
+                 report.repeats);
   for (const std::string& note : report.notes) std::fprintf(out, "note: %s\n", note.c_str());
   std::fprintf(out, "%-15s %3s %8s %8s |", "strategy", "dev", "img/s", "ms/step");
   for (const char* head : kPhaseHeads) std::fprintf(out, " %7s", head);
@@ -394,6 +399,7 @@ void write_results_json(const CompareReport& report, const std::string& path) {
                         {"batch_size", c.batch_size},
                         {"steps", c.steps},
                         {"warmup", c.warmup},
+                        {"repeats", report.repeats},
                         {"seed", c.seed},
                         {"devices", report.device_kind},
                         {"link",

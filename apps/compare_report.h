@@ -32,6 +32,7 @@ struct CompareReport {
   std::string device_kind;         // "logical CPU devices on 2 hardware threads", "CUDA"
   Shape example_shape;             // one training example's, e.g. {1, 28, 28}
   bool weak_scaling = false;       // --batch-per-device: the global batch grows with the devices
+  int repeats = 1;                 // of the sweep; each run is its median repeat (repeats.h)
   std::vector<std::string> notes;  // where the devices ran, the device counts left out
   std::vector<parallel::RunMeasurement> runs;
   std::vector<parallel::LinkFit> calibration;         // the links measured before the sweep

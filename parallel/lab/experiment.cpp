@@ -190,7 +190,7 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
   // The parameter differences compare runs over the same batches only.
   const bool comparable = is_reference || (reference_ && reference_->batch_size == batch_size);
   std::optional<GradReadyClock> ready_clock;
-  if (is_reference) ready_clock.emplace(strategy->model().parameters());
+  if (run.strategy == StrategyKind::single) ready_clock.emplace(strategy->model().parameters());
   // The check's single-device step runs on a logical CPU device of its own, so that its memory
   // does not count as the run's; on GPUs it shares device 0 (docs/parallel-strategies.md).
   std::optional<StepCheck> check;
@@ -301,12 +301,14 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
                         .optimizer_state_bytes = optimizer ? optimizer->state_bytes() : 0});
   }
 
+  if (ready_clock) {
+    m.grad_ready_ms = ready_clock->mean_ms();
+    m.grad_ready_order = ready_clock->order();
+  }
   std::vector<std::vector<double>> params = parameter_values(strategy->model());
   if (is_reference) {
     reference_ = m;
     reference_params_ = params;
-    grad_ready_ms_ = ready_clock->mean_ms();
-    grad_ready_order_ = ready_clock->order();
   }
   if (comparable) m.max_param_diff = max_abs_diff(params, reference_params_);
   return m;
@@ -314,15 +316,21 @@ RunMeasurement Experiment::run(const StrategyRun& run, const std::function<void(
 
 StepProfile Experiment::profile() const {
   DUET_CHECK(reference_, "Experiment: the cost model needs a single-device run first");
+  return profile(*reference_);
+}
+
+StepProfile Experiment::profile(const RunMeasurement& single) const {
+  DUET_CHECK(single.strategy == StrategyKind::single && !single.grad_ready_ms.empty(),
+             "Experiment::profile: needs a single-device run of this experiment, got ", single.strategy);
   StepProfile p = sizes_;
-  p.forward_ms = reference_->phase_ms[static_cast<size_t>(Phase::forward)];
-  p.loss_ms = reference_->phase_ms[static_cast<size_t>(Phase::loss)];
-  p.backward_ms = reference_->phase_ms[static_cast<size_t>(Phase::backward)];
-  p.step_ms = reference_->phase_ms[static_cast<size_t>(Phase::step)];
-  p.batch_size = reference_->batch_size;
+  p.forward_ms = single.phase_ms[static_cast<size_t>(Phase::forward)];
+  p.loss_ms = single.phase_ms[static_cast<size_t>(Phase::loss)];
+  p.backward_ms = single.phase_ms[static_cast<size_t>(Phase::backward)];
+  p.step_ms = single.phase_ms[static_cast<size_t>(Phase::step)];
+  p.batch_size = single.batch_size;
   double phases = 0;
-  for (double ms : reference_->phase_ms) phases += ms;
-  p.other_ms = std::max(0.0, reference_->ms_per_step - phases);
+  for (double ms : single.phase_ms) phases += ms;
+  p.other_ms = std::max(0.0, single.ms_per_step - phases);
   const int64_t image_bytes = train_.images.numel() / train_.size() * static_cast<int64_t>(sizeof(float));
   p.input_bytes = p.batch_size * image_bytes;
   // The model's output per example, from one example's forward (without a graph, in eval mode,
@@ -334,12 +342,12 @@ StepProfile Experiment::profile() const {
     const Tensor row = model->forward(train_.images.narrow(0, 0, 1).to(DType::f32));
     p.output_bytes = p.batch_size * row.nbytes();
   }
-  p.grad_ready_ms = grad_ready_ms_;
+  p.grad_ready_ms = single.grad_ready_ms;
   // DDP's buckets as its rebuild plans them after the first step (DistributedDataParallel::
   // rebuild_buckets): in the order the gradients arrived, those that never came last, from the
   // last parameter back.
   std::vector<Tensor> params = model->parameters();
-  std::vector<size_t> order = grad_ready_order_;
+  std::vector<size_t> order = single.grad_ready_order;
   std::vector<bool> listed(params.size(), false);
   for (size_t i : order) listed[i] = true;
   for (size_t i = params.size(); i-- > 0;) {

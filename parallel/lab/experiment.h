@@ -100,6 +100,10 @@ struct RunMeasurement {
   // roundings, so these grow over a run even for a correct strategy (the per-step check is the test).
   std::optional<double> first_step_param_diff;
   std::optional<double> max_param_diff;
+  // single: when each parameter's gradient was ready in backward (ms after its start, mean over
+  // the timed steps), and the order they arrived in at the last step; the cost model's input.
+  std::vector<double> grad_ready_ms;
+  std::vector<size_t> grad_ready_order;
   CommOverlap overlap;                 // DDP on 2 devices or more: what backward hid, timed steps
   std::vector<PhaseEvent> events;      // every step, warm-up included
   std::vector<CommEvent> comm_events;  // every step, warm-up included
@@ -118,6 +122,8 @@ class Experiment {
 
   // What the cost model needs, from the reference single-device run; throws if there was none.
   StepProfile profile() const;
+  // The same from another single-device run of this experiment (say, the median of repeats).
+  StepProfile profile(const RunMeasurement& single) const;
   const ExperimentConfig& config() const { return config_; }
 
  private:
@@ -130,8 +136,6 @@ class Experiment {
   std::vector<std::vector<double>> reference_params_;             // after the last step
   std::vector<std::vector<double>> reference_first_step_params_;  // after the first
   StepProfile sizes_;                                             // the model's byte counts, filled by the first run
-  std::vector<double> grad_ready_ms_;  // the reference run's, per parameter, mean over its timed steps
-  std::vector<size_t> grad_ready_order_;  // the order its last step's gradients arrived in
 };
 
 }  // namespace duet::parallel

@@ -14,8 +14,7 @@ namespace {
 
 // Copies: Optimizer::load_state adopts a tensor already on the right device, and the
 // single-device step must not write into the strategy's momentum buffers.
-template <typename NamedTensors>
-std::map<std::string, Tensor> copies(const NamedTensors& tensors) {
+template <typename NamedTensors> std::map<std::string, Tensor> copies(const NamedTensors& tensors) {
   std::map<std::string, Tensor> out;
   for (const auto& [name, t] : tensors) out.emplace(name, t.detach().clone());
   return out;
@@ -104,7 +103,7 @@ double StepCheck::after(Strategy& strategy) const {
 std::optional<double> StepCheck::order_ulps() {
   DUET_CHECK(!expected_.empty(), "StepCheck::order_ulps without before");
   if (compressed_.format != GradCompression::none) return std::nullopt;
-  model_->load_state_dict(start_state_);  // copied into the model's own tensors
+  model_->load_state_dict(start_state_);                      // copied into the model's own tensors
   single_->optimizer().load_state(copies(start_optimizer_));  // adopted: a copy
   single_->set_lr(start_lr_);
   single_->train_step(reversed_rows(batch_));

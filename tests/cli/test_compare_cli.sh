@@ -93,11 +93,15 @@ if ! "$duet" compare --model mlp --devices 2 --steps 1 --warmup 0 --batch-size 3
 fi
 grep -qE "^ddp +2 .* off +" "$work/run2" || fail "--no-check still checked: $(cat "$work/run2")"
 
-# An emulated link: the header and results.json name it, and the calibration runs over it.
+# An emulated link: the header and results.json name it, and the calibration runs over it. Two
+# repeats of the sweep: both are run, and the output says each row is a median.
 if ! "$duet" compare --model mlp --devices 2 --cores-per-device 1 --steps 2 --warmup 1 --batch-size 64 \
-     --strategies single,dp,ddp --link 1gbe --no-plots --out "$work/link" > "$work/run5" 2>&1; then
+     --strategies single,dp,ddp --link 1gbe --repeats 2 --no-plots --out "$work/link" > "$work/run5" 2>&1; then
   fail "--link 1gbe run: $(cat "$work/run5")"
 fi
+grep -q "^\[6/6\] ddp on 2 device(s)" "$work/run5" || fail "--repeats 2 did not run the sweep twice: $(cat "$work/run5")"
+grep -q "^repeats: the sweep ran 2 times" "$work/run5" || fail "no repeats line in: $(cat "$work/run5")"
+grep -q '"repeats": 2' "$work/link/results.json" || fail "results.json does not hold the repeats"
 grep -q "^duet compare: mlp, .*, link 1gbe (emulated: 50 us + bytes / 0.117 GB/s per message)" "$work/run5" \
   || fail "the header does not name the emulated link: $(cat "$work/run5")"
 grep -qE "^ +local-ring all-reduce, 2 ranks over 1gbe +alpha" "$work/run5" \

@@ -1,0 +1,31 @@
+#include "duet/parallel/lab/repeats.h"
+
+#include <algorithm>
+
+#include "duet/core/error.h"
+
+namespace duet::parallel {
+
+double median(std::vector<double> values) {
+  DUET_CHECK(!values.empty(), "median: no values");
+  const auto middle = values.begin() + static_cast<std::ptrdiff_t>((values.size() - 1) / 2);
+  std::nth_element(values.begin(), middle, values.end());
+  return *middle;
+}
+
+RunMeasurement median_repeat(std::vector<RunMeasurement> repeats) {
+  DUET_CHECK(!repeats.empty(), "median_repeat: no repeats");
+  std::stable_sort(repeats.begin(), repeats.end(),
+                   [](const RunMeasurement& a, const RunMeasurement& b) { return a.ms_per_step < b.ms_per_step; });
+  RunMeasurement out = repeats[(repeats.size() - 1) / 2];
+  for (const RunMeasurement& r : repeats) {
+    if (r.max_check_ulps) out.max_check_ulps = std::max(out.max_check_ulps.value_or(0), *r.max_check_ulps);
+    if (r.check_order_ulps) out.check_order_ulps = std::max(out.check_order_ulps.value_or(0), *r.check_order_ulps);
+    out.check_passed = out.check_passed && r.check_passed;
+    out.replicas_checked = out.replicas_checked || r.replicas_checked;
+    if (r.replica_divergence && !out.replica_divergence) out.replica_divergence = r.replica_divergence;
+  }
+  return out;
+}
+
+}  // namespace duet::parallel

@@ -1,0 +1,46 @@
+// Repeated runs (parallel/lab/repeats.h): the median repeat is reported whole, and the per-step
+// check's verdict covers every repeat.
+#include <catch2/catch.hpp>
+
+#include "duet/parallel/lab/repeats.h"
+
+using namespace duet::parallel;
+
+namespace {
+RunMeasurement repeat(double ms, double ulps, bool passed = true) {
+  RunMeasurement m;
+  m.strategy = StrategyKind::ddp;
+  m.devices = 2;
+  m.ms_per_step = ms;
+  m.images_per_second = 256 / ms * 1e3;
+  m.max_check_ulps = ulps;
+  m.check_passed = passed;
+  return m;
+}
+}  // namespace
+
+TEST_CASE("median: the middle value, the lower middle one for an even count", "[repeats]") {
+  CHECK(median({3.0}) == 3.0);
+  CHECK(median({5.0, 1.0, 3.0}) == 3.0);
+  CHECK(median({4.0, 1.0, 3.0, 2.0}) == 2.0);
+  CHECK_THROWS(median({}));
+}
+
+TEST_CASE("median_repeat: the repeat of median step time, whole, with every repeat's check", "[repeats]") {
+  std::vector<RunMeasurement> repeats = {repeat(12.0, 1.0), repeat(30.0, 2.0), repeat(10.0, 6.0)};
+  repeats[0].phase_ms[0] = 7;  // the median repeat's own phases travel with it
+  const RunMeasurement m = median_repeat(repeats);
+  CHECK(m.ms_per_step == 12.0);
+  CHECK(m.images_per_second == Approx(256 / 12.0 * 1e3));
+  CHECK(m.phase_ms[0] == 7);
+  CHECK(*m.max_check_ulps == 6.0);  // the worst step of any repeat
+  CHECK(m.check_passed);
+
+  repeats[1].check_passed = false;
+  repeats[1].replica_divergence = "after step 3, the replica of rank 1 (cpu:1) diverged";
+  const RunMeasurement failed = median_repeat(repeats);
+  CHECK_FALSE(failed.check_passed);
+  REQUIRE(failed.replica_divergence.has_value());
+  CHECK(*failed.replica_divergence == *repeats[1].replica_divergence);
+  CHECK_THROWS(median_repeat({}));
+}
