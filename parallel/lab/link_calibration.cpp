@@ -13,6 +13,7 @@
 #include "duet/kernels/kernels.h"
 #include "duet/nn/functional.h"
 #include "duet/nn/models/models.h"
+#include "duet/parallel/lab/repeats.h"
 #include "duet/parallel/replica_threads.h"
 #include "duet/parallel/transfers.h"
 
@@ -20,12 +21,6 @@ namespace duet::parallel {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-}
 
 // The median ms of `repeats` runs of `op`, after two untimed ones (first-touch, wake-ups).
 template <class Op> double median_ms(int repeats, Op&& op) {

@@ -11,12 +11,13 @@
 
 namespace duet::parallel {
 
-// The median of `values`: the lower of the middle two for an even count. Throws when empty.
+// The median of `values` (the mean of the middle two for an even count). Throws when empty.
 double median(std::vector<double> values);
 
 // Of one run's repeats, the one whose step time is the median (the lower middle one for an even
 // count), whole: its phases, trace events and memory belong together. The per-step check's
-// verdict is over every repeat (its worst step, any replica that drifted). Throws when empty.
+// figures are over every repeat (the worst step, the largest effect of the order of additions,
+// any replica that drifted). Throws when empty.
 RunMeasurement median_repeat(std::vector<RunMeasurement> repeats);
 
 }  // namespace duet::parallel
