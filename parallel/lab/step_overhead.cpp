@@ -4,15 +4,15 @@
 #include <numeric>
 
 #include "duet/core/error.h"
+#include "duet/parallel/lab/repeats.h"
 
 namespace duet::parallel {
 
 double typical_mean(std::vector<double> values) {
   DUET_CHECK(!values.empty(), "typical_mean: no values");
+  const double middle = median(values);
   std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  const double median = n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
-  const auto typical = std::upper_bound(values.begin(), values.end(), 10 * median);
+  const auto typical = std::upper_bound(values.begin(), values.end(), 10 * middle);
   return std::accumulate(values.begin(), typical, 0.0) / static_cast<double>(typical - values.begin());
 }
 
@@ -20,16 +20,26 @@ std::vector<StepOverhead> measure_step_overhead(ExperimentConfig config, data::T
                                                 const std::vector<StrategyRun>& runs, Links links,
                                                 const StepOverheadProbe& probe) {
   DUET_CHECK(!config.comm, "measure_step_overhead: in one process only");
-  DUET_CHECK(probe.rows_per_device > 0 && probe.steps > 0 && probe.warmup >= 0,
-             "measure_step_overhead: rows_per_device and steps must be positive and warmup >= 0");
+  DUET_CHECK(
+      probe.rows_per_device > 0 && probe.min_steps > 0 && probe.max_steps >= probe.min_steps && probe.warmup >= 0,
+      "measure_step_overhead: rows_per_device and min_steps must be positive, max_steps at least min_steps "
+      "and warmup >= 0");
   int most = 1;
   for (const StrategyRun& run : runs) most = std::max(most, run.devices);
   config.batch_size = probe.rows_per_device * most;
-  config.steps = probe.steps;
+  config.steps = probe.min_steps;
   config.warmup = probe.warmup;
   config.check = false;
   links.compute_slowdown = 1;
   links.step_overhead_ms.clear();
+  // A short single run sets the step count; the probe proper starts afresh with it.
+  ExperimentConfig pilot = config;
+  pilot.warmup = std::min<int64_t>(config.warmup, 1);
+  pilot.steps = std::min<int64_t>(probe.min_steps, 3);
+  const double pilot_ms = Experiment(pilot, examples).run({StrategyKind::single, 1}).ms_per_step;
+  if (pilot_ms >= probe.negligible_above_ms) return {};
+  config.steps = std::clamp(static_cast<int64_t>(probe.time_budget_ms / std::max(pilot_ms, 1e-3)), probe.min_steps,
+                            probe.max_steps);
   Experiment experiment(std::move(config), std::move(examples));
   const RunMeasurement single = experiment.run({StrategyKind::single, 1});
   // The simulation reproduces the single run's mean step; a step of it that waited for a core

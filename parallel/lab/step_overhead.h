@@ -38,15 +38,25 @@ double typical_mean(std::vector<double> values);
 
 struct StepOverheadProbe {
   int64_t rows_per_device = 2;  // of the largest device count: the probe's global batch
-  int64_t steps = 100;
+  // As many steps as fit in time_budget_ms of single's step at the probe's batch (timed over
+  // min_steps first), from min_steps to max_steps: a 0.3 ms mlp step gets 100, a resnet18 step
+  // of 100 ms the minimum, which keeps the probe a fraction of the sweep.
+  int64_t min_steps = 10;
+  int64_t max_steps = 100;
+  double time_budget_ms = 300;
   int64_t warmup = 5;
+  // Where single's step at the probe's batch takes this long, a strategy's overhead (a
+  // millisecond at most on the machines measured) is within the noise of any of its steps: no
+  // probe then (resnet18 on a CPU).
+  double negligible_above_ms = 20;
 };
 
 // Runs single on 1 device, then every strategy of `runs` but single at its device count, with
 // `config` (its model, optimizer, options and link; its batch, steps and check replaced by the
 // probe's) on `examples` (a few are enough: the loader goes round them), and simulates each
 // from the single run over `links` (its compute slowdown taken as 1, no overhead added). In
-// one process only: config.comm must be unset.
+// one process only: config.comm must be unset. Empty where the step is too long for the overhead
+// to matter (negligible_above_ms).
 std::vector<StepOverhead> measure_step_overhead(ExperimentConfig config, data::TensorDataset examples,
                                                 const std::vector<StrategyRun>& runs, Links links,
                                                 const StepOverheadProbe& probe = {});
