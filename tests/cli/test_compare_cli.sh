@@ -93,15 +93,11 @@ if ! "$duet" compare --model mlp --devices 2 --steps 1 --warmup 0 --batch-size 3
 fi
 grep -qE "^ddp +2 .* off +" "$work/run2" || fail "--no-check still checked: $(cat "$work/run2")"
 
-# An emulated link: the header and results.json name it, and the calibration runs over it. Two
-# repeats of the sweep: both are run, and the output says each row is a median.
+# An emulated link: the header and results.json name it, and the calibration runs over it.
 if ! "$duet" compare --model mlp --devices 2 --cores-per-device 1 --steps 2 --warmup 1 --batch-size 64 \
-     --strategies single,dp,ddp --link 1gbe --repeats 2 --no-plots --out "$work/link" > "$work/run5" 2>&1; then
+     --strategies single,dp,ddp --link 1gbe --no-plots --out "$work/link" > "$work/run5" 2>&1; then
   fail "--link 1gbe run: $(cat "$work/run5")"
 fi
-grep -q "^\[6/6\] ddp on 2 device(s)" "$work/run5" || fail "--repeats 2 did not run the sweep twice: $(cat "$work/run5")"
-grep -q "^repeats: the sweep ran 2 times" "$work/run5" || fail "no repeats line in: $(cat "$work/run5")"
-grep -q '"repeats": 2' "$work/link/results.json" || fail "results.json does not hold the repeats"
 grep -q "^duet compare: mlp, .*, link 1gbe (emulated: 50 us + bytes / 0.117 GB/s per message)" "$work/run5" \
   || fail "the header does not name the emulated link: $(cat "$work/run5")"
 grep -qE "^ +local-ring all-reduce, 2 ranks over 1gbe +alpha" "$work/run5" \
@@ -109,12 +105,16 @@ grep -qE "^ +local-ring all-reduce, 2 ranks over 1gbe +alpha" "$work/run5" \
 grep -q '"name": "1gbe"' "$work/link/results.json" || fail "results.json does not name the emulated link"
 
 # ddp-d2l beside the others over an emulated PCIe link: its check passes, and the trace shows
-# one collective per parameter tensor (mlp has 4) in each of its 3 steps.
+# one collective per parameter tensor (mlp has 4) in each of its 3 steps. Two repeats of the
+# sweep: both run, the output says each row is a median, and the trace is one repeat's.
 if ! "$duet" compare --model mlp --devices 2 --cores-per-device 1 --steps 2 --warmup 1 --batch-size 64 \
-     --strategies single,dp,ddp,ddp-d2l --link pcie --no-plots --out "$work/d2l" --trace "$work/d2l.json" \
-     > "$work/run6" 2>&1; then
+     --strategies single,dp,ddp,ddp-d2l --link pcie --repeats 2 --no-plots --out "$work/d2l" \
+     --trace "$work/d2l.json" > "$work/run6" 2>&1; then
   fail "ddp-d2l run: $(cat "$work/run6")"
 fi
+grep -q "^\[8/8\] ddp-d2l on 2 device(s)" "$work/run6" || fail "--repeats 2 did not run the sweep twice: $(cat "$work/run6")"
+grep -q "^repeats: the sweep ran 2 times" "$work/run6" || fail "no repeats line in: $(cat "$work/run6")"
+grep -q '"repeats": 2' "$work/d2l/results.json" || fail "results.json does not hold the repeats"
 grep -qE "^ddp-d2l +2 +[0-9]+ " "$work/run6" || fail "no ddp-d2l row in: $(cat "$work/run6")"
 grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/run6" \
   || fail "ddp-d2l failed the per-step check: $(cat "$work/run6")"
