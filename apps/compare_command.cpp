@@ -375,10 +375,13 @@ void run_sweep(const CompareArgs& args, const std::vector<int>& counts, parallel
     report.compute_slowdown.push_back(slowdowns[i].empty() ? std::nullopt
                                                            : std::optional<double>(parallel::median(slowdowns[i])));
   }
-  if (probe_overhead && overheads.empty())
-    report.notes.push_back(
-        "step overhead not probed: single's step at 2 rows per device took 20 ms or more, where a "
-        "strategy's overhead per step is within the noise");
+  if (probe_overhead && overheads.empty()) {
+    const parallel::StepOverheadProbe probe;  // the defaults measure_step_overhead ran with
+    std::ostringstream note;
+    note << "step overhead not probed: single's step at " << probe.rows_per_device << " rows per device took "
+         << probe.negligible_above_ms << " ms or more, where a strategy's overhead per step is within the noise";
+    report.notes.push_back(note.str());
+  }
   // Each strategy's overhead: the probe of the median excess.
   for (auto& [key, probes] : overheads) {
     std::stable_sort(probes.begin(), probes.end(),

@@ -27,7 +27,6 @@ std::vector<StepOverhead> measure_step_overhead(ExperimentConfig config, data::T
   int most = 1;
   for (const StrategyRun& run : runs) most = std::max(most, run.devices);
   config.batch_size = probe.rows_per_device * most;
-  config.steps = probe.min_steps;
   config.warmup = probe.warmup;
   config.check = false;
   links.compute_slowdown = 1;
