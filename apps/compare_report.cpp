@@ -6,6 +6,7 @@
 #include "duet/core/error.h"
 #include "duet/nn/layers.h"
 #include "duet/nn/models/models.h"
+#include "duet/parallel/lab/repeats.h"
 #include "duet/parallel/lab/step_check.h"
 #include "result_files.h"
 
@@ -81,7 +82,7 @@ void print_replica_check(const CompareReport& report, std::FILE* out) {
   }
   if (!checked) return;
   if (drifted.empty()) {
-    std::fprintf(out, "per-step check: every ddp replica equal to rank 0's after every step (%s)\n",
+    std::fprintf(out, "per-step check: every ddp replica equal to rank 0's after every checked step (%s)\n",
                  report.config.comm ? "a checksum per rank, compared on rank 0" : "bit for bit");
   } else {
     std::fprintf(out, "per-step check: a ddp replica drifted from rank 0's: %s\n", drifted.c_str());
@@ -106,6 +107,11 @@ void print_check(const CompareReport& report, std::FILE* out) {
     }
   }
   if (!checked) return;
+  const long long checked_steps = static_cast<long long>(report.config.warmup + report.config.steps);
+  std::fprintf(out,
+               "per-step check: on each run's first %lld steps; its timed steps come after them, unchecked, so "
+               "that the check's own single-device step leaves their caches alone\n",
+               checked_steps);
   print_replica_check(report, out);
   // What separates ddp with SyncBatchNorm from single-device training, named under either verdict.
   const bool sync_batch_norm =
@@ -117,10 +123,11 @@ void print_check(const CompareReport& report, std::FILE* out) {
   const std::string order_clause = ", or within " + std::to_string(static_cast<int>(parallel::kOrderFactor)) +
                                    "x the order of additions' own effect";
   if (failed.empty()) {
-    std::fprintf(out,
-                 "per-step check: every strategy's every step within %.0f ulps of single-device training's step "
-                 "from the same parameters%s\n",
-                 kCheckUlps, by_order.empty() ? "" : order_clause.c_str());
+    std::fprintf(
+        out,
+        "per-step check: every strategy's every checked step within %.0f ulps of single-device training's step "
+        "from the same parameters%s\n",
+        kCheckUlps, by_order.empty() ? "" : order_clause.c_str());
     if (!by_order.empty()) {
       std::fprintf(out,
                    "  beyond %.0f ulps: %s; the order of additions: how far single-device training's own step "
@@ -241,9 +248,9 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
                "cost model (event simulation from the single-device run's compute and the links above) beside "
                "the measurement, %s scaling:\n",
                report.weak_scaling ? "weak" : "strong");
-  std::fprintf(out, "%-15s %3s %6s | %11s %12s %7s | %8s %8s | %8s %8s | %8s %8s | %7s\n", "strategy", "dev", "batch",
-               "measured ms", "predicted ms", "error", "speedup", "(pred)", "effic.", "(pred)", "hidden", "(pred)",
-               "compute");
+  std::fprintf(out, "%-15s %3s %6s | %11s %12s %7s %6s | %8s %8s | %8s %8s | %8s %8s | %7s\n", "strategy", "dev",
+               "batch", "measured ms", "predicted ms", "error", "spread", "speedup", "(pred)", "effic.", "(pred)",
+               "hidden", "(pred)", "compute");
   for (size_t i = 0; i < report.runs.size(); ++i) {
     if (!report.simulated[i]) continue;
     const parallel::RunMeasurement& run = report.runs[i];
@@ -255,21 +262,24 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
       predicted_speedup = (static_cast<double>(run.batch_size) / sim.step_ms) /
                           (static_cast<double>(single->batch_size) / single_predicted->step_ms);
     }
-    char hidden[16] = "-", predicted_hidden[16] = "-";
+    char hidden[16] = "-", predicted_hidden[16] = "-", spread[16] = "-";
+    if (const std::optional<double> s = parallel::repeat_spread(run))
+      std::snprintf(spread, sizeof spread, "%.0f%%", 100 * *s);
     if (has_overlap(run)) {
       std::snprintf(hidden, sizeof hidden, "%.0f%%", 100 * run.overlap.hidden_share());
       std::snprintf(predicted_hidden, sizeof predicted_hidden, "%.0f%%", 100 * sim.hidden_share());
     }
-    std::fprintf(out, "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s | %6.2fx\n",
-                 parallel::to_string(run.strategy).c_str(), run.devices, static_cast<long long>(run.batch_size),
-                 run.ms_per_step, sim.step_ms, 100 * error, speedup, predicted_speedup, 100 * speedup / run.devices,
-                 100 * predicted_speedup / run.devices, hidden, predicted_hidden,
-                 report.compute_slowdown[i].value_or(1));
+    std::fprintf(
+        out, "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% %6s | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s | %6.2fx\n",
+        parallel::to_string(run.strategy).c_str(), run.devices, static_cast<long long>(run.batch_size), run.ms_per_step,
+        sim.step_ms, 100 * error, spread, speedup, predicted_speedup, 100 * speedup / run.devices,
+        100 * predicted_speedup / run.devices, hidden, predicted_hidden, report.compute_slowdown[i].value_or(1));
   }
   std::fprintf(out,
                "compute: the run's devices timing the model's forward and backward at its shard size at once just "
                "before it, per row, over one device alone at single's batch just before single's run (the prediction "
-               "scales single's compute by it); speedup: img/s "
+               "scales single's compute by it); spread: with --repeats, (slowest - fastest repeat) / median, of the "
+               "run's ms per step (an error within it says nothing either way); speedup: img/s "
                "over single-device training's (predicted: over its predicted step); effic.: speedup / devices; "
                "hidden: the share of ddp's all-reduced bytes whose collective finished before the rank's backward "
                "computed its last gradient, the waits for the last rank to launch taken out\n");
@@ -344,6 +354,7 @@ void write_results_json(const CompareReport& report, const std::string& path) {
          {"images_per_second", run.images_per_second},
          {"ms_per_step", run.ms_per_step},
          {"step_ms", run.step_ms},
+         {"repeat_ms_per_step", run.repeat_ms_per_step},
          {"phases_ms", phases},
          {"bytes_per_step", run.bytes_per_step},
          {"peak_memory", memory},

@@ -46,8 +46,10 @@ struct ExperimentConfig {
   DDPOptions ddp;                   // for the ddp variants: bucket caps, sync_batchnorm, comm_timeout
   // dp and ddp in one process: an emulated interconnect between the devices (link_model.h).
   LinkModel link;
-  // The per-step check (step_check.h): one more single-device step per step, not timed; for
-  // ddp also that every replica equals rank 0's after every step.
+  // The per-step check (step_check.h): one more single-device step per step; for ddp also that
+  // every replica equals rank 0's after every step. It covers a run's first warmup + steps
+  // steps, and the timed ones come after them (warmup, then steps), so that no timed step
+  // starts from caches the check's own step has just evicted.
   bool check = true;
   // Across processes (mpirun): this rank's communicator. The ddp variants then run one rank per
   // process, each on its rows of every global batch, and the per-step check runs on rank 0;
@@ -78,7 +80,9 @@ struct RunMeasurement {
   double seconds = 0;                     // wall clock of the timed steps, data loading included
   double images_per_second = 0;
   double ms_per_step = 0;
-  std::vector<double> step_ms;                // each timed step's wall time, its data loading included, its check not
+  std::vector<double> step_ms;  // each timed step's wall time, its data loading included
+  // With repeats (median_repeat): every repeat's ms_per_step, in the order they ran; empty for one.
+  std::vector<double> repeat_ms_per_step;
   std::array<double, kNumPhases> phase_ms{};  // mean per timed step
   double bytes_per_step = 0;                  // between devices
   std::vector<DeviceMemory> memory;
@@ -104,8 +108,8 @@ struct RunMeasurement {
   std::vector<double> grad_ready_ms;
   std::vector<size_t> grad_ready_order;
   CommOverlap overlap;                 // DDP on 2 devices or more: what backward hid, timed steps
-  std::vector<PhaseEvent> events;      // every step, warm-up included
-  std::vector<CommEvent> comm_events;  // every step, warm-up included
+  std::vector<PhaseEvent> events;      // every step, the checked and warm-up ones included
+  std::vector<CommEvent> comm_events;  // every step, the checked and warm-up ones included
 };
 
 // Whether a checked run passed: its worst step within kCheckUlps, or within kOrderFactor times the

@@ -15,6 +15,8 @@ double median(std::vector<double> values) {
 
 RunMeasurement median_repeat(std::vector<RunMeasurement> repeats) {
   DUET_CHECK(!repeats.empty(), "median_repeat: no repeats");
+  std::vector<double> ms_per_step;
+  for (const RunMeasurement& r : repeats) ms_per_step.push_back(r.ms_per_step);
   std::stable_sort(repeats.begin(), repeats.end(),
                    [](const RunMeasurement& a, const RunMeasurement& b) { return a.ms_per_step < b.ms_per_step; });
   RunMeasurement out = repeats[(repeats.size() - 1) / 2];
@@ -24,7 +26,14 @@ RunMeasurement median_repeat(std::vector<RunMeasurement> repeats) {
     out.replicas_checked = out.replicas_checked || r.replicas_checked;
     if (r.replica_divergence && !out.replica_divergence) out.replica_divergence = r.replica_divergence;
   }
+  if (ms_per_step.size() > 1) out.repeat_ms_per_step = std::move(ms_per_step);
   return out;
+}
+
+std::optional<double> repeat_spread(const RunMeasurement& run) {
+  if (run.repeat_ms_per_step.size() < 2) return std::nullopt;
+  const auto [fastest, slowest] = std::minmax_element(run.repeat_ms_per_step.begin(), run.repeat_ms_per_step.end());
+  return (*slowest - *fastest) / median(run.repeat_ms_per_step);
 }
 
 }  // namespace duet::parallel

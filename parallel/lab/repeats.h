@@ -5,6 +5,7 @@
 // drift out of the comparison rather than into one strategy's figures.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "duet/parallel/lab/experiment.h"
@@ -17,7 +18,12 @@ double median(std::vector<double> values);
 // Of one run's repeats, the one whose step time is the median (the lower middle one for an even
 // count), whole: its phases, trace events and memory belong together. The per-step check's
 // figures are over every repeat (the worst step, the largest effect of the order of additions,
-// any replica that drifted). Throws when empty.
+// any replica that drifted), and it keeps every repeat's step time (repeat_ms_per_step). Throws
+// when empty.
 RunMeasurement median_repeat(std::vector<RunMeasurement> repeats);
+
+// How far a run's repeats were apart: (slowest - fastest) / median of their ms per step; unset for
+// fewer than 2 repeats. A prediction's error smaller than this says nothing either way.
+std::optional<double> repeat_spread(const RunMeasurement& run);
 
 }  // namespace duet::parallel

@@ -58,12 +58,14 @@ for strategy in single dp ddp ddp-unbucketed; do
   grep -qE "^$strategy +[12] +64 \|.*\| +[0-9]+\.[0-9]{2}x$" "$work/run" \
     || fail "no compute slowdown at the end of $strategy's prediction row in: $(cat "$work/run")"
 done
-grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/run" \
+grep -q "^per-step check: every strategy's every checked step within 8 ulps" "$work/run" \
   || fail "no passing per-step check in: $(cat "$work/run")"
+grep -q "^per-step check: on each run's first 4 steps; its timed steps come after them, unchecked" "$work/run" \
+  || fail "the check line does not say which steps it checked: $(cat "$work/run")"
 grep -qE "^ddp on 2: [0-9]+% of the all-reduced bytes done before backward's last gradient \(predicted [0-9]+%\); all-reduce [0-9.]+ ms per step and rank, [0-9.]+ ms of it exposed after backward" \
   "$work/run" || fail "no ddp overlap line in: $(cat "$work/run")"
 grep -qE "^ddp on 1:" "$work/run" && fail "an overlap figure for 1 device: $(cat "$work/run")"
-grep -q "^per-step check: every ddp replica equal to rank 0's after every step (bit for bit)" "$work/run" \
+grep -q "^per-step check: every ddp replica equal to rank 0's after every checked step (bit for bit)" "$work/run" \
   || fail "no replica check in: $(cat "$work/run")"
 grep -q "^duet compare: mlp, .*, link none (no emulation" "$work/run" || fail "the header does not name the link"
 grep -qE "^ddp +8 +- +\|" "$work/run" || fail "no prediction for 8 devices"
@@ -105,8 +107,9 @@ grep -qE "^ +local-ring all-reduce, 2 ranks over 1gbe +alpha" "$work/run5" \
 grep -q '"name": "1gbe"' "$work/link/results.json" || fail "results.json does not name the emulated link"
 
 # ddp-d2l beside the others over an emulated PCIe link: its check passes, and the trace shows
-# one collective per parameter tensor (mlp has 4) in each of its 3 steps. Two repeats of the
-# sweep: both run, the output says each row is a median, and the trace is one repeat's.
+# one collective per parameter tensor (mlp has 4) in each of its 6 steps (3 checked, then 3
+# timed). Two repeats of the sweep: both run, the output says each row is a median and how far
+# its repeats were apart, and the trace is one repeat's.
 if ! "$duet" compare --model mlp --devices 2 --cores-per-device 1 --steps 2 --warmup 1 --batch-size 64 \
      --strategies single,dp,ddp,ddp-d2l --link pcie --repeats 2 --no-plots --out "$work/d2l" \
      --trace "$work/d2l.json" > "$work/run6" 2>&1; then
@@ -115,8 +118,13 @@ fi
 grep -q "^\[8/8\] ddp-d2l on 2 device(s)" "$work/run6" || fail "--repeats 2 did not run the sweep twice: $(cat "$work/run6")"
 grep -q "^repeats: the sweep ran 2 times" "$work/run6" || fail "no repeats line in: $(cat "$work/run6")"
 grep -q '"repeats": 2' "$work/d2l/results.json" || fail "results.json does not hold the repeats"
+grep -qE "^ddp +2 +64 \| +[0-9.]+ +[0-9.]+ +[-+][0-9.]+% +[0-9]+% \|" "$work/run6" \
+  || fail "no spread of the repeats beside ddp's prediction in: $(cat "$work/run6")"
+python3 -c 'import json, sys
+assert all(len(r["repeat_ms_per_step"]) == 2 for r in json.load(open(sys.argv[1]))["results"])' "$work/d2l/results.json" \
+  || fail "results.json does not hold both repeats' step times for every run"
 grep -qE "^ddp-d2l +2 +[0-9]+ " "$work/run6" || fail "no ddp-d2l row in: $(cat "$work/run6")"
-grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/run6" \
+grep -q "^per-step check: every strategy's every checked step within 8 ulps" "$work/run6" \
   || fail "ddp-d2l failed the per-step check: $(cat "$work/run6")"
 d2l_collectives=$(python3 -c '
 import collections, json, sys
@@ -124,7 +132,7 @@ events = json.load(open(sys.argv[1]))["traceEvents"]
 pid = next(e["pid"] for e in events if e["name"] == "process_name" and e["args"]["name"].startswith("ddp-d2l "))
 names = collections.Counter(e["name"] for e in events if e["pid"] == pid and e["ph"] == "X" and e["name"].startswith("parameter "))
 print(" ".join(f"{n}={c}" for n, c in sorted(names.items())))' "$work/d2l.json")
-[ "$d2l_collectives" = "parameter 0=3 parameter 1=3 parameter 2=3 parameter 3=3" ] \
+[ "$d2l_collectives" = "parameter 0=6 parameter 1=6 parameter 2=6 parameter 3=6" ] \
   || fail "ddp-d2l's trace should show one collective per parameter tensor and step, not: $d2l_collectives"
 
 # bf16 gradient compression halves ddp's bytes per step against the short run above (the same
@@ -138,7 +146,7 @@ mb_per_step() { awk -F'|' '/^ddp +2 /{split($3, f, " "); print f[1]; exit}' "$1"
 python3 -c 'import sys; f32, bf16 = map(float, sys.argv[1:]); sys.exit(abs(bf16 / f32 - 0.5) > 0.01)' \
   "$(mb_per_step "$work/run")" "$(mb_per_step "$work/bf16")" \
   || fail "bf16 did not halve ddp's MB/step: $(mb_per_step "$work/run") then $(mb_per_step "$work/bf16")"
-grep -q "^per-step check: every strategy's every step within 8 ulps" "$work/bf16" \
+grep -q "^per-step check: every strategy's every checked step within 8 ulps" "$work/bf16" \
   || fail "ddp with bf16 compression failed the per-step check: $(cat "$work/bf16")"
 grep -q "^gradient compression: ddp all-reduces its gradients as bf16, half the bytes" "$work/bf16" \
   || fail "no gradient compression line in: $(cat "$work/bf16")"
@@ -159,7 +167,7 @@ if ! "$duet" compare --model resnet18 --devices 2 --steps 1 --warmup 1 --batch-s
   fail "resnet18 --sync-bn run: $(cat "$work/run4")"
 fi
 grep -qE "^ddp +2 +[0-9]+ +[0-9.]+ \|" "$work/run4" || fail "no ddp row in the --sync-bn run: $(cat "$work/run4")"
-grep -q "^per-step check: every strategy's every step within" "$work/run4" \
+grep -q "^per-step check: every strategy's every checked step within" "$work/run4" \
   || fail "ddp with SyncBatchNorm failed the per-step check: $(cat "$work/run4")"
 grep -q "resnet18 has BatchNorm: with --sync-bn ddp computes the global batch's statistics" "$work/run4" \
   || fail "no --sync-bn explanation in: $(cat "$work/run4")"

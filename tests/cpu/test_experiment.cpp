@@ -49,7 +49,15 @@ TEST_CASE("Experiment runs every strategy on the same batches and measures it", 
   CHECK(single.bytes_per_step == 0);
   REQUIRE(single.memory.size() == 1);
   CHECK(single.memory[0].peak_bytes > 0);
-  CHECK(single.events.size() == 5 * 4);  // forward, loss, backward, step in each of 5 steps
+  // Forward, loss, backward and step in each of 10 steps: the check's 5 (warm-up and timed
+  // steps' worth), then 1 warm-up and the 4 timed ones, unchecked; without the check only those.
+  CHECK(single.events.size() == 10 * 4);
+  ExperimentConfig unchecked = small_config("mlp");
+  unchecked.check = false;
+  const RunMeasurement plain = Experiment(unchecked, random_images()).run({StrategyKind::single, 1});
+  CHECK(plain.events.size() == 5 * 4);
+  CHECK(plain.step_ms.size() == 4);
+  CHECK_FALSE(plain.max_check_ulps.has_value());
 
   for (StrategyKind strategy :
        {StrategyKind::dp, StrategyKind::ddp, StrategyKind::ddp_unbucketed, StrategyKind::ddp_naive}) {

@@ -34,6 +34,11 @@ TEST_CASE("median_repeat: the repeat of median step time, whole, with every repe
   CHECK(m.phase_ms[0] == 7);
   CHECK(*m.max_check_ulps == 6.0);  // the worst step of any repeat
   CHECK(check_passed(m));
+  // Every repeat's step time, in the order they ran, and how far apart they were.
+  CHECK(m.repeat_ms_per_step == std::vector<double>{12.0, 30.0, 10.0});
+  REQUIRE(repeat_spread(m).has_value());
+  CHECK(*repeat_spread(m) == Approx((30.0 - 10.0) / 12.0));
+  CHECK_FALSE(repeat_spread(median_repeat({repeat(12.0, 1.0)})).has_value());  // one run: no spread
 
   repeats[1].max_check_ulps = 40;  // beyond 4x the order of additions' effect in any repeat
   repeats[1].check_order_ulps = 9;
