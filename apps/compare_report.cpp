@@ -1,5 +1,6 @@
 #include "compare_report.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -248,9 +249,9 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
                "cost model (event simulation from the single-device run's compute and the links above) beside "
                "the measurement, %s scaling:\n",
                report.weak_scaling ? "weak" : "strong");
-  std::fprintf(out, "%-15s %3s %6s | %11s %12s %7s %6s | %8s %8s | %8s %8s | %8s %8s | %7s\n", "strategy", "dev",
+  std::fprintf(out, "%-15s %3s %6s | %11s %12s %7s %6s | %8s %8s | %8s %8s | %8s %8s | %7s | %7s\n", "strategy", "dev",
                "batch", "measured ms", "predicted ms", "error", "spread", "speedup", "(pred)", "effic.", "(pred)",
-               "hidden", "(pred)", "compute");
+               "hidden", "(pred)", "in run", "compute");
   for (size_t i = 0; i < report.runs.size(); ++i) {
     if (!report.simulated[i]) continue;
     const parallel::RunMeasurement& run = report.runs[i];
@@ -270,15 +271,19 @@ void print_model_check(const CompareReport& report, std::FILE* out) {
       std::snprintf(predicted_hidden, sizeof predicted_hidden, "%.0f%%", 100 * sim.hidden_share());
     }
     std::fprintf(
-        out, "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% %6s | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s | %6.2fx\n",
+        out,
+        "%-15s %3d %6lld | %11.2f %12.2f %+6.1f%% %6s | %7.2fx %7.2fx | %7.0f%% %7.0f%% | %8s %8s | %6.2fx | %6.2fx\n",
         parallel::to_string(run.strategy).c_str(), run.devices, static_cast<long long>(run.batch_size), run.ms_per_step,
         sim.step_ms, 100 * error, spread, speedup, predicted_speedup, 100 * speedup / run.devices,
-        100 * predicted_speedup / run.devices, hidden, predicted_hidden, report.compute_slowdown[i].value_or(1));
+        100 * predicted_speedup / run.devices, hidden, predicted_hidden,
+        single ? parallel::forward_slowdown(run, *single) : 0, report.compute_slowdown[i].value_or(1));
   }
   std::fprintf(out,
                "compute: the run's devices timing the model's forward and backward at its shard size at once just "
                "before it, per row, over one device alone at single's batch just before single's run (the prediction "
-               "scales single's compute by it); spread: with --repeats, (slowest - fastest repeat) / median, of the "
+               "scales single's compute by it); in run: the same ratio for the run's own forward, the slowest "
+               "device's (dp's with its threads' start), which the prediction does not use; spread: with --repeats, "
+               "(slowest - fastest repeat) / median, of the "
                "run's ms per step (an error within it says nothing either way); speedup: img/s "
                "over single-device training's (predicted: over its predicted step); effic.: speedup / devices; "
                "hidden: the share of ddp's all-reduced bytes whose collective finished before the rank's backward "
@@ -339,6 +344,9 @@ std::optional<double> compute_slowdown(const CompareReport& report, size_t run) 
 }  // namespace
 
 void write_results_json(const CompareReport& report, const std::string& path) {
+  const auto single = std::find_if(report.runs.begin(), report.runs.end(), [](const parallel::RunMeasurement& r) {
+    return r.strategy == parallel::StrategyKind::single;
+  });
   nlohmann::json results = nlohmann::json::array();
   for (size_t i = 0; i < report.runs.size(); ++i) {
     const auto& run = report.runs[i];
@@ -371,6 +379,8 @@ void write_results_json(const CompareReport& report, const std::string& path) {
          {"replica_divergence", run.replica_divergence ? nlohmann::json(*run.replica_divergence) : nlohmann::json()},
          {"batch_size", run.batch_size},
          {"compute_slowdown", optional_json(compute_slowdown(report, i))},
+         {"forward_slowdown",
+          single != report.runs.end() ? nlohmann::json(parallel::forward_slowdown(run, *single)) : nlohmann::json()},
          {"predicted_ms", optional_json(predicted_ms(report, i))},
          {"predicted_hidden_share", i < report.simulated.size() && report.simulated[i] && has_overlap(run)
                                         ? nlohmann::json(report.simulated[i]->hidden_share())

@@ -313,6 +313,14 @@ bool check_passed(const RunMeasurement& m) {
   return m.max_check_ulps && step_passes(*m.max_check_ulps, m.check_order_ulps);
 }
 
+double forward_slowdown(const RunMeasurement& run, const RunMeasurement& single) {
+  const size_t forward = static_cast<size_t>(Phase::forward);
+  if (run.devices < 1 || run.batch_size <= 0 || single.batch_size <= 0 || single.phase_ms[forward] <= 0) return 0;
+  const int64_t rows = (run.batch_size + run.devices - 1) / run.devices;
+  return run.phase_ms[forward] / static_cast<double>(rows) /
+         (single.phase_ms[forward] / static_cast<double>(single.batch_size));
+}
+
 StepProfile Experiment::profile() const {
   DUET_CHECK(reference_, "Experiment: the cost model needs a single-device run first");
   return profile(*reference_);

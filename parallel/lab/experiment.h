@@ -119,6 +119,13 @@ struct RunMeasurement {
 // without the check.
 bool check_passed(const RunMeasurement& m);
 
+// How much slower per row `run`'s devices computed their forward than `single`'s device did, in
+// the run itself: its forward (the slowest device's; dp's holds its replica threads' start) per
+// row of its largest shard, over single's per row. The cost model predicts from a timing before
+// the run (duet compare's compute column); this says what the devices then met in it. 0 where
+// either forward was not timed.
+double forward_slowdown(const RunMeasurement& run, const RunMeasurement& single);
+
 class Experiment {
  public:
   Experiment(ExperimentConfig config, data::TensorDataset train);

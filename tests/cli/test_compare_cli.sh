@@ -54,9 +54,10 @@ grep -qE "^ +replica threads, 2 devices +[0-9.]+ us per step" "$work/run" \
 for strategy in single dp ddp ddp-unbucketed; do
   grep -qE "^$strategy +[12] +64 \| +[0-9.]+ +[0-9.]+ +[-+][0-9.]+%" "$work/run" \
     || fail "no predicted step beside $strategy's in: $(cat "$work/run")"
-  # The compute slowdown measured just before the run, last (single's is 1 by definition).
-  grep -qE "^$strategy +[12] +64 \|.*\| +[0-9]+\.[0-9]{2}x$" "$work/run" \
-    || fail "no compute slowdown at the end of $strategy's prediction row in: $(cat "$work/run")"
+  # The run's own forward per row over single's, then the compute slowdown measured just before
+  # the run, last (single's are 1 by definition).
+  grep -qE "^$strategy +[12] +64 \|.*\| +[0-9]+\.[0-9]{2}x \| +[0-9]+\.[0-9]{2}x$" "$work/run" \
+    || fail "no in-run forward and compute slowdown at the end of $strategy's row in: $(cat "$work/run")"
 done
 grep -q "^per-step check: every strategy's every checked step within 8 ulps" "$work/run" \
   || fail "no passing per-step check in: $(cat "$work/run")"
@@ -84,6 +85,7 @@ grep -q '"link": {' "$work/results/results.json" || fail "results.json does not 
 grep -q '"predicted_ms": [0-9]' "$work/results/results.json" || fail "results.json lacks the predicted step"
 grep -q '"alpha_us"' "$work/results/results.json" || fail "results.json lacks the calibration"
 grep -q '"compute_slowdown": [0-9]' "$work/results/results.json" || fail "results.json lacks the compute slowdown"
+grep -q '"forward_slowdown": [0-9]' "$work/results/results.json" || fail "results.json lacks the in-run forward slowdown"
 grep -q '"replica_threads_ms"' "$work/results/results.json" || fail "results.json lacks the thread start"
 grep -q '"cpu:1 comm"' "$work/trace.json" || fail "trace.json has no communication track"
 grep -q '"bucket 1"' "$work/trace.json" || fail "trace.json shows no second bucket (--bucket-mb 0.05)"

@@ -208,6 +208,18 @@ TEST_CASE("the per-step check measures a step beyond 8 ulps against the order of
   CHECK(*m.max_check_ulps > 100 * *m.check_order_ulps);
 }
 
+TEST_CASE("forward_slowdown: a run's forward per row of its largest shard over single's", "[experiment]") {
+  RunMeasurement single, run;
+  single.batch_size = run.batch_size = 256;
+  single.phase_ms[static_cast<size_t>(Phase::forward)] = 10;  // 256 rows
+  run.devices = 3;                                            // shards of 86, 85 and 85 rows
+  run.phase_ms[static_cast<size_t>(Phase::forward)] = 5;
+  CHECK(forward_slowdown(run, single) == Approx(5.0 / 86 / (10.0 / 256)));
+  CHECK(forward_slowdown(single, single) == Approx(1));
+  single.phase_ms[static_cast<size_t>(Phase::forward)] = 0;  // not timed: nothing to say
+  CHECK(forward_slowdown(run, single) == 0);
+}
+
 TEST_CASE("Experiment needs a single-device run before it can profile", "[experiment]") {
   Experiment experiment(small_config("mlp"), random_images());
   CHECK_THROWS_WITH(experiment.profile(), Contains("single-device run first"));
